@@ -1,0 +1,49 @@
+"""The `tracereplay` command. Each subcommand lives in its own module of this package and exposes
+`register(subparsers)`, which adds its parser and sets `func(args) -> int` as the handler.
+
+Exit codes (DESIGN.md): 0 ok; 1 a check or regression failed; 2 some input was quarantined or the
+arguments were bad."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every subcommand module of this package registered."""
+    parser = argparse.ArgumentParser(
+        prog="tracereplay",
+        description=(
+            "Trace-replay analytics for chunked-prefill pipeline-parallel LLM inference: ingest "
+            "Ascend/Kineto profiler output and simulated reruns into DuckDB, fit per-chunk "
+            "latency curves tau_k, replay them under CPP/DCPP/VPP schedules, catch regressions."
+        ),
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module_info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{module_info.name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `tracereplay` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

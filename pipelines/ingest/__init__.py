@@ -1,0 +1,1 @@
+"""Format readers: profiler output on disk -> canonical Polars frames (no Dagster, no writes)."""

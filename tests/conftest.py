@@ -1,0 +1,36 @@
+"""Shared fixtures. Tests that read ../shared/traces/real skip when it is absent, unless
+TRACEREPLAY_REQUIRE_REAL=1 (set by .ci/run under CI=true), in which case they fail."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pipelines.paths import REAL_TRACES_DIR
+
+
+def _require_real() -> bool:
+    return os.environ.get("TRACEREPLAY_REQUIRE_REAL", "") not in ("", "0", "false")
+
+
+@pytest.fixture(scope="session")
+def real_dir() -> Path:
+    """Root of the shared real traces (../shared/traces/real)."""
+    if not REAL_TRACES_DIR.is_dir():
+        message = f"real traces not found at {REAL_TRACES_DIR}"
+        if _require_real():
+            pytest.fail(message + " and TRACEREPLAY_REQUIRE_REAL is set")
+        pytest.skip(message)
+    return REAL_TRACES_DIR
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path):
+    """A fresh on-disk warehouse connection with the canonical schema."""
+    from pipelines import warehouse as wh
+
+    con = wh.connect(tmp_path / "warehouse.duckdb")
+    yield con
+    con.close()
