@@ -166,3 +166,18 @@ class RunFrames:
             frame = self.tables.get(table)
             out[table] = empty(table) if frame is None else conform(table, frame)
         return out
+
+
+@dataclass
+class RankFrames:
+    """What a per-rank reader returns: the rank's identity, its rows of the canonical tables
+    (slices, kernels, comm_ops, step_breakdown; `run_id` may be left out, the assembler adds it),
+    run-level facts it found (`info`: software versions, hardware, collected_at, profiler metadata
+    such as parallel groups) and the files it had to set aside."""
+
+    rank: int | None
+    device_id: int | None = None
+    source_path: str | None = None
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    quarantined: list[Quarantined] = field(default_factory=list)
