@@ -1,0 +1,118 @@
+"""Derive the overlap lanes and the per-step time breakdown from raw device intervals.
+
+Used where the trace has no "Overlap Analysis" lanes of its own (Ascend SQLite exports, Kineto).
+Definitions follow the Ascend profiler (torch_npu trace step parser / msprof overlap analysis):
+a device event belongs to step N when it *starts* inside the host window of ProfilerStep#N;
+Computing = union of compute tasks, Communication = union of communication ops,
+Not Overlapped = Communication minus Computing, Free = gaps inside the step's device window,
+Bubble = total duration of `hcom_receive*` ops, Stage = window - Bubble,
+Preparing = first device task start - host step start. Verified to reproduce analysis.db
+StepTraceTime exactly on the real SQLite export (tests/ingest/test_ascend_db.py)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipelines.ingest.intervals import overlap_lanes
+
+RECEIVE_PREFIX = "hcom_receive"
+
+
+def assign_steps(frame: pl.DataFrame, steps: pl.DataFrame, *, at: str = "start_ns") -> pl.DataFrame:
+    """Add (or replace) an Int32 `step` column: the step whose [start_ns, end_ns) window contains
+    `frame[at]`, null outside every window. `steps` has columns step, start_ns, end_ns."""
+    base = frame.drop("step", strict=False).with_row_index("_row")
+    if steps.is_empty() or frame.is_empty():
+        return base.drop("_row").with_columns(pl.lit(None, dtype=pl.Int32).alias("step"))
+    windows = steps.select(
+        pl.col("step").cast(pl.Int32),
+        pl.col("start_ns").cast(pl.Int64).alias("_step_start"),
+        pl.col("end_ns").cast(pl.Int64).alias("_step_end"),
+    ).sort("_step_start")
+    keyed = base.select("_row", pl.col(at).cast(pl.Int64).alias("_at")).sort("_at")
+    matched = keyed.join_asof(windows, left_on="_at", right_on="_step_start", strategy="backward")
+    matched = matched.select(
+        "_row",
+        pl.when(pl.col("_at") < pl.col("_step_end")).then(pl.col("step")).alias("step"),
+    )
+    return base.join(matched, on="_row", how="left").sort("_row").drop("_row")
+
+
+def derive_breakdown(
+    device: pl.DataFrame,
+    steps: pl.DataFrame,
+    comm_ops: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Overlap-lane slices and step_breakdown rows (origin='derived') of one rank.
+
+    `device`: columns kind ('compute' | 'comm'), start_ns, dur_ns — compute tasks and
+    communication ops of the device. `steps`: step, start_ns, end_ns (may be empty: then the
+    whole trace is one row with a null step). `comm_ops`: canonical comm_ops rows (op, is_p2p,
+    start_ns, dur_ns, wait_ns) for the bubble columns; Bubble counts `hcom_receive*` ops (the
+    profiler's definition), p2p_bubble counts every point-to-point op, by its wait time when the
+    trace gives one, else its whole duration.
+
+    Returns (`slices`: lane='overlap' rows with thread = lane name, category 'derived';
+    `step_breakdown`: canonical columns without run_id/rank)."""
+    events = device.select(
+        pl.col("kind"),
+        pl.col("start_ns").cast(pl.Int64),
+        (pl.col("start_ns") + pl.col("dur_ns")).cast(pl.Int64).alias("end_ns"),
+    )
+    has_steps = not steps.is_empty()
+    events = assign_steps(events, steps)
+    if has_steps:
+        events = events.filter(pl.col("step").is_not_null())
+    lanes, totals = overlap_lanes(events.rename({"step": "group"}))
+    slices = lanes.select(
+        pl.lit("overlap").alias("lane"),
+        pl.col("name").alias("thread"),
+        pl.col("name"),
+        pl.lit("derived").alias("category"),
+        pl.col("start_ns"),
+        pl.col("dur_ns"),
+        pl.col("group").cast(pl.Int32).alias("step"),
+    ).sort("start_ns", "thread")
+
+    bubbles = _bubbles(comm_ops, steps, has_steps)
+    step_start = steps.select(
+        pl.col("step").cast(pl.Int64).alias("group"), pl.col("start_ns").alias("_host_start")
+    )
+    breakdown = (
+        totals.join(bubbles, on="group", how="left", nulls_equal=True)
+        .join(step_start, on="group", how="left")
+        .with_columns(pl.col("bubble_ns", "p2p_bubble_ns").fill_null(0))
+        .select(
+            pl.col("group").cast(pl.Int32).alias("step"),
+            pl.lit("derived").alias("origin"),
+            "computing_ns",
+            "communication_ns",
+            "comm_not_overlapped_ns",
+            "overlapped_ns",
+            "free_ns",
+            (pl.col("window_end_ns") - pl.col("window_start_ns") - pl.col("bubble_ns")).alias(
+                "stage_ns"
+            ),
+            "bubble_ns",
+            (pl.col("comm_not_overlapped_ns") - pl.col("bubble_ns")).alias(
+                "comm_not_overlapped_excl_receive_ns"
+            ),
+            (pl.col("window_start_ns") - pl.col("_host_start")).alias("preparing_ns"),
+            "p2p_bubble_ns",
+        )
+    )
+    return slices, breakdown
+
+
+def _bubbles(comm_ops: pl.DataFrame | None, steps: pl.DataFrame, has_steps: bool) -> pl.DataFrame:
+    schema = {"group": pl.Int64, "bubble_ns": pl.Int64, "p2p_bubble_ns": pl.Int64}
+    if comm_ops is None or comm_ops.is_empty():
+        return pl.DataFrame(schema=schema)
+    ops = assign_steps(comm_ops.select("op", "is_p2p", "start_ns", "dur_ns", "wait_ns"), steps)
+    if has_steps:
+        ops = ops.filter(pl.col("step").is_not_null())
+    receive = pl.col("op").str.to_lowercase().str.starts_with(RECEIVE_PREFIX)
+    return ops.group_by(pl.col("step").cast(pl.Int64).alias("group")).agg(
+        pl.col("dur_ns").filter(receive).sum().alias("bubble_ns"),
+        pl.coalesce("wait_ns", "dur_ns").filter(pl.col("is_p2p")).sum().alias("p2p_bubble_ns"),
+    )
