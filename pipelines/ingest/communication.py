@@ -1,0 +1,192 @@
+"""communication.json and communication_matrix.json (per rank, Level1+, multi-card) -> op rows.
+
+communication.json: `{"step<N>" | "step": {"p2p" | "collective": {"<op>@<group hash>": OpInfo}}}`
+with `Total Op Info` summaries (skipped). Durations are milliseconds, `Start Timestamp(us)` is a
+float of microseconds (sub-microsecond digits lost: join with trace/kernel rows by op name, never
+by time). Bytes = transit size over the links the op used: RDMA plus SDMA, where SDMA is the
+profiler's own sum of the intra-node links (HCCS, PCIE, SIO); 1 MB here is 10^6 bytes
+(8.388608 MB = 8 MiB is observed for an 8 MiB P2P tensor).
+
+communication_matrix.json: same outer keys, inner `"src-dst"` links. V2023 keys are op names;
+V2025 keys are aggregates (`batchsendrecv-top1@hash`) whose links name their op in `Op Name`.
+Link ranks are ranks inside the op's group. Used here only to find the peer of P2P ops.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.profiler_info import load_json_file
+from pipelines.ingest.units import ms_to_ns, us_to_ns
+
+# P2P op names: msprof-analyze / MindSpore patterns plus batchSendRecv (PyTorch batch_isend_irecv).
+P2P_NAME = re.compile(r"^hcom_(send|receive|\w*sendrecv)|^(send|receive)-op", re.IGNORECASE)
+RECEIVE_NAME = re.compile(r"^hcom_receive", re.IGNORECASE)
+_OP_NAME = re.compile(r"^hcom_(?P<type>[A-Za-z0-9]+?)_{1,2}(?P<g3>\d{3})_\d+", re.IGNORECASE)
+_STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)
+# Bandwidth types summed for an op's bytes: SDMA already is HCCS + PCIE + SIO.
+_BYTE_LINKS = ("RDMA", "SDMA")
+_INTRA_LINKS = ("HCCS", "PCIE", "SIO")
+_MB = 1_000_000
+
+OP_SCHEMA = {
+    "step": pl.Int32,
+    "op": pl.String,
+    "group_name": pl.String,
+    "kind": pl.String,
+    "start_ns": pl.Int64,
+    "dur_ns": pl.Int64,
+    "wait_ns": pl.Int64,
+    "transit_ns": pl.Int64,
+    "sync_ns": pl.Int64,
+    "bytes": pl.Int64,
+}
+LINK_SCHEMA = {
+    "step": pl.Int32,
+    "op": pl.String,
+    "group_name": pl.String,
+    "src": pl.Int32,
+    "dst": pl.Int32,
+    "transport": pl.String,
+    "bytes": pl.Int64,
+}
+
+
+def is_p2p_op(name: str) -> bool:
+    """True for point-to-point ops: hcom_send*, hcom_receive*, hcom_*SendRecv* (any case)."""
+    return P2P_NAME.match(name) is not None
+
+
+def is_receive_op(name: str) -> bool:
+    """The profiler's `Bubble` counts only ops whose name starts with hcom_receive."""
+    return RECEIVE_NAME.match(name) is not None
+
+
+def op_type(name: str) -> str | None:
+    """`hcom_allReduce__586_0_1` -> `allReduce`."""
+    match = _OP_NAME.match(name)
+    return match.group("type") if match else None
+
+
+def op_group_suffix(name: str) -> str | None:
+    """`hcom_allReduce__586_0_1` -> `586`, the last three digits of the group hash."""
+    match = _OP_NAME.match(name)
+    return match.group("g3") if match else None
+
+
+def _step_of(key: str) -> tuple[bool, int | None]:
+    match = _STEP_KEY.match(key)
+    if not match:
+        return False, None
+    return True, int(match.group(1)) if match.group(1) else None
+
+
+def _split_key(key: str) -> tuple[str, str | None]:
+    op, _, group = key.partition("@")
+    return op, group or None
+
+
+def _bytes(bandwidth: dict[str, Any]) -> int | None:
+    if not isinstance(bandwidth, dict) or not bandwidth:
+        return None
+
+    def size(link: str) -> float:
+        info = bandwidth.get(link)
+        value = info.get("Transit Size(MB)") if isinstance(info, dict) else None
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    intra = size("SDMA") if "SDMA" in bandwidth else sum(size(k) for k in _INTRA_LINKS)
+    return round((size("RDMA") + intra) * _MB)
+
+
+def _sections(data: Any, path: Path) -> list[tuple[int | None, str, dict[str, Any]]]:
+    if not isinstance(data, dict):
+        raise QuarantineError("invalid_communication", f"{path.name}: top level is not an object")
+    out = []
+    for step_key, kinds in data.items():
+        is_step, step = _step_of(str(step_key))
+        if not is_step or not isinstance(kinds, dict):
+            raise QuarantineError(
+                "invalid_communication", f"{path.name}: unexpected top-level key {step_key!r}"
+            )
+        for kind, ops in kinds.items():
+            if isinstance(ops, dict):
+                out.append((step, str(kind), ops))
+    return out
+
+
+def read_communication(path: Path) -> pl.DataFrame:
+    """One row per communication op of communication.json (Total Op Info skipped)."""
+    rows = []
+    for step, kind, ops in _sections(load_json_file(path), path):
+        for key, info in ops.items():
+            if key == "Total Op Info" or not isinstance(info, dict):
+                continue
+            op, group = _split_key(key)
+            times = info.get("Communication Time Info") or {}
+            rows.append(
+                {
+                    "step": step,
+                    "op": op,
+                    "group_name": group,
+                    "kind": kind,
+                    "start_ns": us_to_ns(times.get("Start Timestamp(us)")),
+                    "dur_ns": ms_to_ns(times.get("Elapse Time(ms)")),
+                    "wait_ns": ms_to_ns(times.get("Wait Time(ms)")),
+                    "transit_ns": ms_to_ns(times.get("Transit Time(ms)")),
+                    "sync_ns": ms_to_ns(times.get("Synchronization Time(ms)")),
+                    "bytes": _bytes(info.get("Communication Bandwidth Info") or {}),
+                }
+            )
+    return pl.DataFrame(rows, schema=OP_SCHEMA)
+
+
+def read_communication_matrix(path: Path) -> pl.DataFrame:
+    """One row per (op, src-dst link) of communication_matrix.json; aggregate keys without an
+    `Op Name` (the `-total` entries) are skipped."""
+    rows = []
+    for step, _kind, ops in _sections(load_json_file(path), path):
+        for key, links in ops.items():
+            if key == "Total Op Info" or not isinstance(links, dict):
+                continue
+            key_op, group = _split_key(key)
+            for pair, link in links.items():
+                if not isinstance(link, dict):
+                    continue
+                op = link.get("Op Name") or (key_op if key_op.lower().startswith("hcom_") else None)
+                src, _, dst = str(pair).partition("-")
+                if op is None or not (src.isdigit() and dst.isdigit()):
+                    continue
+                size = link.get("Transit Size(MB)")
+                rows.append(
+                    {
+                        "step": step,
+                        "op": op,
+                        "group_name": group,
+                        "src": int(src),
+                        "dst": int(dst),
+                        "transport": link.get("Transport Type"),
+                        "bytes": round(size * _MB) if isinstance(size, int | float) else None,
+                    }
+                )
+    return pl.DataFrame(rows, schema=LINK_SCHEMA)
+
+
+def peer_from_links(links: pl.DataFrame, op: str, me: int) -> int | None:
+    """The other endpoint of op's non-local links that touch `me` (ranks as the links number
+    them), when there is exactly one."""
+    mine = links.filter(
+        (pl.col("op") == op) & (pl.col("src") != pl.col("dst")) & (pl.col("transport") != "LOCAL")
+    )
+    others = set()
+    for src, dst in zip(mine["src"].to_list(), mine["dst"].to_list(), strict=True):
+        if src == me:
+            others.add(dst)
+        elif dst == me:
+            others.add(src)
+    return others.pop() if len(others) == 1 else None

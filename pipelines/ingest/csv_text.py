@@ -1,0 +1,112 @@
+"""Shared reading of the profiler's CSV files: every cell as text, columns found by header name.
+
+torch_npu writes time cells as `<value>\\t` (a trailing TAB against Excel), sometimes inside quotes,
+missing values as `N/A` or empty; older files have CRLF line ends. Cells are trimmed in SQL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from pipelines.ingest.errors import QuarantineError
+
+# A number Excel rewrote in scientific notation (e.g. 1.69512E+15): its precision is gone.
+EXCEL_MANGLED = r"^[+-]?[0-9]+(\.[0-9]+)?[eE][+-]?[0-9]+$"
+NUMBER = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$"
+MISSING = ("", "N/A", "NA", "None", "null")
+
+
+def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]:
+    """Register `path` as view `view` (all VARCHAR); returns the header names. Raises
+    QuarantineError for empty, binary or unparsable files."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        raise QuarantineError("unreadable", str(exc)) from exc
+    if not head.strip():
+        raise QuarantineError("empty_file", f"{path.name} has no content")
+    if b"\x00" in head:
+        raise QuarantineError("not_csv", f"{path.name} is binary (NUL bytes)")
+    escaped = str(path).replace("'", "''")
+    try:
+        relation = con.sql(
+            f"select * from read_csv('{escaped}', all_varchar = true, header = true,"
+            " delim = ',', quote = '\"', escape = '\"', null_padding = true)"
+        )
+        columns = list(relation.columns)
+        con.register(view, relation)
+        con.sql(f"select count(*) from {view}").fetchone()  # force a full parse now
+    except duckdb.Error as exc:
+        raise QuarantineError("csv_parse_error", str(exc).splitlines()[0][:300]) from exc
+    return [c.strip() for c in columns]
+
+
+def quoted(column: str) -> str:
+    """A SQL identifier for a header name such as `Start Time(us)`."""
+    return '"' + column.replace('"', '""') + '"'
+
+
+def trimmed(column: str) -> str:
+    """SQL for a trimmed cell, NULL when it is one of the missing-value spellings."""
+    cell = f"trim({quoted(column)}, ' \t\r\n\"')"
+    missing = ", ".join(f"'{m}'" for m in MISSING)
+    return f"case when {cell} in ({missing}) then null else {cell} end"
+
+
+def check_time_column(con: duckdb.DuckDBPyConnection, view: str, column: str, name: str) -> None:
+    """Quarantine-worthy problems of a time column: Excel damage or cells that are not numbers."""
+    cell = trimmed(column)
+    mangled = con.sql(
+        f"select {cell} from {view} where regexp_matches({cell}, '{EXCEL_MANGLED}') limit 1"
+    ).fetchone()
+    if mangled:
+        count = con.sql(
+            f"select count(*) from {view} where regexp_matches({cell}, '{EXCEL_MANGLED}')"
+        ).fetchone()[0]
+        raise QuarantineError(
+            "excel_mangled_number",
+            f"{name}: {count} '{column}' cells in scientific notation such as {mangled[0]!r}"
+            " (precision lost, likely saved by Excel)",
+        )
+    bad = con.sql(
+        f"select count(*), any_value({quoted(column)}) from {view}"
+        f" where {cell} is null or not regexp_matches({cell}, '{NUMBER}')"
+    ).fetchone()
+    if bad[0]:
+        raise QuarantineError(
+            "unparsable_rows",
+            f"{name}: {bad[0]} rows whose '{column}' is not a number (e.g. {bad[1]!r})",
+        )
+
+
+def pick(columns: list[str], *candidates: str) -> str | None:
+    """The first header present among `candidates` (exact, then case-insensitive)."""
+    for candidate in candidates:
+        if candidate in columns:
+            return candidate
+    lowered = {c.lower(): c for c in columns}
+    for candidate in candidates:
+        if candidate.lower() in lowered:
+            return lowered[candidate.lower()]
+    return None
+
+
+def require(columns: list[str], where: str, **wanted: tuple[str, ...]) -> dict[str, str]:
+    """Map logical names to headers; QuarantineError(missing_columns) if any is absent."""
+    found = {key: pick(columns, *options) for key, options in wanted.items()}
+    missing = [options[0] for key, options in wanted.items() if found[key] is None]
+    if missing:
+        raise QuarantineError(
+            "missing_columns", f"{where} lacks {', '.join(missing)} (header: {columns[:12]})"
+        )
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def as_int_sql(column: str | None) -> str:
+    """SQL for an optional integer column (NULL when absent or not an integer)."""
+    if column is None:
+        return "null::integer"
+    return f"try_cast({trimmed(column)} as integer)"

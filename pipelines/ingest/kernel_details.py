@@ -1,0 +1,84 @@
+"""kernel_details.csv -> kernel rows (one per device task, top-level HCCL ops included).
+
+Columns are found by header name, so every variant works: Level0 (8 columns), V2023 (no OP State,
+comm core `HCCL`), V2025a, V2025b (`Device_id` second), `Block Dim` or `Block Num`, and CANN
+msprof `op_summary` names (`Op Name`, `Task Start Time(us)` ...). Times are microsecond text with
+a trailing TAB (sometimes quoted), parsed exactly to nanoseconds. Rows whose accelerator core is
+`HCCL` or `COMMUNICATION` (or whose name starts with `hcom_`) are communication (`is_comm`).
+
+A start-time cell in scientific notation (`1.69512E+15`, Excel damage) quarantines the whole file
+(reason `excel_mangled_number`): the nanoseconds cannot be recovered. Cells that are not numbers
+quarantine it as `unparsable_rows`; a header without name/start/duration as `missing_columns`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipelines.ingest.csv_text import (
+    as_int_sql,
+    check_time_column,
+    open_csv,
+    quoted,
+    require,
+    trimmed,
+)
+from pipelines.ingest.csv_text import pick as pick_column
+from pipelines.ingest.units import us_text_to_ns_sql
+
+COMM_CORES = ("HCCL", "COMMUNICATION")
+
+
+@dataclass
+class KernelDetails:
+    """Kernel rows (canonical `kernels` columns without run_id/rank) and the device they ran on."""
+
+    kernels: pl.DataFrame
+    device_id: int | None
+
+
+def read_kernel_details(path: Path) -> KernelDetails:
+    """Read one kernel_details.csv (or msprof op_summary csv); raises QuarantineError."""
+    con = duckdb.connect()
+    try:
+        columns = open_csv(con, path, "kd")
+        col = require(
+            columns,
+            path.name,
+            name=("Name", "Op Name"),
+            start=("Start Time(us)", "Task Start Time(us)"),
+            dur=("Duration(us)", "Task Duration(us)"),
+        )
+        core = pick_column(columns, "Accelerator Core", "Task Type")
+        ktype = pick_column(columns, "Type", "OP Type")
+        wait = pick_column(columns, "Wait Time(us)", "Task Wait Time(us)")
+        step = pick_column(columns, "Step Id", "Step ID")
+        device = pick_column(columns, "Device_id", "Device Id")
+        check_time_column(con, "kd", col["start"], path.name)
+        check_time_column(con, "kd", col["dur"], path.name)
+        core_sql = f"upper({trimmed(core)})" if core else "null"
+        comm_cores = ", ".join(f"'{c}'" for c in COMM_CORES)
+        frame = con.sql(
+            f"""
+            select {as_int_sql(step)} as step,
+                   {trimmed(col["name"])} as name,
+                   {trimmed(ktype) if ktype else "null"} as type,
+                   {trimmed(core) if core else "null"} as core,
+                   {us_text_to_ns_sql(quoted(col["start"]))} as start_ns,
+                   {us_text_to_ns_sql(quoted(col["dur"]))} as dur_ns,
+                   {us_text_to_ns_sql(quoted(wait)) if wait else "null::bigint"} as wait_ns,
+                   coalesce({core_sql} in ({comm_cores}), false)
+                       or starts_with(lower({trimmed(col["name"])}), 'hcom_') as is_comm,
+                   {as_int_sql(device)} as device_id
+            from kd
+            """
+        ).pl()
+    finally:
+        con.close()
+    devices = frame["device_id"].drop_nulls()
+    device_id = int(devices.mode().sort()[0]) if len(devices) else None
+    return KernelDetails(kernels=frame.drop("device_id"), device_id=device_id)

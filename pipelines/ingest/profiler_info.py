@@ -1,0 +1,209 @@
+"""profiler_info_N.json (rank, versions, collection time) and profiler_metadata.json (parallel
+groups, distributed_args, the user's add_metadata keys) of a torch_npu `*_ascend_pt` folder.
+
+Rank: `rank_id` is an int in older exports and a string in newer ones ("2"); -1 means a single
+card. When `rank_id` is missing, the N of the file name `profiler_info_N.json` is used.
+Group identity: HCCL names a communicator by its group id (a string); communication.json keys and
+cluster files carry `double_hash(group_id)` (ascend_formats.md §6), which links an op to its
+parallel group (pp, tp, dp, ...) in `parallel_group_info`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pipelines.ingest.errors import QuarantineError
+
+# Keys users set with torch_npu `prof.add_metadata(key, value)` (DESIGN.md conventions).
+CONVENTION_KEYS = ("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp")
+_INFO_NAME = re.compile(r"^profiler_info(?:_(\d+))?\.json$")
+_MASK32 = 0xFFFFFFFF
+
+
+def double_hash(text: str) -> int:
+    """msprof-analyze's group hash: two 32-bit polynomial hashes (x29, x131) packed high|low."""
+    high = low = 0
+    for char in text:
+        high = (high * 29 + ord(char)) & _MASK32
+        low = (low * 131 + ord(char)) & _MASK32
+    return (high << 32) | low
+
+
+def rank_from_file_name(path: Path) -> int | None:
+    """N of `profiler_info_N.json`, None for `profiler_info.json` or other names."""
+    match = _INFO_NAME.match(path.name)
+    return int(match.group(1)) if match and match.group(1) is not None else None
+
+
+def load_json_file(path: Path) -> Any:
+    """Parse a small JSON file, raising QuarantineError with a reason code on failure."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise QuarantineError("unreadable", str(exc)) from exc
+    if not raw.strip():
+        raise QuarantineError("empty_file", f"{path.name} has no content")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise QuarantineError("not_json", f"{path.name} is not UTF-8 text: {exc.reason}") from exc
+    return parse_json_text(text, path.name)
+
+
+def parse_json_text(text: str, name: str) -> Any:
+    """json.loads with quarantine reasons: truncated_json when the error is at the very end."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            raise QuarantineError("truncated_json", f"{name} ends before the JSON closes") from exc
+        raise QuarantineError("invalid_json", f"{name}: {exc}") from exc
+
+
+@dataclass
+class ProfilerInfo:
+    """What profiler_info_N.json says about one rank."""
+
+    path: Path
+    rank: int | None
+    rank_problem: str | None = None  # set when rank_id was present but unusable
+    software: dict[str, str] = field(default_factory=dict)
+    collected_at: datetime | None = None
+    profiler_level: str | None = None
+    export_type: str | None = None
+
+
+def _parse_rank(value: Any) -> int | None:
+    """int(str(x)) of a rank_id, None when it is not an integer."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def read_profiler_info(path: Path) -> ProfilerInfo:
+    """Read profiler_info[_N].json; rank_id first, the file-name N as fallback; -1 -> single card
+    (rank 0 unless the file name says otherwise)."""
+    data = load_json_file(path)
+    if not isinstance(data, dict):
+        raise QuarantineError("invalid_profiler_info", "top level is not a JSON object")
+    from_name = rank_from_file_name(path)
+    rank: int | None
+    problem = None
+    if "rank_id" in data:
+        rank = _parse_rank(data["rank_id"])
+        if rank is None:
+            problem = f"rank_id {data['rank_id']!r} is not an integer"
+            rank = from_name
+        elif rank < 0:
+            rank = from_name if from_name is not None else 0
+    else:
+        rank = from_name
+    software = {
+        key.removesuffix("_version"): str(value)
+        for key, value in data.items()
+        if key.endswith("_version") and value not in (None, "")
+    }
+    end_ns = (data.get("end_info") or {}).get("collectionTimeEnd")
+    collected_at = None
+    if isinstance(end_ns, int | float | str) and str(end_ns).strip().isdigit():
+        collected_at = datetime.fromtimestamp(int(end_ns) / 1e9, tz=UTC).replace(tzinfo=None)
+    experimental = (data.get("config") or {}).get("experimental_config") or {}
+    export = experimental.get("_export_type")
+    if isinstance(export, list):
+        export = ",".join(str(x) for x in export)
+    return ProfilerInfo(
+        path=path,
+        rank=rank,
+        rank_problem=problem,
+        software=software,
+        collected_at=collected_at,
+        profiler_level=experimental.get("_profiler_level"),
+        export_type=export,
+    )
+
+
+@dataclass(frozen=True)
+class ParallelGroup:
+    """One communicator: its HCCL group id, kind (pp, tp, dp, ...), members, and hash."""
+
+    group_id: str
+    kind: str
+    global_ranks: tuple[int, ...]
+    group_rank: int | None = None
+
+    @property
+    def hash(self) -> str:
+        return str(double_hash(self.group_id))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.kind,
+            "ranks": list(self.global_ranks),
+            "group_id": self.group_id,
+            "hash": self.hash,
+        }
+
+
+@dataclass
+class ProfilerMetadata:
+    """profiler_metadata.json: parallel groups, distributed_args and the convention keys."""
+
+    path: Path
+    groups: list[ParallelGroup] = field(default_factory=list)
+    distributed_args: dict[str, Any] = field(default_factory=dict)
+    conventions: dict[str, str] = field(default_factory=dict)
+
+
+def read_profiler_metadata(path: Path) -> ProfilerMetadata:
+    """Read profiler_metadata.json (written by add_metadata and MindSpeed)."""
+    data = load_json_file(path)
+    if not isinstance(data, dict):
+        raise QuarantineError("invalid_metadata", "top level is not a JSON object")
+    groups = []
+    for group_id, info in (data.get("parallel_group_info") or {}).items():
+        if not isinstance(info, dict):
+            continue
+        ranks = tuple(int(r) for r in info.get("global_ranks") or [] if _parse_rank(r) is not None)
+        groups.append(
+            ParallelGroup(
+                group_id=str(group_id),
+                kind=str(info.get("group_name") or "unknown"),
+                global_ranks=ranks,
+                group_rank=_parse_rank(info.get("group_rank")),
+            )
+        )
+    conventions = {
+        key: str(data[key]) for key in CONVENTION_KEYS if data.get(key) not in (None, "")
+    }
+    args = data.get("distributed_args")
+    return ProfilerMetadata(
+        path=path,
+        groups=groups,
+        distributed_args=args if isinstance(args, dict) else {},
+        conventions=conventions,
+    )
+
+
+def groups_by_hash(groups: list[ParallelGroup]) -> dict[str, ParallelGroup]:
+    """Group hash (as written after `@` in communication.json) -> group."""
+    return {g.hash: g for g in groups}
+
+
+def group_by_suffix(groups: list[ParallelGroup], suffix: str) -> ParallelGroup | None:
+    """The one group whose hash ends in the 3-digit `suffix` of an hcom op name, if unique."""
+    matches = {g.hash: g for g in groups if g.hash.endswith(suffix)}
+    return next(iter(matches.values())) if len(matches) == 1 else None
+
+
+def find_profiler_info(rank_dir: Path) -> Path | None:
+    """The profiler_info[_N].json of a rank folder, if any."""
+    found = sorted(p for p in rank_dir.glob("profiler_info*.json") if _INFO_NAME.match(p.name))
+    return found[0] if found else None

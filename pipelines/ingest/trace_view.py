@@ -1,0 +1,295 @@
+"""trace_view.json of a torch_npu export -> slices (one row per complete event) and step windows.
+
+Format (ascend_formats.md §3): a bare JSON array of Chrome-trace events (the object form
+`{"traceEvents": [...]}` is accepted too); `ts` is a string of microseconds with 3 decimals, parsed
+exactly to integer nanoseconds; `dur` is float microseconds, rounded to nanoseconds.
+
+Lanes come from the `process_name` metadata of each pid, never from pid values:
+Python / python3 / MindSpore / Python GC / CANN -> host; Ascend Hardware -> compute (its
+communication-stream tasks stay there); HCCL or Communication -> comm; Overlap Analysis ->
+overlap; any other named process and any pid without a `process_name` -> other.
+
+Kept: complete events (`ph` X) only. Counter events (`ph` C: HBM, QoS, AI Core Freq ...) are
+skipped and counted; flow events (s/f) and metadata (M) are used for nothing but lane and thread
+names. The step of an event is N of the `ProfilerStep#N` window on a host lane that contains its
+start (torch_npu's own rule), NULL outside every window.
+
+Speed and memory: array files are scanned by DuckDB `read_json` with explicit columns (args kept
+as JSON text), twice: once for the small metadata/step tables, once for the complete events,
+which go straight to a Polars frame, so RSS stays near the size of the frame. The object form is
+decoded with msgspec instead (DuckDB's object-size limit makes it slow on that form).
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import msgspec
+import polars as pl
+
+from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.units import us_text_to_ns_sql
+
+LANE_BY_PROCESS = {
+    "python": "host",
+    "python3": "host",
+    "mindspore": "host",
+    "python gc": "host",
+    "cann": "host",
+    "ascend hardware": "compute",
+    "hccl": "comm",
+    "communication": "comm",
+    "overlap analysis": "overlap",
+}
+LANES = ("host", "compute", "comm", "overlap", "other")
+STEP_PREFIX = "ProfilerStep#"
+_SNIFF_BYTES = 1 << 16
+_MAX_OBJECT_BYTES = 1 << 30
+
+_COLUMNS = (
+    "{name: 'VARCHAR', ph: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'VARCHAR',"
+    " dur: 'VARCHAR', cat: 'VARCHAR', args: 'JSON'}"
+)
+
+
+@dataclass
+class TraceView:
+    """One rank's timeline: canonical slice rows (without run_id/rank) and ProfilerStep windows."""
+
+    slices: pl.DataFrame
+    steps: pl.DataFrame  # step, start_ns, end_ns
+    device_id: int | None = None
+    process_lanes: dict[str, str] = field(default_factory=dict)  # process_name -> lane
+    counters_skipped: int = 0
+
+    def lane(self, lane: str) -> pl.DataFrame:
+        return self.slices.filter(pl.col("lane") == lane)
+
+
+def lane_of_process(process_name: str | None) -> str:
+    """The canonical lane of a trace process name."""
+    if not process_name:
+        return "other"
+    return LANE_BY_PROCESS.get(process_name.strip().lower(), "other")
+
+
+def sniff_json_form(path: Path) -> str:
+    """'array' or 'object' for a JSON trace file; raises QuarantineError for files that cannot be
+    one (empty, binary, not starting with [ or {, cut off before the closing bracket)."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+            handle.seek(max(0, size - 256))
+            tail = handle.read()
+    except OSError as exc:
+        raise QuarantineError("unreadable", str(exc)) from exc
+    if not head.strip():
+        raise QuarantineError("empty_file", f"{path.name} has no content")
+    if b"\x00" in head:
+        raise QuarantineError("not_json", f"{path.name} is binary (NUL bytes)")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # a multi-byte char cut at the sniff boundary is fine
+            raise QuarantineError("not_json", f"{path.name} is not UTF-8 text") from exc
+    first = head.lstrip()[:1]
+    if first not in (b"[", b"{"):
+        raise QuarantineError("not_json", f"{path.name} does not start with [ or {{")
+    last = tail.rstrip()[-1:]
+    closing = b"]" if first == b"[" else b"}"
+    if last != closing:
+        raise QuarantineError(
+            "truncated_json", f"{path.name} ends with {last!r}, not {closing.decode()!r}"
+        )
+    return "array" if first == b"[" else "object"
+
+
+class _Event(msgspec.Struct, omit_defaults=True):
+    name: Any = None
+    ph: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    cat: Any = None
+    args: msgspec.Raw | None = None
+
+
+class _Wrapped(msgspec.Struct):
+    traceEvents: list[_Event]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _object_form_relation(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyRelation:
+    """Decode `{"traceEvents": [...]}` with msgspec into the same columns read_json yields."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        events = msgspec.json.decode(raw, type=_Wrapped).traceEvents
+    except msgspec.ValidationError as exc:
+        raise QuarantineError(
+            "invalid_trace", f"object form without a traceEvents list: {exc}"
+        ) from exc
+    except msgspec.DecodeError as exc:
+        raise QuarantineError("invalid_json", str(exc)) from exc
+    frame = pl.DataFrame(
+        {
+            "name": [_text(e.name) for e in events],
+            "ph": [_text(e.ph) for e in events],
+            "pid": [_text(e.pid) for e in events],
+            "tid": [_text(e.tid) for e in events],
+            "ts": [_text(e.ts) for e in events],
+            "dur": [_text(e.dur) for e in events],
+            "cat": [_text(e.cat) for e in events],
+            "args": [None if e.args is None else bytes(e.args).decode() for e in events],
+        },
+        schema={c: pl.String for c in ("name", "ph", "pid", "tid", "ts", "dur", "cat", "args")},
+    )
+    con.register("_trace_object_form", frame.to_arrow())
+    return con.sql("select * replace (args::json as args) from _trace_object_form")
+
+
+def _raw_relation(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyRelation:
+    form = sniff_json_form(path)
+    if form == "object":
+        return _object_form_relation(con, path)
+    escaped = str(path).replace("'", "''")
+    return con.sql(
+        f"select * from read_json('{escaped}', format = 'array', columns = {_COLUMNS},"
+        f" maximum_object_size = {_MAX_OBJECT_BYTES})"
+    )
+
+
+def _metadata(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, int]:
+    """Process/thread names and labels, ProfilerStep candidates and the counter count."""
+    meta = con.sql(
+        f"""
+        select ph, name, pid, tid,
+               case when ph = 'M' then args->>'$.name' end as value,
+               case when ph = 'M' then args->>'$.labels' end as labels,
+               {us_text_to_ns_sql("ts")} as start_ns,
+               round(try_cast(dur as double) * 1000)::bigint as dur_ns
+        from raw
+        where ph = 'M' or (ph = 'X' and starts_with(name, '{STEP_PREFIX}')) or ph = 'C'
+        """
+    ).pl()
+    counters = meta.filter(pl.col("ph") == "C").height
+    return meta.filter(pl.col("ph") != "C"), counters
+
+
+def _device_id(meta: pl.DataFrame, process: pl.DataFrame) -> int | None:
+    """Device of the compute lane: `process_labels` "NPU <id>", else the pid's low 5 bits when the
+    pid decodes as (host os pid << 10 | sort << 5 | device) (ascend_formats.md §3.3)."""
+    compute_pids = process.filter(pl.col("lane") == "compute")["pid"].to_list()
+    labels = meta.filter((pl.col("name") == "process_labels") & pl.col("pid").is_in(compute_pids))
+    for label in labels["labels"].drop_nulls().to_list():
+        parts = label.split()
+        if len(parts) == 2 and parts[0].upper() == "NPU" and parts[1].isdigit():
+            return int(parts[1])
+    host_pids = {
+        int(p) for p in process.filter(pl.col("lane") == "host")["pid"].to_list() if p.isdigit()
+    }
+    for pid in compute_pids:
+        if pid.isdigit() and (int(pid) >> 10) in host_pids:
+            return int(pid) & 31
+    return None
+
+
+def read_trace_view(path: Path) -> TraceView:
+    """Read one trace_view.json; raises QuarantineError when the file cannot be used."""
+    con = duckdb.connect()
+    try:
+        try:
+            con.sql("set preserve_insertion_order = true")
+            raw = _raw_relation(con, path)
+            con.register("raw", raw)
+            meta, counters = _metadata(con)
+        except duckdb.Error as exc:
+            raise QuarantineError("invalid_json", str(exc).splitlines()[0]) from exc
+        process = (
+            meta.filter((pl.col("ph") == "M") & (pl.col("name") == "process_name"))
+            .select("pid", pl.col("value").alias("process_name"))
+            .unique("pid", keep="first")
+            .with_columns(
+                pl.col("process_name")
+                .map_elements(lane_of_process, return_dtype=pl.String)
+                .alias("lane")
+            )
+        )
+        if process.is_empty():
+            if meta.is_empty() and counters == 0:
+                raise QuarantineError("empty_trace", f"{path.name} holds no events")
+            raise QuarantineError("no_lanes", f"{path.name} has no process_name metadata")
+        threads = (
+            meta.filter((pl.col("ph") == "M") & (pl.col("name") == "thread_name"))
+            .select("pid", "tid", pl.col("value").alias("thread"))
+            .unique(["pid", "tid"], keep="first")
+        )
+        host_pids = process.filter(pl.col("lane") == "host")["pid"]
+        steps = (
+            meta.filter(
+                (pl.col("ph") == "X")
+                & pl.col("name").str.starts_with(STEP_PREFIX)
+                & pl.col("pid").is_in(host_pids)
+            )
+            .select(
+                pl.col("name")
+                .str.strip_prefix(STEP_PREFIX)
+                .cast(pl.Int32, strict=False)
+                .alias("step"),
+                "start_ns",
+                (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
+            )
+            .drop_nulls()
+            .unique("step", keep="first")
+            .sort("start_ns")
+        )
+        con.register("process", process.to_arrow())
+        con.register("threads", threads.to_arrow())
+        con.register("steps", steps.to_arrow())
+        try:
+            slices = con.sql(
+                f"""
+                with x as (
+                    select coalesce(p.lane, 'other') as lane,
+                           coalesce(t.thread, r.tid) as thread,
+                           r.name, r.cat as category,
+                           {us_text_to_ns_sql("r.ts")} as start_ns,
+                           coalesce(round(try_cast(r.dur as double) * 1000)::bigint, 0) as dur_ns,
+                           r.args::varchar as args
+                    from raw r
+                    left join process p on p.pid = r.pid
+                    left join threads t on t.pid = r.pid and t.tid = r.tid
+                    where r.ph = 'X'
+                )
+                select x.lane, x.thread, x.name, x.category, x.start_ns, x.dur_ns,
+                       case when x.start_ns < s.end_ns then s.step end::integer as step, x.args
+                from x asof left join steps s on x.start_ns >= s.start_ns
+                order by x.start_ns
+                """
+            ).pl()
+        except duckdb.Error as exc:
+            raise QuarantineError("invalid_json", str(exc).splitlines()[0]) from exc
+        bad_ts = slices.filter(pl.col("start_ns").is_null()).height
+        if bad_ts:
+            raise QuarantineError("bad_timestamps", f"{bad_ts} complete events without a usable ts")
+        if slices.is_empty():
+            raise QuarantineError("empty_trace", f"{path.name} holds no complete (X) events")
+        return TraceView(
+            slices=slices,
+            steps=steps,
+            device_id=_device_id(meta, process),
+            process_lanes=dict(zip(process["process_name"], process["lane"], strict=True)),
+            counters_skipped=counters,
+        )
+    finally:
+        con.close()
