@@ -1,0 +1,329 @@
+"""Chunk segmentation of real traces: host-side chunk markers -> canonical `chunks` rows.
+
+A marker is a host slice (lane ``host``) whose name matches a regex with named groups ``req``,
+``k`` and optionally ``vs``, ``tokens``, ``prefix``. The default regex accepts exactly the
+DESIGN.md form ``chunk[req=<id>,k=<k>,vs=<vstage>,tokens=<c>,prefix=<p>]`` (keys in any order,
+``tokens``/``prefix`` optional). Device slices of the same rank belong to the marker that contains
+their *anchor* time: the start of the host slice that launched them when a flow/correlation id in
+``args`` links the two (``connection_id``, ``correlation``, ``External id``), otherwise their own
+start (time containment). ``busy_ns`` of a chunk is the union of its device intervals: tau_k.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import polars as pl
+
+from pipelines.ingest.frames import SCHEMAS, conform
+
+DEFAULT_MARKER_REGEX = (
+    r"^chunk\["
+    # required keys present, each key at most once
+    r"(?=(?:[^\]]*,)?req=)(?=(?:[^\]]*,)?k=)(?=(?:[^\]]*,)?vs=)"
+    r"(?!(?:.*(?:\[|,)req=){2})(?!(?:.*(?:\[|,)k=){2})(?!(?:.*(?:\[|,)vs=){2})"
+    r"(?!(?:.*(?:\[|,)tokens=){2})(?!(?:.*(?:\[|,)prefix=){2})"
+    r"(?:req=(?P<req>[^,\]=\s]+)|k=(?P<k>\d+)|vs=(?P<vs>\d+)"
+    r"|tokens=(?P<tokens>\d+)|prefix=(?P<prefix>\d+))"
+    r"(?:,(?:req=(?P<req2>[^,\]=\s]+)|k=(?P<k2>\d+)|vs=(?P<vs2>\d+)"
+    r"|tokens=(?P<tokens2>\d+)|prefix=(?P<prefix2>\d+))){2,4}"
+    r"\]$"
+)
+"""Exactly `chunk[req=..,k=..,vs=..(,tokens=..)(,prefix=..)]`, keys in any order, no repeats."""
+
+PROFILER_STEP_REGEX = r"^ProfilerStep#(?P<k>\d+)$"
+"""Rule option: each `ProfilerStep#N` window is one chunk (use with renumber=True)."""
+
+LINK_KEYS = ("connection_id", "correlation", "External id")
+"""args keys whose equal values link a host launch slice to the device slices it launched."""
+
+EXCLUDED_DEVICE_CATEGORIES = ("gpu_user_annotation",)
+"""Device-lane slices that are annotations, not work (Kineto mirrors user ranges on the GPU)."""
+
+UNASSIGNED_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String,
+    "rank": pl.Int32,
+    "device_busy_ns": pl.Int64,
+    "assigned_busy_ns": pl.Int64,
+    "unassigned_ns": pl.Int64,
+    "unassigned_fraction": pl.Float64,
+    "n_device_slices": pl.Int64,
+    "n_unassigned_slices": pl.Int64,
+    "n_markers": pl.Int64,
+    "n_empty_markers": pl.Int64,
+    "n_flow_linked": pl.Int64,
+}
+
+Link = Literal["auto", "time", "flow"]
+
+
+@dataclass(frozen=True)
+class MarkerFields:
+    """The fields one marker name carries."""
+
+    request_id: str
+    chunk_idx: int
+    vstage: int | None
+    tokens: int | None
+    prefix_tokens: int | None
+
+
+def parse_marker(name: str, marker_regex: str | re.Pattern[str] = DEFAULT_MARKER_REGEX):
+    """The fields of one marker name, or None when it does not match the regex."""
+    pattern = re.compile(marker_regex) if isinstance(marker_regex, str) else marker_regex
+    match = pattern.match(name)
+    if match is None:
+        return None
+    groups = {k: v for k, v in match.groupdict().items() if v is not None}
+
+    def field(key: str) -> str | None:
+        return groups.get(key, groups.get(f"{key}2"))
+
+    k = field("k")
+    if k is None:
+        return None
+    vs, tokens, prefix = field("vs"), field("tokens"), field("prefix")
+    return MarkerFields(
+        request_id=field("req") or "0",
+        chunk_idx=int(k),
+        vstage=None if vs is None else int(vs),
+        tokens=None if tokens is None else int(tokens),
+        prefix_tokens=None if prefix is None else int(prefix),
+    )
+
+
+def _markers(
+    host: pl.DataFrame,
+    marker_regex: str | re.Pattern[str],
+    vstage_of_rank: dict[int, int] | None,
+    renumber: bool,
+) -> pl.DataFrame:
+    """One row per chunk marker: rank, key fields, host range [m_start, m_end)."""
+    pattern = re.compile(marker_regex) if isinstance(marker_regex, str) else marker_regex
+    parsed = []
+    for name in host.get_column("name").unique().to_list():
+        fields = parse_marker(name, pattern)
+        if fields is not None:
+            parsed.append({"name": name, **fields.__dict__})
+    schema = {
+        "name": pl.String,
+        "request_id": pl.String,
+        "chunk_idx": pl.Int32,
+        "vstage": pl.Int32,
+        "tokens": pl.Int64,
+        "prefix_tokens": pl.Int64,
+    }
+    names = pl.DataFrame(parsed, schema=schema)
+    markers = host.join(names, on="name", how="inner").select(
+        "rank",
+        "request_id",
+        "chunk_idx",
+        "vstage",
+        "tokens",
+        "prefix_tokens",
+        pl.col("start_ns").alias("m_start"),
+        (pl.col("start_ns") + pl.col("dur_ns")).alias("m_end"),
+    )
+    fallback = pl.lit(-1, pl.Int32)
+    if vstage_of_rank:
+        fallback = pl.col("rank").replace_strict(vstage_of_rank, default=-1, return_dtype=pl.Int32)
+    markers = markers.with_columns(pl.col("vstage").fill_null(fallback))
+    key = ["rank", "request_id", "vstage", "chunk_idx"]
+    # the same chunk marked twice (record_function and mstx, or a split range): one span
+    markers = markers.group_by(key).agg(
+        pl.col("tokens").max(),
+        pl.col("prefix_tokens").max(),
+        pl.col("m_start").min(),
+        pl.col("m_end").max(),
+    )
+    if renumber:
+        markers = markers.with_columns(
+            (pl.col("m_start").rank("ordinal").over(["rank", "request_id", "vstage"]) - 1)
+            .cast(pl.Int32)
+            .alias("chunk_idx")
+        )
+    return markers.sort("rank", "m_start")
+
+
+def _link_ids(frame: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
+    """Long frame (row_id, link) of every link id present in args, as 'key=value' strings."""
+    if frame.is_empty() or not keys:
+        return pl.DataFrame(schema={"row_id": pl.UInt32, "link": pl.String})
+    parts = [
+        frame.select(
+            "row_id",
+            (pl.lit(f"{key}=") + pl.col("args").str.json_path_match(f"$['{key}']")).alias("link"),
+        )
+        for key in keys
+    ]
+    return pl.concat(parts).drop_nulls("link")
+
+
+_OWNER_SCHEMA = {
+    "row_id": pl.UInt32,
+    "request_id": pl.String,
+    "vstage": pl.Int32,
+    "chunk_idx": pl.Int32,
+}
+
+
+def _contained(anchors: pl.DataFrame, markers: pl.DataFrame) -> pl.DataFrame:
+    """For each anchor (row_id, rank, anchor_ns), the innermost marker containing it."""
+    out = []
+    for rank in anchors.get_column("rank").unique().to_list():
+        a = anchors.filter(pl.col("rank") == rank)
+        m = markers.filter(pl.col("rank") == rank).drop("rank").with_row_index("marker_id")
+        if m.is_empty():
+            continue
+        hits = a.join_where(
+            m, pl.col("anchor_ns") >= pl.col("m_start"), pl.col("anchor_ns") < pl.col("m_end")
+        )
+        # nested markers: the innermost one (latest start) owns the event
+        out.append(hits.sort("m_start").group_by("row_id").last().select(list(_OWNER_SCHEMA)))
+    if not out:
+        return pl.DataFrame(schema=_OWNER_SCHEMA)
+    return pl.concat(out)
+
+
+def union_ns(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Length of the union of intervals [start_ns, end_ns) per group `by` (column `busy_ns`)."""
+    if frame.is_empty():
+        return frame.select(*by).with_columns(pl.lit(0, pl.Int64).alias("busy_ns")).head(0)
+    ordered = frame.select(*by, "start_ns", "end_ns").sort([*by, "start_ns"])
+    reach = pl.col("end_ns").cum_max().shift(1).over(by)
+    ordered = ordered.with_columns(
+        (reach.is_null() | (pl.col("start_ns") > reach)).cum_sum().over(by).alias("_piece")
+    )
+    pieces = ordered.group_by([*by, "_piece"]).agg(pl.col("start_ns").min(), pl.col("end_ns").max())
+    return pieces.group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"))
+
+
+def segment_chunks(
+    slices: pl.DataFrame,
+    run_id: str,
+    marker_regex: str | re.Pattern[str] = DEFAULT_MARKER_REGEX,
+    *,
+    include_comm: bool = False,
+    link: Link = "auto",
+    link_keys: tuple[str, ...] = LINK_KEYS,
+    vstage_of_rank: dict[int, int] | None = None,
+    renumber: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Chunks of one run from its canonical slices, and per-rank device time left unassigned.
+
+    `link`: "auto" anchors a device slice at its launching host slice when an id in args links
+    them and at its own start otherwise; "time" uses time containment only; "flow" keeps only
+    linked slices. `vstage_of_rank` fills the virtual stage of markers without `vs`;
+    `renumber` re-indexes k as 0.. in marker start order (for ProfilerStep#N windows).
+    Returns (chunks in the canonical schema, unassigned report: one row per rank of the run).
+    """
+    frame = slices.filter(pl.col("run_id") == run_id) if "run_id" in slices.columns else slices
+    frame = frame.with_columns(
+        pl.col("rank").cast(pl.Int32), pl.col("start_ns").cast(pl.Int64)
+    ).with_row_index("row_id")
+    if "args" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, pl.String).alias("args"))
+    host = frame.filter(pl.col("lane") == "host")
+    lanes = ["compute", "comm"] if include_comm else ["compute"]
+    device = frame.filter(pl.col("lane").is_in(lanes))
+    if "category" in device.columns:
+        device = device.filter(
+            pl.col("category").is_null() | ~pl.col("category").is_in(EXCLUDED_DEVICE_CATEGORIES)
+        )
+    device = device.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
+    markers = _markers(host, marker_regex, vstage_of_rank, renumber)
+
+    anchors = device.select("row_id", "rank", pl.col("start_ns").alias("anchor_ns"))
+    linked = pl.DataFrame(schema={"row_id": pl.UInt32, "host_ns": pl.Int64})
+    if link != "time":
+        host_links = _link_ids(host, link_keys).join(
+            host.select("row_id", "rank", "start_ns"), on="row_id"
+        )
+        device_links = _link_ids(device, link_keys).join(
+            device.select("row_id", "rank"), on="row_id"
+        )
+        linked = (
+            device_links.join(host_links, on=["rank", "link"], suffix="_host")
+            .group_by("row_id")
+            .agg(pl.col("start_ns").max().alias("host_ns"))
+        )
+        anchors = anchors.join(linked, on="row_id", how="left").with_columns(
+            pl.coalesce("host_ns", "anchor_ns").alias("anchor_ns")
+        )
+        if link == "flow":
+            anchors = anchors.filter(pl.col("host_ns").is_not_null())
+        anchors = anchors.drop("host_ns")
+
+    owner = _contained(anchors, markers)
+    key = ["rank", "request_id", "vstage", "chunk_idx"]
+    assigned = device.join(owner, on="row_id", how="inner")
+
+    busy = union_ns(assigned, key)
+    spans = assigned.group_by(key).agg(pl.col("start_ns").min(), pl.col("end_ns").max())
+    chunks = (
+        markers.join(spans, on=key, how="inner")
+        .join(busy, on=key, how="inner")
+        .with_columns(pl.lit(run_id).alias("run_id"))
+        .sort("rank", "vstage", "request_id", "chunk_idx")
+    )
+    chunks = conform("chunks", chunks.select(c for c in SCHEMAS["chunks"] if c in chunks.columns))
+
+    per_rank_all = union_ns(device, ["rank"]).rename({"busy_ns": "device_busy_ns"})
+    per_rank_assigned = union_ns(assigned, ["rank"]).rename({"busy_ns": "assigned_busy_ns"})
+    counts = device.group_by("rank").agg(pl.len().alias("n_device_slices"))
+    counts_assigned = assigned.group_by("rank").agg(pl.len().alias("n_assigned"))
+    marker_counts = markers.group_by("rank").agg(pl.len().alias("n_markers"))
+    chunk_counts = chunks.group_by("rank").agg(pl.len().alias("n_chunks"))
+    flow_counts = (
+        device.select("row_id", "rank")
+        .join(linked, on="row_id")
+        .group_by("rank")
+        .agg(pl.len().alias("n_flow_linked"))
+    )
+    ranks = pl.concat(
+        [device.select("rank"), markers.select("rank")], how="vertical_relaxed"
+    ).unique()
+    report = (
+        ranks.join(per_rank_all, on="rank", how="left")
+        .join(per_rank_assigned, on="rank", how="left")
+        .join(counts, on="rank", how="left")
+        .join(counts_assigned, on="rank", how="left")
+        .join(marker_counts, on="rank", how="left")
+        .join(chunk_counts, on="rank", how="left")
+        .join(flow_counts, on="rank", how="left")
+        .fill_null(0)
+        .with_columns(
+            pl.lit(run_id).alias("run_id"),
+            (pl.col("device_busy_ns") - pl.col("assigned_busy_ns")).alias("unassigned_ns"),
+            (pl.col("n_device_slices") - pl.col("n_assigned")).alias("n_unassigned_slices"),
+            (pl.col("n_markers") - pl.col("n_chunks")).alias("n_empty_markers"),
+        )
+        .with_columns(
+            pl.when(pl.col("device_busy_ns") > 0)
+            .then(pl.col("unassigned_ns") / pl.col("device_busy_ns"))
+            .otherwise(None)
+            .alias("unassigned_fraction")
+        )
+        .select([pl.col(c).cast(t) for c, t in UNASSIGNED_SCHEMA.items()])
+        .sort("rank")
+    )
+    return chunks, report
+
+
+def run_totals(unassigned: pl.DataFrame) -> pl.DataFrame:
+    """The per-rank unassigned report summed to one row per run."""
+    return (
+        unassigned.group_by("run_id")
+        .agg(
+            pl.col("device_busy_ns").sum(),
+            pl.col("unassigned_ns").sum(),
+            pl.col("n_markers").sum(),
+            pl.col("n_empty_markers").sum(),
+        )
+        .with_columns(
+            (pl.col("unassigned_ns") / pl.col("device_busy_ns")).alias("unassigned_fraction")
+        )
+        .sort("run_id")
+    )
