@@ -1,117 +1,151 @@
-"""Overlap lanes from raw device intervals (used by pipelines/ingest/overlap.py).
+"""Vectorised interval algebra over grouped event sets (union, difference, gaps).
 
-NOTE: this file was rewritten by the text-reader helper after it accidentally overwrote the
-original (same name, created at the same time). The API is the one overlap.py calls:
-`overlap_lanes(events)` with columns kind ('compute' | 'comm'), start_ns, end_ns, group.
-
-Per group: Computing = union of compute intervals; Communication = union of comm intervals;
-Communication(Not Overlapped) = Communication minus Computing; Free = gaps inside the group's
-device window [min start, max end] covered by neither. Touching intervals merge.
-"""
+Events are rows (group, kind, start_ns, end_ns). A sweep over all start/end points of a group
+splits its busy window into elementary segments, each flagged with which kinds cover it; unions,
+differences and gaps are then runs of consecutive flagged segments. Everything is numpy/polars:
+no Python loop over events. Groups are integer keys (e.g. a step number); null keys form a group
+of their own. (Owned by the db/Kineto readers; used through pipelines/ingest/overlap.py.)"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
 
-LANE_NAMES = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
+_NULL_GROUP = np.iinfo(np.int64).min
 
 
-def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if starts.size == 0:
-        return starts.astype(np.int64), ends.astype(np.int64)
-    order = np.argsort(starts, kind="stable")
-    s = starts[order].astype(np.int64)
-    e = np.maximum.accumulate(ends[order].astype(np.int64))
-    new = np.empty(s.size, dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > e[:-1]
-    first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, s.size - 1)
-    return s[first], e[last]
+def elementary_segments(
+    events: pl.DataFrame,
+    kinds: Sequence[str],
+    *,
+    group: str = "group",
+    kind: str = "kind",
+    start: str = "start_ns",
+    end: str = "end_ns",
+) -> pl.DataFrame:
+    """Split each group's window [min start, max end) into maximal pieces of constant coverage.
+
+    Returns columns `group, start_ns, end_ns` and one boolean column per entry of `kinds`
+    (True where at least one event of that kind covers the piece). Pieces covered by nothing
+    inside the window (gaps) are included with every flag False."""
+    g = events.get_column(group).cast(pl.Int64).fill_null(_NULL_GROUP).to_numpy()
+    s = events.get_column(start).cast(pl.Int64).to_numpy()
+    e = np.maximum(events.get_column(end).cast(pl.Int64).to_numpy(), s)
+    k = events.get_column(kind).cast(pl.String).to_numpy()
+    schema = {"group": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64} | {
+        name: pl.Boolean for name in kinds
+    }
+    if len(s) == 0:
+        return pl.DataFrame(schema=schema)
+    times = np.concatenate([s, e])
+    groups = np.concatenate([g, g])
+    order = np.lexsort((times, groups))
+    times, groups = times[order], groups[order]
+    keep = (groups[:-1] == groups[1:]) & (times[1:] > times[:-1])
+    columns: dict[str, np.ndarray] = {}
+    for name in kinds:
+        member = (k == name).astype(np.int64)
+        delta = np.concatenate([member, -member])[order]
+        # the deltas of every group sum to zero, so one running sum restarts at 0 per group
+        columns[name] = (np.cumsum(delta)[:-1] > 0)[keep]
+    frame = pl.DataFrame(
+        {
+            "group": groups[:-1][keep],
+            "start_ns": times[:-1][keep],
+            "end_ns": times[1:][keep],
+            **columns,
+        },
+        schema=schema,
+    )
+    return frame.with_columns(
+        pl.when(pl.col("group") == _NULL_GROUP).then(None).otherwise(pl.col("group")).alias("group")
+    )
 
 
-def _subtract(
-    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted intervals a minus disjoint sorted intervals b."""
-    out_s: list[int] = []
-    out_e: list[int] = []
-    j = 0
-    b_s, b_e = b
-    for start, end in zip(a[0].tolist(), a[1].tolist(), strict=True):
-        cur = start
-        while j < b_s.size and b_e[j] <= cur:
-            j += 1
-        k = j
-        while k < b_s.size and b_s[k] < end:
-            if b_s[k] > cur:
-                out_s.append(cur)
-                out_e.append(int(b_s[k]))
-            cur = max(cur, int(b_e[k]))
-            if cur >= end:
-                break
-            k += 1
-        if cur < end:
-            out_s.append(cur)
-            out_e.append(end)
-    return np.asarray(out_s, dtype=np.int64), np.asarray(out_e, dtype=np.int64)
+def merge_runs(segments: pl.DataFrame, mask: pl.Expr) -> pl.DataFrame:
+    """Merge the touching segments (same group, end == next start) selected by `mask` into
+    intervals: columns group, start_ns, end_ns, sorted by group then start."""
+    picked = segments.filter(mask).sort(["group", "start_ns"], nulls_last=True)
+    new_run = (
+        (pl.col("start_ns") != pl.col("end_ns").shift(1))
+        | pl.col("group").ne_missing(pl.col("group").shift(1))
+    ).fill_null(True)
+    return (
+        picked.with_columns(new_run.cum_sum().alias("_run"))
+        .group_by("_run", maintain_order=True)
+        .agg(pl.col("group").first(), pl.col("start_ns").min(), pl.col("end_ns").max())
+        .drop("_run")
+    )
 
 
-def _gaps(u: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    s, e = u
-    if s.size < 2:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    return e[:-1], s[1:]
+def union(
+    events: pl.DataFrame, *, group: str = "group", start: str = "start_ns", end: str = "end_ns"
+) -> pl.DataFrame:
+    """Union of all intervals per group: columns group, start_ns, end_ns."""
+    tagged = events.select(
+        pl.col(group).alias("group"),
+        pl.lit("x").alias("kind"),
+        pl.col(start).alias("start_ns"),
+        pl.col(end).alias("end_ns"),
+    )
+    return merge_runs(elementary_segments(tagged, ["x"]), pl.col("x"))
+
+
+# Names of the four overlap lanes, as the Ascend profiler's "Overlap Analysis" process writes them.
+COMPUTING = "Computing"
+COMMUNICATION = "Communication"
+NOT_OVERLAPPED = "Communication(Not Overlapped)"
+FREE = "Free"
+OVERLAP_LANES = (COMPUTING, COMMUNICATION, NOT_OVERLAPPED, FREE)
+_TOTALS = ("computing_ns", "communication_ns", "comm_not_overlapped_ns", "overlapped_ns", "free_ns")
 
 
 def overlap_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(lanes: group, name, start_ns, dur_ns; totals: group, computing_ns, communication_ns,
-    comm_not_overlapped_ns, overlapped_ns, free_ns, window_start_ns, window_end_ns)."""
-    group_dtype = events.schema.get("group", pl.Int64)
-    lane_rows: dict[str, list] = {"group": [], "name": [], "start_ns": [], "dur_ns": []}
-    totals: list[dict] = []
-    for (group,), part in events.group_by(["group"], maintain_order=True):
-        starts = part["start_ns"].to_numpy().astype(np.int64)
-        ends = part["end_ns"].to_numpy().astype(np.int64)
-        is_comm = (part["kind"] == "comm").to_numpy()
-        compute = _union(starts[~is_comm], ends[~is_comm])
-        comm = _union(starts[is_comm], ends[is_comm])
-        exposed = _subtract(comm, compute)
-        free = _gaps(_union(starts, ends))
-        for name, (s, e) in zip(LANE_NAMES, (compute, comm, exposed, free), strict=True):
-            lane_rows["group"].extend([group] * s.size)
-            lane_rows["name"].extend([name] * s.size)
-            lane_rows["start_ns"].extend(s.tolist())
-            lane_rows["dur_ns"].extend((e - s).tolist())
-        comm_len = int((comm[1] - comm[0]).sum())
-        exposed_len = int((exposed[1] - exposed[0]).sum())
-        totals.append(
-            {
-                "group": group,
-                "computing_ns": int((compute[1] - compute[0]).sum()),
-                "communication_ns": comm_len,
-                "comm_not_overlapped_ns": exposed_len,
-                "overlapped_ns": comm_len - exposed_len,
-                "free_ns": int((free[1] - free[0]).sum()),
-                "window_start_ns": int(starts.min()) if starts.size else None,
-                "window_end_ns": int(ends.max()) if ends.size else None,
-            }
-        )
-    lanes = pl.DataFrame(
-        lane_rows,
-        schema={"group": group_dtype, "name": pl.String, "start_ns": pl.Int64, "dur_ns": pl.Int64},
-    )
-    total_schema = {"group": group_dtype} | {
-        k: pl.Int64
-        for k in (
-            "computing_ns",
-            "communication_ns",
-            "comm_not_overlapped_ns",
-            "overlapped_ns",
-            "free_ns",
-            "window_start_ns",
-            "window_end_ns",
-        )
+    """The four overlap lanes from compute and communication device intervals, per group.
+
+    `events` has columns group, kind ('compute' | 'comm'), start_ns, end_ns. Returns
+    (`lanes`: group, name, start_ns, dur_ns — the lane intervals; `totals`: one row per group with
+    computing_ns, communication_ns, comm_not_overlapped_ns, overlapped_ns, free_ns,
+    window_start_ns, window_end_ns). Computing = union of compute, Communication = union of comm,
+    Not Overlapped = comm minus compute, Free = window minus (compute or comm), window = [first
+    start, last end)."""
+    segs = elementary_segments(events, ["compute", "comm"])
+    comp, comm = pl.col("compute"), pl.col("comm")
+    masks = {
+        COMPUTING: comp,
+        COMMUNICATION: comm,
+        NOT_OVERLAPPED: comm & ~comp,
+        FREE: ~comm & ~comp,
     }
-    return lanes, pl.DataFrame(totals, schema=total_schema)
+    lanes = pl.concat(
+        [
+            merge_runs(segs, mask).with_columns(pl.lit(name).alias("name"))
+            for name, mask in masks.items()
+        ]
+    ).select("group", "name", "start_ns", (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
+    length = pl.col("end_ns") - pl.col("start_ns")
+    totals = (
+        segs.group_by("group")
+        .agg(
+            length.filter(comp).sum().alias("computing_ns"),
+            length.filter(comm).sum().alias("communication_ns"),
+            length.filter(comm & ~comp).sum().alias("comm_not_overlapped_ns"),
+            length.filter(comm & comp).sum().alias("overlapped_ns"),
+            length.filter(~comm & ~comp).sum().alias("free_ns"),
+        )
+        .join(
+            events.group_by(pl.col("group").cast(pl.Int64)).agg(
+                pl.col("start_ns").min().alias("window_start_ns"),
+                pl.col("end_ns").max().alias("window_end_ns"),
+            ),
+            on="group",
+            how="full",
+            coalesce=True,
+            nulls_equal=True,
+        )
+        .sort("group", nulls_last=True)
+        .with_columns(pl.col(c).fill_null(0) for c in _TOTALS)
+    )
+    return lanes, totals

@@ -1,0 +1,403 @@
+"""Reader for PyTorch Kineto traces (torch.profiler chrome traces, .json / .json.gz) -> RankFrames.
+
+Object form `{"traceEvents": [...], "distributedInfo": {"rank": ...}, ...}` (a bare event array is
+accepted too). Decoded with msgspec typed structs (DuckDB's default object-size limit breaks on
+these files); everything after decoding is columnar Polars.
+
+Lanes: cpu_op / user_annotation / python_function / cuda_runtime / cuda_driver -> host;
+kernel / gpu_memcpy / gpu_memset -> compute, except NCCL kernels (`ncclKernel_*`,
+`ncclDevKernel_*`) -> comm; gpu_user_annotation / cuda_sync -> other. Kineto has no overlap lane:
+the overlap lanes and step breakdown are derived from kernel intervals (origin 'derived').
+Times: `ts` int or float µs, absolute, or relative to `baseTimeNanoseconds` when present."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from datetime import UTC, datetime
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.frames import RankFrames
+from pipelines.ingest.overlap import assign_steps, derive_breakdown
+
+# reason codes (quarantine.reason)
+EMPTY_FILE = "empty_file"
+NOT_GZIP = "not_gzip"
+TRUNCATED_JSON = "truncated_json"
+INVALID_JSON = "invalid_json"
+NO_TRACE_EVENTS = "no_trace_events"
+
+HOST_CATEGORIES = ("cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver")
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+OTHER_CATEGORIES = ("gpu_user_annotation", "cuda_sync")
+NCCL_KERNEL = r"^nccl(?:Dev)?Kernel_"
+STEP_NAME = r"^ProfilerStep#(\d+)$"
+# collective names that are point-to-point (host annotation `nccl:<name>`, kernel args
+# "Collective name", or the NCCL kernel name `ncclKernel_<Type>_...`)
+P2P_OPS = r"(?i)^_?(send|recv|sendrecv|isend|irecv|batch_isend_irecv|p2p)$"
+# element sizes of the "dtype" arg of NCCL kernels (PyTorch scalar type names)
+_DTYPE_BYTES = {
+    "Byte": 1,
+    "Char": 1,
+    "Bool": 1,
+    "Float8_e4m3fn": 1,
+    "Float8_e5m2": 1,
+    "Short": 2,
+    "Half": 2,
+    "BFloat16": 2,
+    "Int": 4,
+    "Float": 4,
+    "Long": 8,
+    "Double": 8,
+}
+
+
+class _Event(msgspec.Struct):
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: int | float | None = None
+    dur: int | float | None = None
+    args: msgspec.Raw = msgspec.Raw(b"")
+
+
+class _Trace(msgspec.Struct):
+    traceEvents: list[_Event] | None = None  # JSON key names
+    distributedInfo: dict[str, Any] | None = None
+    deviceProperties: list[dict[str, Any]] | None = None
+    baseTimeNanoseconds: int | None = None
+    schemaVersion: int | None = None
+
+
+def read_trace(path: Path) -> RankFrames:
+    """Read one Kineto trace file. Raises QuarantineError for unreadable input."""
+    path = Path(path)
+    trace = _decode(_raw_bytes(path), path.name)
+    events = _event_frame(trace)
+    info = _info(trace, events)
+    rank = _rank(trace, path)
+
+    complete = events.filter((pl.col("ph") == "X") & pl.col("ts_ns").is_not_null())
+    steps = _steps(complete)
+    lane = (
+        pl.when(pl.col("cat").is_in(DEVICE_CATEGORIES))
+        .then(
+            pl.when(pl.col("name").str.contains(NCCL_KERNEL))
+            .then(pl.lit("comm"))
+            .otherwise(pl.lit("compute"))
+        )
+        .when(pl.col("cat").is_in(HOST_CATEGORIES))
+        .then(pl.lit("host"))
+        .when(pl.col("cat").is_in(OTHER_CATEGORIES))
+        .then(pl.lit("other"))
+    )
+    complete = complete.with_columns(lane.alias("lane")).filter(pl.col("lane").is_not_null())
+    device_events = complete.filter(pl.col("lane").is_in(["compute", "comm"]))
+    device_id = _device_id(device_events)
+
+    kernels = _kernels(device_events)
+    comm_ops = _comm_ops(device_events, complete)
+    kernels = assign_steps(kernels, steps)
+    comm_ops = assign_steps(comm_ops, steps)
+
+    device = device_events.select(
+        pl.when(pl.col("lane") == "comm")
+        .then(pl.lit("comm"))
+        .otherwise(pl.lit("compute"))
+        .alias("kind"),
+        pl.col("ts_ns").alias("start_ns"),
+        "dur_ns",
+    )
+    overlap_slices, breakdown = derive_breakdown(device, steps, comm_ops)
+    breakdown = breakdown.with_columns(
+        # the Ascend profiler's Bubble (hcom_receive* ops) has no Kineto counterpart
+        pl.lit(None, dtype=pl.Int64).alias("bubble_ns"),
+        pl.lit(None, dtype=pl.Int64).alias("comm_not_overlapped_excl_receive_ns"),
+    )
+
+    thread = (
+        pl.when(pl.col("lane").is_in(["compute", "comm", "other"]))
+        .then(pl.format("stream {}", pl.col("tid")))
+        .otherwise(pl.format("Thread {}", pl.col("tid")))
+    )
+    slices = pl.concat(
+        [
+            complete.select(
+                "lane",
+                thread.alias("thread"),
+                "name",
+                pl.col("cat").alias("category"),
+                pl.col("ts_ns").alias("start_ns"),
+                "dur_ns",
+                "args",
+            ),
+            overlap_slices.drop("step"),
+        ],
+        how="diagonal_relaxed",
+    )
+    slices = assign_steps(slices, steps).sort("start_ns")
+
+    return RankFrames(
+        rank=rank,
+        device_id=device_id,
+        source_path=str(path),
+        tables={
+            "slices": slices,
+            "kernels": kernels,
+            "comm_ops": comm_ops,
+            "step_breakdown": breakdown,
+        },
+        info=info,
+    )
+
+
+# --- decoding ---------------------------------------------------------------------------------
+
+
+def _raw_bytes(path: Path) -> bytes:
+    data = path.read_bytes()
+    if not data.strip():
+        raise QuarantineError(EMPTY_FILE, f"{path.name} is empty")
+    gzipped = data[:2] == b"\x1f\x8b"
+    if path.suffix == ".gz" and not gzipped:
+        raise QuarantineError(NOT_GZIP, f"{path.name} is named .gz but is not gzip data")
+    if gzipped:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as err:
+            raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from err
+        if not data.strip():
+            raise QuarantineError(EMPTY_FILE, f"{path.name} decompresses to nothing")
+    return data
+
+
+def _decode(data: bytes, name: str) -> _Trace:
+    try:
+        if data.lstrip()[:1] == b"[":
+            return _Trace(traceEvents=msgspec.json.decode(data, type=list[_Event]))
+        trace = msgspec.json.decode(data, type=_Trace)
+    except msgspec.ValidationError as err:
+        raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {err}") from err
+    except msgspec.DecodeError as err:
+        reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
+        raise QuarantineError(reason, f"{name}: {err}") from err
+    if trace.traceEvents is None:
+        raise QuarantineError(NO_TRACE_EVENTS, f"{name} has no traceEvents array")
+    if not trace.traceEvents:
+        raise QuarantineError(NO_TRACE_EVENTS, f"{name} has an empty traceEvents array")
+    return trace
+
+
+def _event_frame(trace: _Trace) -> pl.DataFrame:
+    """Columns of every event; ts -> absolute integer ns (exact for integer µs)."""
+    events = trace.traceEvents or []
+
+    def column(attr: str) -> list[Any]:
+        return list(map(attrgetter(attr), events))
+
+    ts = pl.Series("ts", column("ts"), dtype=pl.Float64, strict=False)
+    whole = ts.floor()
+    base = trace.baseTimeNanoseconds or 0
+    ts_ns = (whole.cast(pl.Int64) * 1000 + ((ts - whole) * 1000).round(0).cast(pl.Int64)) + base
+    dur = pl.Series("dur", column("dur"), dtype=pl.Float64, strict=False)
+    args = pl.Series("args", list(map(bytes, column("args"))), dtype=pl.Binary).cast(pl.String)
+    return pl.DataFrame(
+        {
+            "ph": column("ph"),
+            "name": column("name"),
+            "cat": column("cat"),
+            "pid": list(map(str, column("pid"))),
+            "tid": list(map(str, column("tid"))),
+            "ts_ns": ts_ns,
+            "dur_ns": (dur * 1000).round(0).cast(pl.Int64).fill_null(0),
+            "args": args.replace("", None),
+        }
+    )
+
+
+# --- identity and metadata --------------------------------------------------------------------
+
+
+def _rank(trace: _Trace, path: Path) -> int | None:
+    info = trace.distributedInfo or {}
+    value = info.get("rank")
+    if value is not None and str(value).lstrip("-").isdigit() and int(value) >= 0:
+        return int(value)
+    m = re.search(r"rank[-_]?(\d+)", path.name)
+    return int(m.group(1)) if m else None
+
+
+def _device_id(device_events: pl.DataFrame) -> int | None:
+    devices = (
+        device_events.get_column("args")
+        .str.json_path_match("$.device")
+        .cast(pl.Int32, strict=False)
+    ).drop_nulls()
+    if devices.is_empty():
+        return None
+    return int(devices.mode().sort()[0])
+
+
+def _info(trace: _Trace, events: pl.DataFrame) -> dict[str, Any]:
+    info: dict[str, Any] = {"export_type": "kineto"}
+    dist = trace.distributedInfo or {}
+    if dist:
+        info["distributed_info"] = dist
+        if dist.get("world_size") is not None:
+            info["world_size"] = int(dist["world_size"])
+    names = sorted({str(d.get("name")) for d in trace.deviceProperties or [] if d.get("name")})
+    if names:
+        info["hardware"] = ", ".join(names)
+    software = {}
+    if trace.schemaVersion is not None:
+        software["kineto_schema"] = str(trace.schemaVersion)
+    if dist.get("backend"):
+        software["backend"] = str(dist["backend"])
+    info["software"] = software
+    first = events.get_column("ts_ns").min()
+    if first is not None:
+        info["collected_at"] = datetime.fromtimestamp(first / 1e9, tz=UTC).replace(tzinfo=None)
+    return info
+
+
+def _steps(complete: pl.DataFrame) -> pl.DataFrame:
+    """ProfilerStep#N ranges (cat user_annotation in current torch, cpu_op in older ones)."""
+    return (
+        complete.filter(
+            pl.col("cat").is_in(["user_annotation", "cpu_op"])
+            & pl.col("name").str.contains(STEP_NAME)
+        )
+        .select(
+            pl.col("name").str.extract(STEP_NAME, 1).cast(pl.Int32).alias("step"),
+            pl.col("ts_ns").alias("start_ns"),
+            (pl.col("ts_ns") + pl.col("dur_ns")).alias("end_ns"),
+        )
+        .unique("step", keep="first")
+        .sort("start_ns")
+    )
+
+
+# --- kernels and communication ----------------------------------------------------------------
+
+
+def _kernels(device_events: pl.DataFrame) -> pl.DataFrame:
+    """One row per device kernel / memcpy / memset; wait = gap since the previous one on the
+    same stream (the kernel_details definition), 0 for the first."""
+    gap = (
+        (pl.col("start_ns") - (pl.col("start_ns") + pl.col("dur_ns")).shift(1))
+        .over("tid", order_by="start_ns")
+        .fill_null(0)
+        .clip(lower_bound=0)
+    )
+    is_comm = pl.col("lane") == "comm"
+    return (
+        device_events.select(
+            "name",
+            pl.col("cat").alias("type"),
+            pl.when(is_comm).then(pl.lit("NCCL")).otherwise(pl.lit("GPU")).alias("core"),
+            pl.col("ts_ns").alias("start_ns"),
+            "dur_ns",
+            "tid",
+            is_comm.alias("is_comm"),
+        )
+        .with_columns(gap.alias("wait_ns"))
+        .drop("tid")
+        .sort("start_ns")
+    )
+
+
+def _comm_ops(device_events: pl.DataFrame, complete: pl.DataFrame) -> pl.DataFrame:
+    """One op per NCCL kernel. The collective comes from the kernel's own args ("Collective name",
+    newer torch), else from the host `nccl:<collective>` annotation around the launching runtime
+    call (linked by correlation id), else from the kernel name; `SendRecv`/`Send`/`Recv` kernels
+    are only called point-to-point when nothing better is known (NCCL runs all_to_all as
+    SendRecv kernels)."""
+    nccl = device_events.filter(pl.col("lane") == "comm").with_columns(
+        pl.col("args")
+        .str.json_path_match("$.correlation")
+        .cast(pl.Int64, strict=False)
+        .alias("_corr")
+    )
+    annotated = _annotation_of_launch(nccl, complete)
+    args = pl.col("args")
+    from_args = args.str.json_path_match("$['Collective name']")
+    from_annotation = pl.col("_annotation").str.extract(r"^nccl:(.+)$", 1)
+    from_name = pl.col("name").str.extract(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)", 1)
+    op_type = pl.coalesce(from_args, from_annotation, from_name).str.strip_chars_start("_")
+    elements = args.str.json_path_match("$['In msg nelems']").cast(pl.Int64, strict=False)
+    dtype_bytes = args.str.json_path_match("$.dtype").replace_strict(
+        _DTYPE_BYTES, default=None, return_dtype=pl.Int64
+    )
+    return annotated.select(
+        pl.col("name").str.replace(r"\(.*$", "").alias("op"),
+        op_type.alias("op_type"),
+        args.str.json_path_match("$['Process Group Name']").alias("group_name"),
+        args.str.json_path_match("$['Process Group Description']").alias("group_kind"),
+        op_type.str.contains(P2P_OPS).fill_null(False).alias("is_p2p"),
+        pl.lit(None, dtype=pl.Int32).alias("peer"),
+        (elements * dtype_bytes).alias("bytes"),
+        pl.col("ts_ns").alias("start_ns"),
+        "dur_ns",
+        pl.lit(None, dtype=pl.Int64).alias("wait_ns"),
+        pl.lit(None, dtype=pl.Int64).alias("transit_ns"),
+        pl.lit(None, dtype=pl.Int64).alias("sync_ns"),
+    ).sort("start_ns")
+
+
+def _annotation_of_launch(nccl: pl.DataFrame, complete: pl.DataFrame) -> pl.DataFrame:
+    """Add `_annotation`: the `nccl:*` host annotation containing the runtime call that launched
+    each NCCL kernel (same thread, by time), null when there is none."""
+    runtime = complete.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver"])).select(
+        pl.col("args")
+        .str.json_path_match("$.correlation")
+        .cast(pl.Int64, strict=False)
+        .alias("_corr"),
+        pl.col("pid").alias("_pid"),
+        pl.col("tid").alias("_tid"),
+        pl.col("ts_ns").alias("_launch_ns"),
+    )
+    annotations = (
+        complete.filter(
+            (pl.col("cat") == "user_annotation") & pl.col("name").str.starts_with("nccl:")
+        )
+        .select(
+            pl.col("pid").alias("_pid"),
+            pl.col("tid").alias("_tid"),
+            pl.col("ts_ns").alias("_ann_start"),
+            (pl.col("ts_ns") + pl.col("dur_ns")).alias("_ann_end"),
+            pl.col("name").alias("_annotation"),
+        )
+        .sort("_ann_start")
+    )
+    launches = (
+        nccl.select("_corr")
+        .drop_nulls()
+        .unique()
+        .join(runtime.drop_nulls("_corr").unique("_corr"), on="_corr", how="inner")
+        .sort("_launch_ns")
+    )
+    if launches.is_empty() or annotations.is_empty():
+        return nccl.with_columns(pl.lit(None, dtype=pl.String).alias("_annotation"))
+    matched = launches.join_asof(
+        annotations,
+        left_on="_launch_ns",
+        right_on="_ann_start",
+        by=["_pid", "_tid"],
+        strategy="backward",
+        check_sortedness=False,
+    ).select(
+        "_corr",
+        pl.when(pl.col("_launch_ns") < pl.col("_ann_end"))
+        .then(pl.col("_annotation"))
+        .alias("_annotation"),
+    )
+    return nccl.join(matched, on="_corr", how="left")
