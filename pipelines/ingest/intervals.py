@@ -99,20 +99,29 @@ COMMUNICATION = "Communication"
 NOT_OVERLAPPED = "Communication(Not Overlapped)"
 FREE = "Free"
 OVERLAP_LANES = (COMPUTING, COMMUNICATION, NOT_OVERLAPPED, FREE)
-_TOTALS = ("computing_ns", "communication_ns", "comm_not_overlapped_ns", "overlapped_ns", "free_ns")
+_TOTALS = (
+    "computing_ns",
+    "communication_ns",
+    "comm_not_overlapped_ns",
+    "overlapped_ns",
+    "free_ns",
+    "p2p_bubble_ns",
+)
 
 
 def overlap_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The four overlap lanes from compute and communication device intervals, per group.
 
-    `events` has columns group, kind ('compute' | 'comm'), start_ns, end_ns. Returns
+    `events` has columns group, kind ('compute' | 'comm' | 'p2p'), start_ns, end_ns ('p2p' rows
+    repeat the point-to-point subset of the comm rows and only feed `p2p_bubble_ns`). Returns
     (`lanes`: group, name, start_ns, dur_ns — the lane intervals; `totals`: one row per group with
-    computing_ns, communication_ns, comm_not_overlapped_ns, overlapped_ns, free_ns,
+    computing_ns, communication_ns, comm_not_overlapped_ns, overlapped_ns, free_ns, p2p_bubble_ns,
     window_start_ns, window_end_ns). Computing = union of compute, Communication = union of comm,
     Not Overlapped = comm minus compute, Free = window minus (compute or comm), window = [first
-    start, last end)."""
-    segs = elementary_segments(events, ["compute", "comm"])
-    comp, comm = pl.col("compute"), pl.col("comm")
+    start, last end), p2p_bubble = p2p minus compute."""
+    device = events.filter(pl.col("kind").is_in(["compute", "comm"]))
+    segs = elementary_segments(events, ["compute", "comm", "p2p"])
+    comp, comm, p2p = pl.col("compute"), pl.col("comm"), pl.col("p2p")
     masks = {
         COMPUTING: comp,
         COMMUNICATION: comm,
@@ -134,9 +143,10 @@ def overlap_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             length.filter(comm & ~comp).sum().alias("comm_not_overlapped_ns"),
             length.filter(comm & comp).sum().alias("overlapped_ns"),
             length.filter(~comm & ~comp).sum().alias("free_ns"),
+            length.filter(p2p & ~comp).sum().alias("p2p_bubble_ns"),
         )
         .join(
-            events.group_by(pl.col("group").cast(pl.Int64)).agg(
+            device.group_by(pl.col("group").cast(pl.Int64)).agg(
                 pl.col("start_ns").min().alias("window_start_ns"),
                 pl.col("end_ns").max().alias("window_end_ns"),
             ),

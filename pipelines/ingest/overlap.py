@@ -48,9 +48,9 @@ def derive_breakdown(
     `device`: columns kind ('compute' | 'comm'), start_ns, dur_ns — compute tasks and
     communication ops of the device. `steps`: step, start_ns, end_ns (may be empty: then the
     whole trace is one row with a null step). `comm_ops`: canonical comm_ops rows (op, is_p2p,
-    start_ns, dur_ns, wait_ns) for the bubble columns; Bubble counts `hcom_receive*` ops (the
-    profiler's definition), p2p_bubble counts every point-to-point op, by its wait time when the
-    trace gives one, else its whole duration.
+    start_ns, dur_ns) for the bubble columns: Bubble sums the `hcom_receive*` ops (the profiler's
+    definition); p2p_bubble (ours, as in step_breakdown.py) is the time inside point-to-point ops
+    during which nothing computes, |∪ p2p ops − ∪ compute|.
 
     Returns (`slices`: lane='overlap' rows with thread = lane name, category 'derived';
     `step_breakdown`: canonical columns without run_id/rank)."""
@@ -59,6 +59,13 @@ def derive_breakdown(
         pl.col("start_ns").cast(pl.Int64),
         (pl.col("start_ns") + pl.col("dur_ns")).cast(pl.Int64).alias("end_ns"),
     )
+    if comm_ops is not None and not comm_ops.is_empty():
+        p2p = comm_ops.filter(pl.col("is_p2p")).select(
+            pl.lit("p2p").alias("kind"),
+            pl.col("start_ns").cast(pl.Int64),
+            (pl.col("start_ns") + pl.col("dur_ns")).cast(pl.Int64).alias("end_ns"),
+        )
+        events = pl.concat([events, p2p])
     has_steps = not steps.is_empty()
     events = assign_steps(events, steps)
     if has_steps:
@@ -81,7 +88,7 @@ def derive_breakdown(
     breakdown = (
         totals.join(bubbles, on="group", how="left", nulls_equal=True)
         .join(step_start, on="group", how="left")
-        .with_columns(pl.col("bubble_ns", "p2p_bubble_ns").fill_null(0))
+        .with_columns(pl.col("bubble_ns").fill_null(0))
         .select(
             pl.col("group").cast(pl.Int32).alias("step"),
             pl.lit("derived").alias("origin"),
@@ -105,14 +112,13 @@ def derive_breakdown(
 
 
 def _bubbles(comm_ops: pl.DataFrame | None, steps: pl.DataFrame, has_steps: bool) -> pl.DataFrame:
-    schema = {"group": pl.Int64, "bubble_ns": pl.Int64, "p2p_bubble_ns": pl.Int64}
+    schema = {"group": pl.Int64, "bubble_ns": pl.Int64}
     if comm_ops is None or comm_ops.is_empty():
         return pl.DataFrame(schema=schema)
-    ops = assign_steps(comm_ops.select("op", "is_p2p", "start_ns", "dur_ns", "wait_ns"), steps)
+    ops = assign_steps(comm_ops.select("op", "start_ns", "dur_ns"), steps)
     if has_steps:
         ops = ops.filter(pl.col("step").is_not_null())
     receive = pl.col("op").str.to_lowercase().str.starts_with(RECEIVE_PREFIX)
     return ops.group_by(pl.col("step").cast(pl.Int64).alias("group")).agg(
-        pl.col("dur_ns").filter(receive).sum().alias("bubble_ns"),
-        pl.coalesce("wait_ns", "dur_ns").filter(pl.col("is_p2p")).sum().alias("p2p_bubble_ns"),
+        pl.col("dur_ns").filter(receive).sum().alias("bubble_ns")
     )
