@@ -1,0 +1,97 @@
+"""`tracereplay ingest PATH...`: load profiler output into the warehouse."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from pipelines.cli._common import add_json_option, add_warehouse_option
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+DESCRIPTION = """\
+Find runs under the given files and folders (searched recursively, recognised by content, not by
+folder names) and load them into the DuckDB warehouse:
+
+  * torch_npu text exports  (*_ascend_pt/ with profiler_info_N.json and ASCEND_PROFILER_OUTPUT/:
+                             trace_view.json, kernel_details.csv, step_trace_time.csv,
+                             communication*.json; rank folders under one parent = one run)
+  * torch_npu SQLite export (ascend_pytorch_profiler_N.db)
+  * PyTorch Kineto traces   (*.json / *.json.gz with traceEvents; one folder = one run)
+  * msprof-analyze output   (cluster_analysis_output/), topology files (profiler_metadata.json,
+                             communication_group.json)
+
+Re-ingesting the same bytes changes nothing (runs are keyed by a content hash). Inputs that
+cannot be read are quarantined with a reason (listed on stderr and in the quarantine table);
+the other inputs still load. Exit status: 0 all loaded, 2 something was quarantined or the
+arguments were bad."""
+
+
+def _parse_tags(raw: list[str]) -> dict[str, str]:
+    tags = {}
+    for item in raw:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--tag expects key=value, got {item!r}")
+        tags[key.strip()] = value.strip()
+    return tags
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "ingest",
+        help="load profiler output (Ascend text/db, Kineto, msprof-analyze) into the warehouse",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to ingest")
+    add_warehouse_option(parser)
+    add_json_option(parser)
+    parser.add_argument(
+        "--tag",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set or override a run fact (model, schedule, chunk_size, seq_len, tp, pp, vp) or "
+        "any other tag; repeatable",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines import warehouse
+    from pipelines.ingest.load import ingest_paths
+
+    try:
+        tags = _parse_tags(args.tag)
+    except ValueError as exc:
+        print(f"tracereplay ingest: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    con = warehouse.connect(args.warehouse)
+    try:
+        report = ingest_paths(
+            args.paths, con, tags=tags, progress=not (args.json or args.no_progress)
+        )
+    finally:
+        con.close()
+    for item in report.quarantined:
+        print(item.message(), file=sys.stderr)
+    for path, why in report.skipped:
+        print(f"skipped {path}: {why}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2, default=str))
+    else:
+        for r in report.runs:
+            print(
+                f"{r.run_id}  source={r.source}  ranks={r.ranks}  events={r.rows.get('slices', 0)}"
+                f"  kernels={r.rows.get('kernels', 0)}  comm_ops={r.rows.get('comm_ops', 0)}"
+                f"  quarantined={len(r.quarantined)}"
+            )
+        print(
+            f"{len(report.runs)} runs, {len(report.quarantined)} inputs quarantined,"
+            f" {len(report.skipped)} skipped, {len(report.ignored)} by-products ignored"
+        )
+    return EXIT_OK if report.ok else EXIT_BAD_INPUT

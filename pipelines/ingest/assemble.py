@@ -1,0 +1,291 @@
+"""Turn one discovered run (RunInput) into RunFrames: read every rank with its reader, add run_id
+and rank to the rows, and build the `runs` and `ranks` rows.
+
+run_id = readable stem (the run folder's last two path parts) + "-" + the first 12 hex digits of
+the content hash: sha256 over the sha256 of each input file's bytes (streamed), in path order.
+Same bytes -> same hash; load.py also reuses an existing run_id with the same content hash.
+
+Run facts: model / schedule / chunk_size / seq_len / tp / pp / vp from profiler_metadata.json
+convention keys (DESIGN.md), else tp / pp / dp / world_size from MindSpeed `distributed_args`;
+`--tag key=value` overrides any of them and is kept in `tags`. Rank facts: device id (reader),
+pp_stage = position of the rank in its `pp` group, groups = the parallel groups it belongs to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipelines.ingest.discover import RunInput
+from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames, RunFrames
+
+RUN_INT_KEYS = ("chunk_size", "seq_len", "tp", "pp", "vp", "dp", "world_size")
+RUN_TEXT_KEYS = ("model", "schedule", "hardware")
+DISTRIBUTED_KEYS = {
+    "tp": "tensor_model_parallel_size",
+    "pp": "pipeline_model_parallel_size",
+    "vp": "virtual_pipeline_model_parallel_size",
+    "dp": "data_parallel_size",
+    "world_size": "world_size",
+}
+RANK_TABLES = ("slices", "kernels", "comm_ops", "step_breakdown")
+_CHUNK = 1 << 20
+
+
+class ReaderMissing(Exception):
+    """The reader module for an input kind is not installed in this tree."""
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def content_hash(files: list[Path]) -> str:
+    """sha256 over the per-file sha256 digests, in the given (sorted) order."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(file_sha256(path).encode())
+    return digest.hexdigest()
+
+
+def run_stem(origin: Path) -> str:
+    """A short readable name from the run folder's last two path parts."""
+    parts = [origin.parent.name, origin.name] if origin.parent.name else [origin.name]
+    slug = re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
+    return (slug or "run")[:40].rstrip("-")
+
+
+def _reader(module: str, function: str) -> Callable[..., Any]:
+    try:
+        mod = importlib.import_module(f"pipelines.ingest.{module}")
+    except ModuleNotFoundError as exc:
+        raise ReaderMissing(f"pipelines.ingest.{module} is not available") from exc
+    func = getattr(mod, function, None)
+    if func is None:
+        raise ReaderMissing(f"pipelines.ingest.{module}.{function} is not available")
+    return func
+
+
+def _with_ids(frame: pl.DataFrame, table: str, run_id: str, rank: int) -> pl.DataFrame:
+    keep = [c for c in frame.columns if c in SCHEMAS[table] and c not in ("run_id", "rank")]
+    return frame.select(keep).with_columns(
+        pl.lit(run_id, pl.String).alias("run_id"), pl.lit(rank, pl.Int32).alias("rank")
+    )
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _rank_groups(rank: int, info: dict[str, Any]) -> list[dict[str, Any]]:
+    groups = []
+    for group in info.get("groups") or []:
+        ranks = [int(r) for r in group.get("ranks") or []]
+        if rank in ranks:
+            groups.append({"name": group.get("name"), "ranks": ranks, "hash": group.get("hash")})
+    return sorted(groups, key=lambda g: (str(g["name"]), g["ranks"]))
+
+
+def _pp_stage(rank: int, groups: list[dict[str, Any]]) -> int | None:
+    for group in groups:
+        if group["name"] == "pp" and rank in group["ranks"]:
+            return group["ranks"].index(rank)
+    return None
+
+
+class RunAssembler:
+    """Collects the ranks of one run and produces its RunFrames."""
+
+    def __init__(self, run: RunInput, tags: dict[str, str] | None = None) -> None:
+        self.run = run
+        self.tags = dict(tags or {})
+        self.hash = content_hash(run.files) if run.files else hashlib.sha256().hexdigest()
+        self.run_id = f"{run_stem(run.origin)}-{self.hash[:12]}"
+        self.rank_frames: list[RankFrames] = []
+        self.extra_tables: dict[str, list[pl.DataFrame]] = {}
+        self.quarantined: list[Quarantined] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.facts: dict[str, Any] = {}
+
+    def _call(self, path: Path, reader: Callable[[Path], Any]) -> Any:
+        try:
+            return reader(path)
+        except QuarantineError as exc:
+            self.quarantined.append(exc.quarantined(path))
+        except Exception as exc:  # a reader bug must not stop the other inputs
+            self.quarantined.append(
+                Quarantined(str(path), "read_error", f"{type(exc).__name__}: {exc}"[:300])
+            )
+        return None
+
+    def read(self) -> None:
+        """Run every reader this run needs."""
+        for rank in self.run.ranks:
+            module = "ascend_text" if rank.reader == "ascend_text" else "ascend_db"
+            self._read_with(rank.path, module, "read_rank")
+        for path in self.run.kineto_files:
+            self._read_with(path, "kineto", "read_trace")
+        for folder in self.run.cluster_dirs:
+            self._read_cluster(folder, "read_cluster_output")
+        for path in self.run.topology_files:
+            self._read_cluster(path, "read_topology")
+
+    def _read_with(self, path: Path, module: str, function: str) -> None:
+        try:
+            reader = _reader(module, function)
+        except ReaderMissing as exc:
+            self.skipped.append((str(path), str(exc)))
+            return
+        frames = self._call(path, reader)
+        if isinstance(frames, RankFrames):
+            self.quarantined.extend(frames.quarantined)
+            self.rank_frames.append(frames)
+
+    def _read_cluster(self, path: Path, function: str) -> None:
+        try:
+            reader = _reader("cluster", function)
+        except ReaderMissing as exc:
+            self.skipped.append((str(path), str(exc)))
+            return
+        result = self._call(path, reader)
+        if result is None:
+            return
+        self.quarantined.extend(getattr(result, "quarantined", []) or [])
+        tables = getattr(result, "tables", None) or {}
+        for table, frame in tables.items():
+            if table in SCHEMAS and table != "runs" and frame is not None and frame.height:
+                self.extra_tables.setdefault(table, []).append(frame)
+        run_row = getattr(result, "run", None) or {}
+        for key, value in run_row.items():
+            if value is not None and key not in ("run_id", "source", "origin", "content_hash"):
+                self.facts.setdefault(key, value)
+
+    def _resolve_ranks(self) -> list[tuple[int, RankFrames]]:
+        placed: dict[int, RankFrames] = {}
+        lone = len(self.rank_frames) == 1
+        for frames in self.rank_frames:
+            rank = frames.rank if frames.rank is not None else (0 if lone else None)
+            where = frames.source_path or self.run.origin
+            if rank is None:
+                self.quarantined.append(
+                    Quarantined(str(where), "unknown_rank", "rank could not be determined")
+                )
+            elif rank in placed:
+                self.quarantined.append(
+                    Quarantined(str(where), "duplicate_rank", f"rank {rank} appears twice")
+                )
+            else:
+                placed[rank] = frames
+        return sorted(placed.items())
+
+    def frames(self) -> RunFrames | None:
+        """The run's canonical frames, or None when no reader produced anything."""
+        ranks = self._resolve_ranks()
+        has_rows = any(f.tables for _, f in ranks) or any(self.extra_tables.values())
+        if not has_rows:
+            return None
+        tables: dict[str, list[pl.DataFrame]] = {t: [] for t in RANK_TABLES}
+        rank_rows = []
+        for rank, frames in ranks:
+            for table in RANK_TABLES:
+                frame = frames.tables.get(table)
+                if frame is not None and frame.height:
+                    tables[table].append(_with_ids(frame, table, self.run_id, rank))
+            groups = _rank_groups(rank, frames.info)
+            rank_rows.append(
+                {
+                    "run_id": self.run_id,
+                    "rank": rank,
+                    "device_id": frames.device_id,
+                    "pp_stage": _pp_stage(rank, groups),
+                    "groups": json.dumps(groups) if groups else None,
+                    "source_path": frames.source_path,
+                }
+            )
+        for table, extra in self.extra_tables.items():
+            tables.setdefault(table, [])
+            tables[table].extend(f.with_columns(pl.lit(self.run_id).alias("run_id")) for f in extra)
+        out = {
+            table: pl.concat(
+                [f.select([c for c in f.columns if c in SCHEMAS[table]]) for f in frames],
+                how="diagonal_relaxed",
+            )
+            for table, frames in tables.items()
+            if frames
+        }
+        if rank_rows:
+            known = {r["rank"] for r in rank_rows}
+            out_ranks = pl.DataFrame(rank_rows, schema=SCHEMAS["ranks"])
+            extra = out.get("ranks")
+            if extra is not None:  # ranks a cluster reader knows but no rank folder gave
+                extra = extra.filter(~pl.col("rank").is_in(list(known)))
+                out_ranks = pl.concat(
+                    [out_ranks, extra.select(out_ranks.columns)], how="vertical_relaxed"
+                )
+            out["ranks"] = out_ranks
+        return RunFrames(run=self._run_row([f for _, f in ranks]), tables=out, quarantined=[])
+
+    def _run_row(self, ranks: list[RankFrames]) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        software: dict[str, str] = {}
+        collected = []
+        for frames in ranks:
+            info = frames.info
+            for key, value in (info.get("conventions") or {}).items():
+                merged.setdefault(key, value)
+            args = info.get("distributed_args") or {}
+            for key, arg in DISTRIBUTED_KEYS.items():
+                if args.get(arg) is not None:
+                    merged.setdefault(f"_dist_{key}", args[arg])
+            if info.get("hardware"):
+                merged.setdefault("hardware", info["hardware"])
+            software.update({str(k): str(v) for k, v in (info.get("software") or {}).items()})
+            if isinstance(info.get("collected_at"), datetime):
+                collected.append(info["collected_at"])
+        for key in DISTRIBUTED_KEYS:
+            if f"_dist_{key}" in merged:
+                merged.setdefault(key, merged.pop(f"_dist_{key}"))
+        for key, value in self.facts.items():
+            merged.setdefault(key, value)
+        merged.update(self.tags)
+        row: dict[str, Any] = {
+            "run_id": self.run_id,
+            "source": self.run.source,
+            "origin": str(self.run.origin),
+            "content_hash": self.hash,
+            "software": json.dumps(software, sort_keys=True) if software else None,
+            "collected_at": min(collected) if collected else self.facts.get("collected_at"),
+            "tags": json.dumps(self.tags, sort_keys=True) if self.tags else None,
+            "ingested_at": datetime.now(UTC).replace(tzinfo=None),
+        }
+        for key in RUN_TEXT_KEYS:
+            row[key] = None if merged.get(key) is None else str(merged[key])
+        for key in RUN_INT_KEYS:
+            row[key] = _int(merged.get(key))
+        return row
+
+
+def assemble_run(
+    run: RunInput, tags: dict[str, str] | None = None
+) -> tuple[RunFrames | None, list[Quarantined], list[tuple[str, str]]]:
+    """Read one run: (its frames or None, inputs set aside, inputs skipped for want of a reader)."""
+    assembler = RunAssembler(run, tags)
+    assembler.read()
+    frames = assembler.frames()
+    return frames, assembler.quarantined, assembler.skipped

@@ -1,0 +1,338 @@
+"""Find runs in files and folders by their content, never by directory names.
+
+* A rank folder is a folder holding `profiler_info*.json`, or an `ASCEND_PROFILER_OUTPUT/` child,
+  or (alone) one of the text exports (trace_view.json, kernel_details.csv, step_trace_time.csv,
+  communication*.json) or an `ascend_pytorch_profiler_N.db`. Its text files are preferred; a rank
+  with only the SQLite export is a db rank. Inside a rank folder only ASCEND_PROFILER_OUTPUT/ is
+  searched (FRAMEWORK/, PROF_*/ and logs/ hold the profiler's raw data).
+* Rank folders that carry a profiler_info file and share a parent form one run (a cluster); a
+  sibling `cluster_analysis_output/` belongs to that run. Rank folders without profiler_info
+  (lone files) are single-rank runs.
+* Kineto traces (`.json` / `.json.gz` with `traceEvents` and Kineto markers) in one folder form one
+  run. `cluster_analysis_output/` without rank folders is a cluster run; a lone
+  profiler_metadata.json or communication_group*.json is a topology run.
+* Quarantined: corrupt .db files, .json.gz that is not gzip, json/csv/db in a profiler layout that
+  is none of the above, paths that do not exist, and folders given on the command line that hold
+  no profiler output at all (`not_profiler_output`). Known by-products that no reader needs
+  (operator_details.csv, memory_record.csv, ...) are listed as ignored.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.ingest.ascend_text import METADATA, OUTPUT_DIR, TEXT_FILES
+from pipelines.ingest.frames import Quarantined
+from pipelines.ingest.profiler_info import rank_from_file_name
+
+PROFILER_INFO = re.compile(r"^profiler_info(_\d+)?\.json$")
+DB_EXPORT = re.compile(r"^ascend_pytorch_profiler(_\d+)?\.db$")
+CLUSTER_DIR = "cluster_analysis_output"
+TOPOLOGY_FILES = re.compile(r"^(profiler_metadata|communication_group(_\w+)?)\.json$")
+# Written by torch_npu / msprof next to the inputs, not needed by any reader.
+KNOWN_UNUSED = frozenset(
+    {
+        "operator_details.csv",
+        "op_statistic.csv",
+        "api_statistic.csv",
+        "l2_cache.csv",
+        "memory_record.csv",
+        "operator_memory.csv",
+        "npu_module_mem.csv",
+        "static_op_mem.csv",
+        "data_preprocess.csv",
+        "task_time.csv",
+        "hccs.csv",
+        "pcie.csv",
+        "nic.csv",
+        "roce.csv",
+        "soc_pmu.csv",
+        "analysis.db",
+    }
+)
+DATA_SUFFIXES = (".json", ".csv", ".db", ".gz")
+KINETO_MARKERS = (
+    b'"schemaVersion"',
+    b'"deviceProperties"',
+    b'"distributedInfo"',
+    b'"displayTimeUnit"',
+    b'"baseTimeNanoseconds"',
+    b'"traceName"',
+    b'"cuda_runtime"',
+    b'"ac2g"',
+)
+SQLITE_HEADER = b"SQLite format 3\x00"
+_SNIFF = 1 << 18
+
+
+@dataclass
+class RankInput:
+    """One rank folder and the reader that handles it."""
+
+    path: Path
+    reader: str  # "ascend_text" | "ascend_db"
+    files: list[Path]
+    rank_hint: int | None = None
+
+
+@dataclass
+class RunInput:
+    """The inputs of one run."""
+
+    origin: Path
+    source: str  # ascend_pt | ascend_pt_db | kineto | cluster | topology
+    ranks: list[RankInput] = field(default_factory=list)
+    kineto_files: list[Path] = field(default_factory=list)
+    cluster_dirs: list[Path] = field(default_factory=list)
+    topology_files: list[Path] = field(default_factory=list)
+
+    @property
+    def files(self) -> list[Path]:
+        """Every input file of the run, in a stable order (for the content hash)."""
+        found: list[Path] = []
+        for rank in self.ranks:
+            found.extend(rank.files)
+        found.extend(self.kineto_files)
+        for folder in self.cluster_dirs:
+            found.extend(sorted(p for p in folder.rglob("*") if p.is_file()))
+        found.extend(self.topology_files)
+        return sorted(set(found), key=lambda p: str(p))
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.files)
+
+
+@dataclass
+class Discovery:
+    """What a set of paths holds: runs, inputs set aside, and by-products skipped."""
+
+    runs: list[RunInput] = field(default_factory=list)
+    quarantined: list[Quarantined] = field(default_factory=list)
+    ignored: list[Path] = field(default_factory=list)
+
+
+def _head(path: Path, size: int = _SNIFF) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(size)
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether the file starts with the SQLite 3 header."""
+    try:
+        return _head(path, len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def sniff_kineto(path: Path) -> str | None:
+    """None when `path` looks like a Kineto trace, else a quarantine reason code."""
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as handle:
+                head = handle.read(_SNIFF)
+        else:
+            head = _head(path)
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        return "not_gzip"
+    except OSError:
+        return "unreadable"
+    if not head.strip():
+        return "empty_file"
+    if not head.lstrip().startswith(b"{") or b'"traceEvents"' not in head:
+        return "not_a_trace"
+    if not any(marker in head for marker in KINETO_MARKERS):
+        return "not_kineto"
+    return None
+
+
+def _rank_dir_of(path: Path) -> Path:
+    parent = path.parent
+    return parent.parent if parent.name == OUTPUT_DIR else parent
+
+
+class _Walk:
+    """Accumulates classified files while walking the given paths."""
+
+    def __init__(self) -> None:
+        self.rank_dirs: set[Path] = set()
+        self.kineto: dict[Path, list[Path]] = defaultdict(list)
+        self.clusters: set[Path] = set()
+        self.topology: dict[Path, list[Path]] = defaultdict(list)
+        self.quarantined: list[Quarantined] = []
+        self.ignored: list[Path] = []
+        self.bad_files: set[Path] = set()
+        self.pending_json: list[tuple[Path, str, bool]] = []  # (path, problem, must quarantine)
+
+    def quarantine(self, path: Path, reason: str, detail: str) -> None:
+        self.quarantined.append(Quarantined(str(path), reason, detail))
+        self.bad_files.add(path)
+
+    def found_anything(self) -> int:
+        return len(self.rank_dirs) + len(self.kineto) + len(self.clusters) + len(self.topology)
+
+    def walk_dir(self, root: Path) -> None:
+        for folder, dirs, files in os.walk(root):
+            here = Path(folder)
+            names = set(files)
+            if here.name == CLUSTER_DIR:
+                self.clusters.add(here)
+                dirs[:] = []
+                continue
+            is_rank = OUTPUT_DIR in dirs or any(PROFILER_INFO.match(n) for n in names)
+            if is_rank:
+                self.rank_dirs.add(here)
+                dirs[:] = [d for d in dirs if d == OUTPUT_DIR]
+            in_rank = is_rank or here.name == OUTPUT_DIR
+            dirs.sort()
+            for name in sorted(names):
+                self.classify(here / name, in_rank=in_rank, explicit=False)
+
+    def classify(self, path: Path, *, in_rank: bool, explicit: bool) -> None:
+        name = path.name
+        lowered = name.lower()
+        if PROFILER_INFO.match(name):
+            self.rank_dirs.add(path.parent)
+        elif name in TEXT_FILES:
+            self.rank_dirs.add(_rank_dir_of(path))
+        elif DB_EXPORT.match(name) or name == "analysis.db":
+            if not is_sqlite(path):
+                detail = "empty file" if path.stat().st_size == 0 else "no SQLite 3 header"
+                self.quarantine(path, "corrupt_db", f"{name}: {detail}")
+            elif name == "analysis.db":
+                self.ignored.append(path)
+            else:
+                self.rank_dirs.add(_rank_dir_of(path))
+        elif name == METADATA and in_rank:
+            pass  # read by the rank reader
+        elif TOPOLOGY_FILES.match(name):
+            self.topology[path.parent].append(path)
+        elif name in KNOWN_UNUSED:
+            self.ignored.append(path)
+        elif lowered.endswith((".json", ".json.gz")):
+            self.classify_json(path, in_rank=in_rank, explicit=explicit)
+        elif lowered.endswith(DATA_SUFFIXES) and (in_rank or explicit):
+            if lowered.endswith(".db") and not is_sqlite(path):
+                self.quarantine(path, "corrupt_db", f"{name}: no SQLite 3 header")
+            else:
+                self.quarantine(path, "unrecognised_input", f"{name} is not a known profiler file")
+        elif explicit:
+            self.quarantine(path, "unrecognised_input", f"{name} is not a profiler output file")
+
+    def classify_json(self, path: Path, *, in_rank: bool, explicit: bool) -> None:
+        problem = sniff_kineto(path)
+        if problem is None:
+            self.kineto[path.parent].append(path)
+            return
+        must = in_rank or explicit or path.name.lower().endswith(".gz")
+        self.pending_json.append((path, problem, must))
+
+    def settle_json(self) -> None:
+        """Quarantine non-trace JSON found in a profiler layout (a rank folder, next to Kineto
+        traces) or named on the command line; other JSON files are not ours to judge."""
+        for path, problem, must in self.pending_json:
+            if must or path.parent in self.kineto or path.parent in self.rank_dirs:
+                reason = problem if problem != "not_a_trace" else "unrecognised_input"
+                self.quarantine(path, reason, f"{path.name}: {problem.replace('_', ' ')}")
+        self.pending_json.clear()
+
+
+def _text_inputs(rank_dir: Path, bad: set[Path]) -> list[Path]:
+    out = rank_dir / OUTPUT_DIR if (rank_dir / OUTPUT_DIR).is_dir() else rank_dir
+    files = [out / n for n in TEXT_FILES if (out / n).is_file() and out / n not in bad]
+    meta = [rank_dir / METADATA] if (rank_dir / METADATA).is_file() else []
+    info = sorted(p for p in rank_dir.iterdir() if PROFILER_INFO.match(p.name) and p.is_file())
+    return info + meta + files
+
+
+def _db_inputs(rank_dir: Path, bad: set[Path]) -> list[Path]:
+    out = rank_dir / OUTPUT_DIR if (rank_dir / OUTPUT_DIR).is_dir() else rank_dir
+    dbs = sorted(p for p in out.iterdir() if DB_EXPORT.match(p.name) and p not in bad)
+    if not dbs:
+        return []
+    info = sorted(p for p in rank_dir.iterdir() if PROFILER_INFO.match(p.name) and p.is_file())
+    meta = [rank_dir / METADATA] if (rank_dir / METADATA).is_file() else []
+    analysis = [out / "analysis.db"] if (out / "analysis.db").is_file() else []
+    return info + meta + dbs + [a for a in analysis if a not in bad]
+
+
+def _rank_input(rank_dir: Path, bad: set[Path]) -> RankInput | None:
+    info = next((p for p in sorted(rank_dir.glob("profiler_info*.json"))), None)
+    hint = rank_from_file_name(info) if info else None
+    text = _text_inputs(rank_dir, bad)
+    if any(p.name in TEXT_FILES for p in text):
+        return RankInput(rank_dir, "ascend_text", text, hint)
+    db = _db_inputs(rank_dir, bad)
+    if db:
+        return RankInput(rank_dir, "ascend_db", db, hint)
+    if info is not None and info not in bad:
+        return RankInput(rank_dir, "ascend_text", text, hint)  # profiler_info only: identity
+    return None
+
+
+def _group_runs(walk: _Walk) -> list[RunInput]:
+    ranks = [r for d in sorted(walk.rank_dirs) if (r := _rank_input(d, walk.bad_files))]
+    by_parent: dict[Path, list[RankInput]] = defaultdict(list)
+    runs: list[RunInput] = []
+    for rank in ranks:
+        has_info = any(PROFILER_INFO.match(p.name) for p in rank.files)
+        if has_info:
+            by_parent[rank.path.parent].append(rank)
+        else:
+            runs.append(RunInput(origin=rank.path, source=_source([rank]), ranks=[rank]))
+    for parent, members in sorted(by_parent.items()):
+        hints = [m.rank_hint for m in members if m.rank_hint is not None]
+        if len(hints) != len(set(hints)):  # the same rank twice: separate runs
+            runs.extend(RunInput(origin=m.path, source=_source([m]), ranks=[m]) for m in members)
+            continue
+        runs.append(RunInput(origin=parent, source=_source(members), ranks=members))
+    # runs of rank folders under a common parent can own a sibling cluster/topology folder
+    by_origin = {run.origin: run for run in runs if run.origin != run.ranks[0].path}
+    for cluster in sorted(walk.clusters):
+        owner = by_origin.get(cluster.parent)
+        if owner is not None:
+            owner.cluster_dirs.append(cluster)
+        else:
+            runs.append(RunInput(origin=cluster, source="cluster", cluster_dirs=[cluster]))
+    for folder, files in sorted(walk.kineto.items()):
+        runs.append(RunInput(origin=folder, source="kineto", kineto_files=sorted(files)))
+    for folder, files in sorted(walk.topology.items()):
+        owner = by_origin.get(folder)
+        if owner is not None:
+            owner.topology_files.extend(sorted(files))
+        else:
+            runs.append(RunInput(origin=folder, source="topology", topology_files=sorted(files)))
+    return runs
+
+
+def _source(ranks: list[RankInput]) -> str:
+    return "ascend_pt" if any(r.reader == "ascend_text" for r in ranks) else "ascend_pt_db"
+
+
+def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
+    """Classify everything under `paths` into runs, quarantined inputs and ignored files."""
+    walk = _Walk()
+    for raw in paths:
+        path = Path(raw).resolve()
+        if not path.exists():
+            walk.quarantined.append(Quarantined(str(path), "not_found", "no such file or folder"))
+            continue
+        before = (walk.found_anything(), len(walk.quarantined))
+        if path.is_dir():
+            walk.walk_dir(path)
+        else:
+            walk.classify(path, in_rank=path.parent.name == OUTPUT_DIR, explicit=True)
+        if path.is_dir() and (walk.found_anything(), len(walk.quarantined)) == before:
+            walk.quarantined.append(
+                Quarantined(str(path), "not_profiler_output", "no profiler output found inside")
+            )
+    walk.settle_json()
+    runs = _group_runs(walk)
+    return Discovery(runs=runs, quarantined=walk.quarantined, ignored=sorted(set(walk.ignored)))
