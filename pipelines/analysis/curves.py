@@ -1,0 +1,85 @@
+"""Fit every tau_k curve of a chunk table: group by configuration, fit, classify. Polars in/out."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipelines.analysis.fits import CurveFit, fit_curve
+from pipelines.analysis.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
+
+CURVE_KEYS = ("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware", "vstage")
+"""A curve = one configuration and one virtual stage; repeats of it (runs) are pooled."""
+
+FIT_COLUMNS: dict[str, pl.DataType] = {
+    name: (
+        pl.Int64
+        if field.type in ("int", int)
+        else pl.String
+        if field.type in ("str", str)
+        else pl.Float64
+    )
+    for name, field in CurveFit.__dataclass_fields__.items()
+}
+
+
+def _points(chunks: pl.DataFrame, drop_partial: bool) -> pl.DataFrame:
+    """The points to fit: one row per observed chunk, tau in `tau_ns`."""
+    frame = chunks
+    if "tau_ns" not in frame.columns:
+        frame = frame.rename({"busy_ns": "tau_ns"})
+    if drop_partial:
+        if "is_partial" not in frame.columns:
+            request = ["run_id", "vstage", "request_id"]
+            is_last = pl.col("chunk_idx") == pl.col("chunk_idx").max().over(request)
+            shorter = pl.col("tokens") < pl.col("tokens").max().over(request)
+            frame = frame.with_columns((is_last & shorter).fill_null(False).alias("is_partial"))
+        frame = frame.filter(~pl.col("is_partial"))
+    return frame.filter(pl.col("tau_ns").is_not_null())
+
+
+def fit_curves(
+    chunks_with_config: pl.DataFrame,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    keys: tuple[str, ...] = CURVE_KEYS,
+    drop_partial: bool = True,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """One row per curve: the configuration keys, every CurveFit statistic, verdict, evidence.
+
+    Input columns: the `keys` present in the frame (missing ones are treated as null), run_id,
+    request_id, chunk_idx, tau_ns (or busy_ns), optionally tokens / is_partial
+    (sql/intermediate/int_chunk_tau.sql produces exactly this).
+    """
+    points = _points(chunks_with_config, drop_partial)
+    present = [key for key in keys if key in points.columns]
+    rows = []
+    for group_key, group in points.group_by(present, maintain_order=True):
+        group = group.sort("run_id", "chunk_idx")
+        fit = fit_curve(
+            group.get_column("chunk_idx").to_numpy(),
+            group.get_column("tau_ns").to_numpy(),
+            group.get_column("run_id").to_numpy(),
+            level=level,
+            n_boot=n_boot,
+            seed=seed,
+        )
+        verdict = classify(fit, thresholds)
+        rows.append(
+            {
+                **dict(zip(present, group_key, strict=True)),
+                **fit.as_dict(),
+                "verdict": verdict.label,
+                "evidence": verdict.evidence,
+            }
+        )
+    schema = {
+        **{key: points.schema[key] for key in present},
+        **FIT_COLUMNS,
+        "verdict": pl.String,
+        "evidence": pl.String,
+    }
+    result = pl.DataFrame(rows, schema=schema)
+    return result.sort(present, nulls_last=True) if present else result

@@ -1,0 +1,110 @@
+"""Statistics of one curve: balance residual, Fieller ratio, cluster pooling, breakpoint search."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from pipelines.analysis.curves import fit_curves
+from pipelines.analysis.fits import balance_residual, fieller, fit_curve
+from tests.analysis import fixtures
+
+
+def test_balance_residual_is_zero_for_any_affine_curve_and_exact_otherwise() -> None:
+    k = np.arange(6.0)
+    assert balance_residual(k, 7 + 3 * k) == 0.0
+    tau = np.array([1.0, 2.0, 4.0, 4.0])  # second differences +1 (k=1), -2 (k=2)
+    assert balance_residual(np.arange(4.0), tau) == pytest.approx((1 + 2) / (2 * 2 + 2 * 4))
+    # a gap at k=2 leaves only k=4 with both neighbours
+    gapped = balance_residual(np.array([0.0, 1.0, 3.0, 4.0, 5.0]), np.array([1, 2, 4, 5, 7.0]))
+    assert gapped == pytest.approx(1 / 10)
+
+
+def test_fieller_matches_the_delta_method_when_the_denominator_is_sharp() -> None:
+    lo, hi = fieller(10.0, 2.0, 0.01, 1e-6, 0.0, 1.96)
+    delta = 1.96 * math.sqrt(0.01 / 4 + 100 * 1e-6 / 16)
+    assert lo == pytest.approx(5 - delta, rel=1e-3) and hi == pytest.approx(5 + delta, rel=1e-3)
+    assert fieller(10.0, 0.1, 0.01, 1.0, 0.0, 1.96) == (-math.inf, math.inf)
+
+
+def test_single_run_slope_interval_uses_t_with_n_minus_2_df() -> None:
+    k, tau = fixtures.linear(n=10, seed=3)
+    fit = fit_curve(k, tau, n_boot=50)
+    assert fit.ci_method == "hc3" and fit.n_runs == 1
+    half = (fit.slope_hi - fit.slope_lo) / 2
+    # the t quantile the half-width implies is that of n-2 = 8 df: recover it from the p-value
+    se = half / stats.t.ppf(0.975, 8)
+    assert 2 * stats.t.sf(abs(fit.slope) / se, 8) == pytest.approx(fit.slope_p, rel=1e-6)
+
+
+def test_pooling_runs_uses_cluster_robust_intervals_and_run_bootstrap() -> None:
+    curves = [fixtures.linear(n=8, seed=s) for s in range(6)]
+    k = np.concatenate([c[0] for c in curves])
+    tau = np.concatenate([c[1] for c in curves])
+    runs = np.repeat(np.arange(6), 8)
+    pooled = fit_curve(k, tau, runs, n_boot=200)
+    assert (pooled.n_runs, pooled.n_points, pooled.n_k) == (6, 48, 8)
+    assert pooled.ci_method == "cluster(run)"
+    assert pooled.balance_method == "bootstrap(runs)"
+    assert pooled.balance_lo <= pooled.balance <= pooled.balance_hi
+    single = fit_curve(*curves[0], n_boot=200)
+    assert single.balance_method == "bootstrap(k)"
+    # pooling six runs narrows the slope interval
+    assert pooled.slope_hi - pooled.slope_lo < single.slope_hi - single.slope_lo
+
+
+def test_noise_floor_of_the_balance_residual_tracks_the_noise() -> None:
+    fits = [fit_curve(*fixtures.linear(n=32, seed=s), n_boot=20) for s in range(30)]
+    ratio = np.mean([f.balance for f in fits]) / np.mean([f.balance_floor for f in fits])
+    assert 0.8 < ratio < 1.2
+
+
+def test_breakpoint_search_finds_the_kink_position() -> None:
+    for at in (2, 5, 9):
+        fit = fit_curve(*fixtures.kinked(n=14, at=at, seed=at), n_boot=20)
+        assert fit.breakpoint_k == at
+        assert fit.breakpoint_p < 1e-6 and fit.breakpoint_dbic > 10
+    straight = fit_curve(*fixtures.linear(n=14, seed=1), n_boot=20)
+    assert straight.breakpoint_p > 0.01
+
+
+def _chunk_rows(run_id: str, seq_len: int, taus: np.ndarray, last_tokens: int) -> list[dict]:
+    n = len(taus)
+    return [
+        {
+            "run_id": run_id,
+            "model": "m",
+            "schedule": "cpp",
+            "chunk_size": 100,
+            "seq_len": seq_len,
+            "vstage": 0,
+            "request_id": "r0",
+            "chunk_idx": i,
+            "tokens": last_tokens if i == n - 1 else 100,
+            "tau_ns": int(t),
+        }
+        for i, t in enumerate(taus)
+    ]
+
+
+def test_fit_curves_groups_configs_pools_repeats_and_drops_the_remainder_chunk() -> None:
+    rows = []
+    for s in range(3):
+        _, tau = fixtures.linear(n=9, seed=s)
+        tau[-1] *= 0.3  # the remainder chunk: 30 tokens instead of 100
+        rows += _chunk_rows(f"run{s}", 830, tau, last_tokens=30)
+    _, other = fixtures.offset(n=12)
+    rows += _chunk_rows("run9", 1200, other, last_tokens=100)
+    table = fit_curves(pl.DataFrame(rows), n_boot=100)
+    assert table.height == 2
+    first = table.filter(pl.col("seq_len") == 830).row(0, named=True)
+    assert (first["n_runs"], first["n_points"], first["k_max"]) == (3, 24, 7)
+    assert first["verdict"] == "linear", first["evidence"]
+    second = table.filter(pl.col("seq_len") == 1200).row(0, named=True)
+    assert second["verdict"] == "linear_offset" and second["n_k"] == 12
+    kept = fit_curves(pl.DataFrame(rows), n_boot=100, drop_partial=False)
+    assert kept.filter(pl.col("seq_len") == 830).row(0, named=True)["k_max"] == 8
