@@ -11,7 +11,8 @@ Conventions shared by the Ascend, Kineto and Chrome writers:
   `chunk[req=..,k=..,vs=..,tokens=..,prefix=..]` host range; other compute tasks (a single-device
   run's decode batches) are background work named `decode[step=..,tokens=..]`;
 - a send and a recv are the two ends of one transfer when they belong to the same request and
-  chunk and hold the same position among that chunk's sends and recvs in time order;
+  chunk and the recv's virtual stage follows the send's (sends carry the producing stage, recvs
+  the consuming one, as pipelines/sim/schedules.py writes them);
 - overlap lanes follow the Ascend profiler (ascend_formats §3.5, §4): device events belong to the
   step whose window holds their start; per step, Computing = union of compute tasks,
   Communication = union of comm ops, Communication(Not Overlapped) = Communication minus
@@ -167,21 +168,24 @@ def comm_ops(result: SimResult) -> pl.DataFrame:
             pl.lit("").alias("op"),
             pl.lit(0, pl.Int32).alias("step"),
         )
-    key = ["request_id", "chunk_idx"]
-    ordered = comm.sort([*key, "kind", "start_ns", "end_ns", "rank"]).with_columns(
-        pl.int_range(pl.len()).over([*key, "kind"]).alias("_hop")
+    key = ["request_id", "chunk_idx", "_hop"]
+    ordered = comm.with_columns(
+        pl.when(pl.col("kind") == "send")
+        .then(pl.col("vstage") + 1)
+        .otherwise(pl.col("vstage"))
+        .alias("_hop")
     )
-    ends = ordered.group_by([*key, "_hop"]).agg(
+    ends = ordered.group_by(key).agg(
         pl.col("rank").filter(pl.col("kind") == "send").first().alias("_src"),
         pl.col("rank").filter(pl.col("kind") == "recv").first().alias("_dst"),
         pl.col("start_ns").min().alias("_first"),
     )
-    ends = ends.sort("_first", *key, "_hop").with_columns(
+    ends = ends.sort("_first", *key).with_columns(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("transfer")
     )
     suffix = p2p_group(result).suffix
     steps = step_windows(result)
-    out = ordered.join(ends, on=[*key, "_hop"]).with_columns(
+    out = ordered.join(ends, on=key).with_columns(
         pl.when(pl.col("kind") == "send")
         .then(pl.col("_dst"))
         .otherwise(pl.col("_src"))

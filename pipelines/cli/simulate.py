@@ -1,0 +1,304 @@
+"""`tracereplay simulate`: run one simulated schedule and write its traces.
+
+`single` runs the single-device chunked-prefill scheduler of seed 001 (pipelines/sim/
+single_device.py); the pipeline schedules run the pipeline-parallel simulator
+(pipelines.sim.run.simulate). With --out DIR the run is written as torch_npu `*_ascend_pt`
+folders (one per rank), a Perfetto/Chrome JSON and/or Kineto traces, ready for
+`tracereplay ingest DIR`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipelines.cli import EXIT_BAD_INPUT, EXIT_OK
+from pipelines.cli._common import add_json_option
+from pipelines.sim.result import SimResult
+
+SCHEDULES = ("single", "cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
+FORMATS = ("ascend", "kineto", "chrome")
+DEFAULT_FORMATS = "ascend,chrome"
+SINGLE_MODEL = "llama3-8b"
+
+
+class ArgumentError(ValueError):
+    """A combination of options that cannot be simulated."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="simulate a chunked-prefill schedule and write its traces",
+        description=(
+            "Simulate one chunked-prefill run and optionally write it as profiler traces. "
+            "'single' is the single-device scheduler of seed 001: every step gives decode "
+            "streams one token each first, then fills the --chunk token budget with prompt "
+            "chunks (48 streams decoding at 4k context, a 500-token interactive prompt every "
+            "50 ms, --requests long prompts of --seq-len tokens from 0.5 s, Llama-3-8B roofline "
+            "on an H100). The other schedules run the pipeline-parallel simulator over --ranks "
+            "stages: cpp (fixed chunks), dcpp (dynamic chunk sizes), vpp (virtual pipeline, "
+            "--vp stages per rank), vpp_async (VPP with asynchronous sends), vpp_pack (VPP-Async "
+            "with cross-request packing)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  tracereplay simulate --schedule single --chunk 2048 --interactive-first --json\n"
+            "  tracereplay simulate --schedule vpp --ranks 2 --vp 2 --seq-len 131072 "
+            "--chunk 16384 --out data/raw/sim_vpp\n"
+            "exit codes: 0 ok, 2 bad arguments"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help=f"model preset (default: {SINGLE_MODEL} for single, the simulator's default "
+        "preset otherwise)",
+    )
+    parser.add_argument(
+        "--schedule",
+        choices=SCHEDULES,
+        default="cpp",
+        help="schedule to simulate (default: cpp)",
+    )
+    parser.add_argument(
+        "--seq-len",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="prompt length of each long request in tokens (default: 32768 for single, the "
+        "simulator's default otherwise)",
+    )
+    parser.add_argument(
+        "--chunk",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="chunk size in tokens; for single the per-step token budget including decodes, 0 "
+        "for no chunking (default: 2048 for single, the simulator's default otherwise)",
+    )
+    parser.add_argument(
+        "--ranks",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pipeline-parallel ranks (default: 1 for single, which allows only 1; 2 otherwise)",
+    )
+    parser.add_argument(
+        "--vp",
+        type=int,
+        default=None,
+        metavar="N",
+        help="virtual stages per rank for vpp* schedules (default: 2 for vpp*, 1 otherwise)",
+    )
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=1,
+        metavar="N",
+        help="number of long requests (default: 1)",
+    )
+    parser.add_argument(
+        "--arrival-gap",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="milliseconds between the arrivals of consecutive long requests (default: 0, all "
+        "at once; single: 100 ms when 0 and --requests > 1)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the noise (default: 0)")
+    parser.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        metavar="SIGMA",
+        help="sigma of a multiplicative log-normal noise on task durations (default: 0, exact)",
+    )
+    parser.add_argument(
+        "--cap",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="single only: per-request token cap per step (default: none)",
+    )
+    parser.add_argument(
+        "--interactive-first",
+        action="store_true",
+        help="single only: give the step budget to interactive prompts first (default: arrival "
+        "order)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write the traces under DIR (default: write nothing, print the summary)",
+    )
+    parser.add_argument(
+        "--format",
+        default=DEFAULT_FORMATS,
+        metavar="LIST",
+        help="comma-separated trace formats to write with --out: ascend (torch_npu *_ascend_pt "
+        "folders), kineto (one .pt.trace.json per rank), chrome (one Perfetto JSON) "
+        f"(default: {DEFAULT_FORMATS})",
+    )
+    add_json_option(parser)
+    parser.set_defaults(func=run)
+
+
+def parse_formats(text: str) -> list[str]:
+    """'ascend,chrome' -> ['ascend', 'chrome']; raises ArgumentError on unknown names."""
+    names = [part.strip().lower() for part in text.split(",") if part.strip()]
+    unknown = sorted(set(names) - set(FORMATS))
+    if not names or unknown:
+        raise ArgumentError(
+            f"--format: unknown format(s) {unknown or [text]}; choose from {', '.join(FORMATS)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def _check_common(args: argparse.Namespace) -> None:
+    positive = {"--requests": args.requests, "--seq-len": args.seq_len, "--ranks": args.ranks}
+    positive["--vp"] = args.vp
+    for flag, value in positive.items():
+        if value is not None and value < 1:
+            raise ArgumentError(f"{flag} must be at least 1, got {value}")
+    if args.chunk is not None and args.chunk < 0:
+        raise ArgumentError(f"--chunk must be >= 0, got {args.chunk}")
+    if args.arrival_gap < 0:
+        raise ArgumentError(f"--arrival-gap must be >= 0, got {args.arrival_gap}")
+    if args.noise < 0:
+        raise ArgumentError(f"--noise must be >= 0, got {args.noise}")
+    if args.cap is not None and args.cap < 1:
+        raise ArgumentError(f"--cap must be at least 1, got {args.cap}")
+
+
+def simulate_single_from_args(args: argparse.Namespace) -> tuple[SimResult, dict[str, Any]]:
+    """The single-device run the options describe, and its seed-001 metrics."""
+    from pipelines.sim.roofline import MODELS
+    from pipelines.sim.single_device import Policy, Workload, seed_metrics, simulate_single
+
+    model_name = args.model or SINGLE_MODEL
+    if model_name not in MODELS:
+        raise ArgumentError(
+            f"--model {model_name!r} has no single-device roofline; choose from {sorted(MODELS)}"
+        )
+    if args.ranks not in (None, 1):
+        raise ArgumentError("--schedule single runs on one device: --ranks must be 1")
+    if args.vp not in (None, 1):
+        raise ArgumentError("--schedule single has no virtual stages: --vp must be 1")
+    wl = Workload()
+    budget = 2048 if args.chunk is None else (args.chunk or None)
+    if budget is not None and budget <= wl.decoders:
+        raise ArgumentError(
+            f"--chunk {budget} leaves no room for prompts after {wl.decoders} decode tokens"
+        )
+    gap_ns = round(args.arrival_gap * 1e6) or wl.long_gap_ns
+    workload = Workload(
+        long_tokens=args.seq_len or wl.long_tokens, long_count=args.requests, long_gap_ns=gap_ns
+    )
+    name = "no chunking" if budget is None else f"budget {budget}"
+    if args.cap:
+        name += f", cap {args.cap}/request"
+    if args.interactive_first:
+        name += ", interactive first"
+    policy = Policy(name, budget, cap=args.cap, interactive_first=args.interactive_first)
+    run = simulate_single(
+        policy, workload, model=MODELS[model_name], noise=args.noise, seed=args.seed
+    )
+    extra: dict[str, Any] = {"scheduling_steps": run.steps.height, "policy": policy.name}
+    return run.result, extra | seed_metrics(run).as_dict()
+
+
+def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
+    """The pipeline-parallel run the options describe (pipelines.sim.run.simulate)."""
+    if args.cap is not None or args.interactive_first:
+        raise ArgumentError("--cap and --interactive-first apply to --schedule single only")
+    vp = args.vp if args.vp is not None else (2 if args.schedule.startswith("vpp") else 1)
+    if not args.schedule.startswith("vpp") and vp != 1:
+        raise ArgumentError(f"--vp {vp} needs a vpp* schedule, not {args.schedule}")
+    from pipelines.sim import run as sim_run
+
+    kwargs: dict[str, Any] = {
+        "schedule": args.schedule,
+        "pp": args.ranks if args.ranks is not None else 2,
+        "vp": vp,
+        "requests": args.requests,
+        "arrival_gap_ns": round(args.arrival_gap * 1e6),
+        "seed": args.seed,
+        "noise": args.noise,
+    }
+    if args.model is not None:
+        kwargs["model"] = args.model
+    if args.seq_len is not None:
+        kwargs["seq_len"] = args.seq_len
+    if args.chunk is not None:
+        kwargs["chunk_size"] = args.chunk
+    try:
+        return sim_run.simulate(**kwargs)
+    except (KeyError, ValueError) as exc:
+        raise ArgumentError(str(exc).strip("'\"")) from exc
+
+
+def summary(result: SimResult, extra: dict[str, Any]) -> dict[str, Any]:
+    """Run summary: the simulator's metrics plus schedule-specific figures."""
+    from pipelines.sim.metrics import summarize
+
+    out = summarize(result)
+    out.update(extra)
+    return out
+
+
+def write_outputs(result: SimResult, out: Path, formats: list[str]) -> list[Path]:
+    """Write the requested trace formats under `out`; return what was written."""
+    written: list[Path] = []
+    if "ascend" in formats:
+        from pipelines.sim.writers_ascend import write_ascend_pt
+
+        written += write_ascend_pt(result, out)
+    if "kineto" in formats:
+        from pipelines.sim.writers_kineto import write_kineto_trace
+
+        written += write_kineto_trace(result, out / "kineto")
+    if "chrome" in formats:
+        from pipelines.sim.writers_chrome import write_chrome_trace
+
+        name = f"{result.meta.get('schedule', 'sim')}.perfetto.json"
+        written.append(write_chrome_trace(result, out / name))
+    return written
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        _check_common(args)
+        formats = parse_formats(args.format)
+        if args.schedule == "single":
+            result, extra = simulate_single_from_args(args)
+        else:
+            result, extra = simulate_pipeline_from_args(args), {}
+    except ArgumentError as exc:
+        print(f"tracereplay simulate: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    written = write_outputs(result, args.out, formats) if args.out is not None else []
+    report = summary(result, extra)
+    report["written"] = [str(p) for p in written]
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        _print_summary(report)
+    return EXIT_OK
+
+
+def _print_summary(report: dict[str, Any]) -> None:
+    keys = [k for k in report if k != "written"]
+    width = max(len(k) for k in keys)
+    for key in keys:
+        value = report[key]
+        text = f"{value:.6g}" if isinstance(value, float) else str(value)
+        print(f"{key:<{width}}  {text}")
+    for path in report["written"]:
+        print(f"wrote {path}")
