@@ -9,7 +9,8 @@ Conventions shared by the Ascend, Kineto and Chrome writers:
   from 1 (ProfilerStep#1 ...);
 - compute tasks of a request listed in `result.requests` are prefill chunks and get a
   `chunk[req=..,k=..,vs=..,tokens=..,prefix=..]` host range; other compute tasks (a single-device
-  run's decode batches) are background work named `decode[step=..,tokens=..]`;
+  run's decode batches) are background work named `<request_id>[step=N,tokens=..]`, N being the
+  ProfilerStep#N that holds them;
 - a send and a recv are the two ends of one transfer when they belong to the same request and
   chunk and the recv's virtual stage follows the send's (sends carry the producing stage, recvs
   the consuming one, as pipelines/sim/schedules.py writes them);
@@ -117,13 +118,10 @@ def compute_tasks(result: SimResult, rank: int) -> pl.DataFrame:
                 "prefix_tokens",
             )
         )
-        .otherwise(pl.format("{}[step={},tokens={}]", "request_id", "chunk_idx", "tokens"))
+        .otherwise(pl.format("{}[step={},tokens={}]", "request_id", "step", "tokens"))
     )
-    return tasks.with_columns(
-        is_chunk.alias("is_chunk"),
-        marker.alias("marker"),
-        pl.Series("step", assign_step(tasks["start_ns"], steps)),
-    )
+    tasks = tasks.with_columns(pl.Series("step", assign_step(tasks["start_ns"], steps)))
+    return tasks.with_columns(is_chunk.alias("is_chunk"), marker.alias("marker"))
 
 
 def double_hash(text: str) -> int:
