@@ -1,0 +1,249 @@
+"""msprof-analyze `cluster_analysis_output/` -> step breakdown per rank (origin 'cluster'), pipeline
+stages, communication groups and (when no per-rank data exists) communication ops.
+
+cluster_step_trace_time.csv: `Type=rank` rows (Index = global rank) copy each rank's
+step_trace_time; `Type=stage` rows (Index = "(r0, r1, ...)") name the ranks of one pipeline
+stage, with column-wise maxima. Values are µs; `Step` may be empty (no profiler schedule); newer
+files append `Preparing` and `DP Index, PP Index, TP Index`. Stage number = `PP Index` when present,
+else the order of the stage rows' lowest rank.
+cluster_communication.json: {group ranks "(0, 1, ...)" | "p2p": {"step<N>" | "step": {"<op>@<hash>":
+{"<global rank>": OpInfo}}}} (OpInfo as in communication.json; durations ms, start µs).
+communication_group.json: see topology.py (old and new formats)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+import polars as pl
+
+from pipelines.ingest.communication import is_p2p_op, op_type
+from pipelines.ingest.csv_text import as_int_sql, open_csv, pick, quoted, require, trimmed
+from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.frames import Quarantined, RunFrames
+from pipelines.ingest.profiler_info import load_json_file
+from pipelines.ingest.step_trace import COLUMN_HEADERS
+from pipelines.ingest.topology import Group, ranks_frame, read_communication_group
+from pipelines.ingest.units import ms_to_ns, us_text_to_ns_sql, us_to_ns
+
+STEP_TRACE_FILE = "cluster_step_trace_time.csv"
+COMMUNICATION_FILE = "cluster_communication.json"
+GROUP_FILE = "communication_group.json"
+NO_CLUSTER_DATA = "no_cluster_data"
+INVALID_CLUSTER_CSV = "invalid_cluster_step_trace"
+INVALID_COMMUNICATION = "invalid_cluster_communication"
+_STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)
+_MB = 1_000_000
+T = TypeVar("T")
+
+
+def read_cluster(cluster_dir: Path, *, with_comm_ops: bool = True) -> RunFrames:
+    """Read one cluster_analysis_output folder.
+
+    The run row holds source='cluster', origin, world_size and pp (number of stages); tables:
+    `step_breakdown` (rank rows, origin 'cluster'), `ranks` (rank, pp_stage, groups) and, unless
+    `with_comm_ops` is False (use False when per-rank traces of the same run are ingested; their
+    comm_ops are exact), `comm_ops` from cluster_communication.json. run_id and content_hash are
+    left to the assembler. The stage rows' rank tuples: `stage_ranks(read_cluster_step_trace(..))`.
+    A file that cannot be read lands in `quarantined`; QuarantineError(no_cluster_data) when
+    nothing is usable."""
+    cluster_dir = Path(cluster_dir)
+    quarantined: list[Quarantined] = []
+
+    def attempt(name: str, reader: Callable[[Path], T]) -> T | None:
+        path = cluster_dir / name
+        if not path.is_file():
+            return None
+        try:
+            return reader(path)
+        except QuarantineError as err:
+            quarantined.append(err.quarantined(path))
+            return None
+
+    table = attempt(STEP_TRACE_FILE, read_cluster_step_trace)
+    groups = attempt(GROUP_FILE, read_communication_group) or []
+    comm = attempt(COMMUNICATION_FILE, read_cluster_communication) if with_comm_ops else None
+    if table is None and not groups and comm is None:
+        detail = "; ".join(f"{q.path}: {q.reason}" for q in quarantined) or (
+            f"none of {STEP_TRACE_FILE}, {GROUP_FILE}, {COMMUNICATION_FILE}"
+        )
+        raise QuarantineError(NO_CLUSTER_DATA, detail)
+
+    rank_rows = table.filter(pl.col("type") == "rank") if table is not None else None
+    stage_of = stage_membership(table) if table is not None else {}
+    members = set(stage_of) | {r for g in groups for r in g.ranks}
+    if rank_rows is not None:
+        members |= set(rank_rows.get_column("rank").drop_nulls().to_list())
+    if comm is not None:
+        members |= set(comm.get_column("rank").drop_nulls().to_list())
+    if comm is not None and groups:
+        kinds = {g.hash: g.kind for g in groups if g.hash}
+        comm = comm.with_columns(
+            pl.col("group_name")
+            .replace_strict(kinds, default=None, return_dtype=pl.String)
+            .fill_null(pl.col("group_kind"))
+            .alias("group_kind")
+        )
+    stage_count = len(set(stage_of.values())) if stage_of else None
+    run: dict[str, Any] = {
+        "source": "cluster",
+        "origin": str(cluster_dir),
+        "world_size": max(members) + 1 if members else None,
+        "pp": stage_count,
+    }
+    tables: dict[str, pl.DataFrame] = {
+        "ranks": ranks_frame(members, groups, stage_of),
+    }
+    if rank_rows is not None:
+        tables["step_breakdown"] = rank_rows.drop("type", "index", "pp_index").with_columns(
+            pl.lit("cluster").alias("origin")
+        )
+    if comm is not None:
+        tables["comm_ops"] = comm
+    return RunFrames(run=run, tables=tables, quarantined=quarantined)
+
+
+def read_cluster_step_trace(path: Path) -> pl.DataFrame:
+    """cluster_step_trace_time.csv -> columns type ('rank' | 'stage'), index (the raw Index),
+    rank (rank rows), pp_index (when the file has one), step and the step_breakdown *_ns
+    columns (µs converted exactly to ns)."""
+    con = duckdb.connect()
+    try:
+        headers = open_csv(con, path, "cst")
+        found = require(headers, path.name, step=("Step",), type=("Type",), index=("Index",))
+        selects = [
+            f"{as_int_sql(found['step'])} as step",
+            f"lower({trimmed(found['type'])}) as type",
+            f"{trimmed(found['index'])} as index",
+            f"{as_int_sql(found['index'])} as rank",
+            f"{as_int_sql(pick(headers, 'PP Index'))} as pp_index",
+        ]
+        for column, header in COLUMN_HEADERS.items():
+            name = pick(headers, header)
+            value = us_text_to_ns_sql(quoted(name)) if name else "null::bigint"
+            selects.append(f"{value} as {column}")
+        frame = con.sql(f"select {', '.join(selects)} from cst").pl()
+    finally:
+        con.close()
+    unknown = frame.filter(~pl.col("type").is_in(["rank", "stage"]))
+    if unknown.height:
+        raise QuarantineError(
+            INVALID_CLUSTER_CSV, f"{path.name}: unknown Type {unknown.get_column('type')[0]!r}"
+        )
+    if frame.filter((pl.col("type") == "rank") & pl.col("rank").is_null()).height:
+        raise QuarantineError(INVALID_CLUSTER_CSV, f"{path.name}: rank row without a rank Index")
+    return frame.with_columns(
+        pl.when(pl.col("type") == "rank").then(pl.col("rank")).alias("rank"),
+    )
+
+
+def stage_ranks(table: pl.DataFrame) -> list[tuple[int, ...]]:
+    """The rank tuples of the stage rows, ordered by their lowest rank (duplicates across steps
+    removed)."""
+    found = {
+        tuple(sorted(int(x) for x in re.findall(r"\d+", text)))
+        for text in table.filter(pl.col("type") == "stage").get_column("index").drop_nulls()
+    }
+    return sorted((s for s in found if s), key=lambda s: s[0])
+
+
+def stage_membership(table: pl.DataFrame) -> dict[int, int]:
+    """Rank -> pipeline stage: `PP Index` of the rank rows when the file has it, else the
+    position of the stage row holding the rank."""
+    ranks = table.filter(pl.col("type") == "rank")
+    with_index = ranks.drop_nulls(["rank", "pp_index"])
+    if with_index.height:
+        return dict(
+            zip(with_index["rank"].to_list(), with_index["pp_index"].to_list(), strict=True)
+        )
+    return {rank: stage for stage, group in enumerate(stage_ranks(table)) for rank in group}
+
+
+def read_cluster_communication(path: Path) -> pl.DataFrame:
+    """cluster_communication.json -> comm_ops rows (with rank; Total Op Info skipped)."""
+    data = load_json_file(path)
+    if not isinstance(data, dict):
+        raise QuarantineError(INVALID_COMMUNICATION, f"{path.name}: top level is not an object")
+    rows = []
+    for group_key, steps in data.items():
+        if not isinstance(steps, dict):
+            continue
+        is_p2p_group = str(group_key).strip().lower() == "p2p"
+        for step_key, ops in steps.items():
+            match = _STEP_KEY.match(str(step_key))
+            if match is None or not isinstance(ops, dict):
+                raise QuarantineError(
+                    INVALID_COMMUNICATION, f"{path.name}: unexpected step key {step_key!r}"
+                )
+            step = int(match.group(1)) if match.group(1) else None
+            for key, per_rank in ops.items():
+                if key == "Total Op Info" or not isinstance(per_rank, dict):
+                    continue
+                op, _, group_hash = str(key).partition("@")
+                for rank, info in per_rank.items():
+                    if not str(rank).isdigit() or not isinstance(info, dict):
+                        continue
+                    rows.append(_op_row(int(rank), step, op, group_hash, is_p2p_group, info))
+    schema = {
+        "rank": pl.Int32,
+        "step": pl.Int32,
+        "op": pl.String,
+        "op_type": pl.String,
+        "group_name": pl.String,
+        "group_kind": pl.String,
+        "is_p2p": pl.Boolean,
+        "peer": pl.Int32,
+        "bytes": pl.Int64,
+        "start_ns": pl.Int64,
+        "dur_ns": pl.Int64,
+        "wait_ns": pl.Int64,
+        "transit_ns": pl.Int64,
+        "sync_ns": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("rank", "start_ns")
+
+
+def _op_row(
+    rank: int, step: int | None, op: str, group_hash: str, p2p_group: bool, info: dict[str, Any]
+) -> tuple[Any, ...]:
+    times = info.get("Communication Time Info") or {}
+    return (
+        rank,
+        step,
+        op,
+        op_type(op),
+        group_hash or None,
+        "p2p" if p2p_group else None,
+        is_p2p_op(op) or p2p_group,
+        None,
+        _bytes(info.get("Communication Bandwidth Info") or {}),
+        us_to_ns(times.get("Start Timestamp(us)")),
+        ms_to_ns(times.get("Elapse Time(ms)")),
+        ms_to_ns(times.get("Wait Time(ms)")),
+        ms_to_ns(times.get("Transit Time(ms)")),
+        ms_to_ns(times.get("Synchronization Time(ms)")),
+    )
+
+
+def _bytes(bandwidth: dict[str, Any]) -> int | None:
+    """Transit bytes of an op: RDMA plus SDMA (SDMA already sums the intra-node HCCS/PCIE/SIO
+    links; without it, their sum) — the rule communication.py uses for per-rank files."""
+    if not isinstance(bandwidth, dict) or not bandwidth:
+        return None
+
+    def size(link: str) -> float:
+        entry = bandwidth.get(link)
+        value = entry.get("Transit Size(MB)") if isinstance(entry, dict) else None
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    intra = size("SDMA") if "SDMA" in bandwidth else sum(size(k) for k in ("HCCS", "PCIE", "SIO"))
+    return round((size("RDMA") + intra) * _MB)
+
+
+def groups_of(cluster_dir: Path) -> list[Group]:
+    """The communication groups of a cluster folder (empty when there is no group file)."""
+    path = Path(cluster_dir) / GROUP_FILE
+    return read_communication_group(path) if path.is_file() else []

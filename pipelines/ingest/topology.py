@@ -1,0 +1,247 @@
+"""Topology-only inputs: a folder with profiler_metadata.json and/or communication_group.json but no
+traces -> a run with ranks, their pipeline stage and group memberships, and tp/pp/dp/world_size.
+
+profiler_metadata.json (MindSpeed, one rank's view): `distributed_args` (tp/pp/dp sizes, rank,
+world_size) and `parallel_group_info` {group_id: {group_name, group_rank, global_ranks}} — only
+the groups the writing rank belongs to.
+communication_group.json (msprof-analyze cluster): old format `{"collective": [[ranks]...],
+"p2p": [[ranks]...]}`; new format adds `comm_group_parallel_info` [{type, rank_set, group_name
+(= double_hash(group_id)), group_id, pg_name (tp, pp, dp, ...)}].
+
+Pipeline stage of a rank = its position in its `pp` group (groups list ranks in pipeline order);
+ranks no pp group covers get the Megatron layout's stage, rank // (world_size / pp), but only
+when that layout agrees with every pp group that is known."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.frames import Quarantined, RunFrames
+from pipelines.ingest.profiler_info import (
+    ProfilerMetadata,
+    double_hash,
+    load_json_file,
+    read_profiler_metadata,
+)
+
+METADATA_FILE = "profiler_metadata.json"
+GROUP_FILE_GLOB = "communication_group*.json"
+NO_TOPOLOGY = "no_topology"
+INVALID_GROUPS = "invalid_communication_group"
+
+
+@dataclass(frozen=True)
+class Group:
+    """One communication group: its kind (pp, tp, dp, ... or 'collective'/'p2p' when the file does
+    not say), member global ranks in the file's order, and its HCCL identity when known."""
+
+    kind: str
+    ranks: tuple[int, ...]
+    group_id: str | None = None
+    hash: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.kind, "ranks": list(self.ranks)}
+        if self.group_id:
+            out["group_id"] = self.group_id
+        if self.hash:
+            out["hash"] = self.hash
+        return out
+
+
+def _ranks(values: Any) -> tuple[int, ...] | None:
+    if not isinstance(values, list) or not values:
+        return None
+    try:
+        return tuple(int(str(v)) for v in values)
+    except ValueError:
+        return None
+
+
+def read_communication_group(path: Path) -> list[Group]:
+    """Groups of communication_group.json (old or new format); QuarantineError if it is none."""
+    data = load_json_file(path)
+    if not isinstance(data, dict) or not any(
+        k in data for k in ("collective", "p2p", "comm_group_parallel_info")
+    ):
+        raise QuarantineError(INVALID_GROUPS, f"{path.name}: no collective/p2p group lists")
+    groups: list[Group] = []
+    named = data.get("comm_group_parallel_info")
+    if isinstance(named, list) and named:
+        for entry in named:
+            ranks = _ranks(entry.get("rank_set")) if isinstance(entry, dict) else None
+            if ranks is None:
+                continue
+            group_id = str(entry.get("group_id") or "") or None
+            given = str(entry.get("group_name") or "") or None
+            kind = str(entry.get("pg_name") or "") or str(entry.get("type") or "collective")
+            groups.append(
+                Group(
+                    kind=kind,
+                    ranks=ranks,
+                    group_id=group_id,
+                    hash=given or (str(double_hash(group_id)) if group_id else None),
+                )
+            )
+        return _unique(groups)
+    for kind in ("collective", "p2p"):
+        for ranks in data.get(kind) or []:
+            parsed = _ranks(ranks)
+            if parsed is not None:
+                groups.append(Group(kind=kind, ranks=parsed))
+    return _unique(groups)
+
+
+def _unique(groups: Iterable[Group]) -> list[Group]:
+    seen: set[tuple[str, tuple[int, ...], str | None]] = set()
+    out = []
+    for g in groups:
+        key = (g.kind, g.ranks, g.hash)
+        if key not in seen:
+            seen.add(key)
+            out.append(g)
+    return out
+
+
+def metadata_groups(metadata: ProfilerMetadata) -> list[Group]:
+    """The parallel groups of profiler_metadata.json as Groups."""
+    return _unique(
+        Group(kind=g.kind, ranks=tuple(g.global_ranks), group_id=g.group_id, hash=g.hash)
+        for g in metadata.groups
+        if g.global_ranks
+    )
+
+
+def _size(groups: Sequence[Group], kind: str) -> int | None:
+    sizes = Counter(len(g.ranks) for g in groups if g.kind == kind)
+    return sizes.most_common(1)[0][0] if sizes else None
+
+
+def pp_stages(groups: Sequence[Group], world_size: int | None, pp: int | None) -> dict[int, int]:
+    """Rank -> pipeline stage: position in its pp group, then the Megatron layout for the rest
+    (only if it agrees with every known pp group)."""
+    stage: dict[int, int] = {}
+    for g in groups:
+        if g.kind == "pp":
+            for position, rank in enumerate(g.ranks):
+                stage.setdefault(rank, position)
+    if world_size and pp and pp > 0 and world_size % pp == 0:
+        per_stage = world_size // pp
+        if all(stage[r] == r // per_stage for r in stage):
+            for rank in range(world_size):
+                stage.setdefault(rank, rank // per_stage)
+    return stage
+
+
+def ranks_frame(
+    ranks: Iterable[int], groups: Sequence[Group], stages: dict[int, int]
+) -> pl.DataFrame:
+    """The canonical ranks rows (without run_id): rank, pp_stage, groups (JSON list of the
+    multi-rank groups the rank belongs to)."""
+    rows = []
+    for rank in sorted(set(ranks)):
+        member = [g.as_json() for g in groups if rank in g.ranks and len(g.ranks) > 1]
+        rows.append(
+            {
+                "rank": rank,
+                "pp_stage": stages.get(rank),
+                "groups": json.dumps(member) if member else None,
+            }
+        )
+    return pl.DataFrame(rows, schema={"rank": pl.Int32, "pp_stage": pl.Int32, "groups": pl.String})
+
+
+def topology_files(source: Path | Sequence[Path]) -> list[Path]:
+    """The topology files of a folder (or the given files)."""
+    if isinstance(source, Path | str):
+        path = Path(source)
+        if path.is_dir():
+            found = [path / METADATA_FILE] if (path / METADATA_FILE).is_file() else []
+            return found + sorted(path.glob(GROUP_FILE_GLOB))
+        return [path]
+    return [Path(p) for p in source]
+
+
+def read_topology(source: Path | Sequence[Path]) -> RunFrames:
+    """A topology-only run from a folder (or list) of profiler_metadata.json /
+    communication_group*.json files. The run row carries source='topology', origin, tp, pp, dp,
+    world_size and the metadata convention keys; run_id and content_hash are left to the
+    assembler. Files that cannot be read are listed in `quarantined`; when none is usable a
+    QuarantineError(no_topology) is raised."""
+    files = topology_files(source)
+    groups: list[Group] = []
+    args: dict[str, Any] = {}
+    conventions: dict[str, str] = {}
+    quarantined: list[Quarantined] = []
+    # the new-format file first, so its named groups win over an old-format twin
+    for path in sorted(files, key=lambda p: (p.name != METADATA_FILE, "old" in p.name, p.name)):
+        try:
+            if path.name == METADATA_FILE:
+                metadata = read_profiler_metadata(path)
+                groups += metadata_groups(metadata)
+                args = metadata.distributed_args or args
+                conventions.update(metadata.conventions)
+            else:
+                found = read_communication_group(path)
+                named = any(g.hash for g in groups)
+                groups += [g for g in found if not (named and g.hash is None)]
+        except QuarantineError as err:
+            quarantined.append(err.quarantined(path))
+    groups = _unique(groups)
+    if not groups and not args:
+        reasons = "; ".join(f"{q.path}: {q.reason}" for q in quarantined) or "no topology files"
+        raise QuarantineError(NO_TOPOLOGY, reasons)
+    run = topology_run(groups, args)
+    run |= {
+        "source": "topology",
+        "origin": str(source if isinstance(source, Path | str) else files[0].parent),
+    }
+    run |= _convention_columns(conventions, run)
+    world = run.get("world_size")
+    members = {r for g in groups for r in g.ranks} | (set(range(world)) if world else set())
+    stages = pp_stages(groups, world, run.get("pp"))
+    return RunFrames(
+        run=run,
+        tables={"ranks": ranks_frame(members, groups, stages)},
+        quarantined=quarantined,
+    )
+
+
+def topology_run(groups: Sequence[Group], args: dict[str, Any]) -> dict[str, Any]:
+    """tp / pp / dp / world_size: distributed_args when present, else the sizes of the tp / pp /
+    dp groups and the set of ranks they cover."""
+
+    def arg(key: str) -> int | None:
+        value = args.get(key)
+        return int(value) if isinstance(value, int | str) and str(value).isdigit() else None
+
+    members = {r for g in groups for r in g.ranks}
+    world = arg("world_size") or (max(members) + 1 if members else None)
+    tp = arg("tensor_model_parallel_size") or _size(groups, "tp")
+    pp = arg("pipeline_model_parallel_size") or _size(groups, "pp")
+    dp = arg("data_parallel_size") or _size(groups, "dp")
+    if world and tp and pp and not dp and world % (tp * pp) == 0:
+        dp = world // (tp * pp)
+    return {"tp": tp, "pp": pp, "dp": dp, "world_size": world}
+
+
+def _convention_columns(conventions: dict[str, str], run: dict[str, Any]) -> dict[str, Any]:
+    """runs columns from the user's add_metadata keys (DESIGN.md conventions); tp/pp only fill
+    what the distributed args and groups left open."""
+    out: dict[str, Any] = {}
+    for key in ("model", "schedule"):
+        if conventions.get(key):
+            out[key] = conventions[key]
+    for key in ("chunk_size", "seq_len", "vp", "tp", "pp"):
+        value = conventions.get(key, "").strip()
+        if value.isdigit() and (key not in ("tp", "pp") or run.get(key) is None):
+            out[key] = int(value)
+    return out
