@@ -1,0 +1,186 @@
+"""Per-request, per-rank and per-run metrics of a SimResult, and its canonical chunks table.
+
+Accounting (per rank, over the run's window [first task start, last task end], the same window
+for every rank, so the fill and drain of the pipeline count):
+
+    compute      union of its compute intervals
+    comm         union of its send and receive intervals (a receive lasts while it is
+                 outstanding: a rank waiting inside a posted receive is in communication, as the
+                 profiler reports it)
+    overlapped   comm that coincides with compute;  exposed_comm = comm - overlapped
+    bubble       window - compute - exposed_comm   (idle with nothing outstanding)
+
+so window = compute + bubble + exposed_comm on every rank (the paper's breakdown), and
+
+    bubble_ratio  = sum of bubble / (ranks * window)
+    overlap_ratio = sum of overlapped / sum of comm
+
+With τ_k = (k+1) t per virtual stage and free transfers this gives CPP 2/(N+3) and single-request
+VPP 1/(N+1) (research/schedules.md §4.5).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from pipelines.ingest.frames import SCHEMAS
+from pipelines.sim.result import SimResult
+
+RANK_COLUMNS = (
+    "rank",
+    "window_ns",
+    "compute_ns",
+    "comm_ns",
+    "overlapped_ns",
+    "exposed_comm_ns",
+    "bubble_ns",
+    "tasks",
+)
+
+
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sorted union of intervals [start, end)."""
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if len(starts) == 0:
+        return starts, ends
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    new = np.empty(len(starts), dtype=bool)
+    new[0] = True
+    new[1:] = starts[1:] > reach[:-1]
+    group = np.cumsum(new) - 1
+    merged_end = np.zeros(group[-1] + 1, dtype=ends.dtype)
+    np.maximum.at(merged_end, group, ends)
+    return starts[new], merged_end
+
+
+def _measure_below(starts: np.ndarray, ends: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Measure of the disjoint union (starts, ends) that lies below each x."""
+    if len(starts) == 0:
+        return np.zeros(len(x), dtype=np.int64)
+    cum = np.concatenate(([0], np.cumsum(ends - starts)))
+    i = np.searchsorted(starts, x, side="right") - 1
+    inside = np.where(i >= 0, np.minimum(x, ends[np.maximum(i, 0)]) - starts[np.maximum(i, 0)], 0)
+    return np.where(i >= 0, cum[np.maximum(i, 0)] + np.maximum(inside, 0), 0)
+
+
+def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
+    """Measure of the intersection of two disjoint unions."""
+    if len(a[0]) == 0 or len(b[0]) == 0:
+        return 0
+    return int((_measure_below(*a, b[1]) - _measure_below(*a, b[0])).sum())
+
+
+def ranks_frame(result: SimResult) -> pl.DataFrame:
+    """One row per rank: window, compute, comm, overlapped, exposed comm, bubble (ns), tasks."""
+    tasks = result.tasks
+    window_start = int(tasks["start_ns"].min())
+    window = int(tasks["end_ns"].max()) - window_start
+    rows = []
+    for (rank,), group in tasks.group_by(["rank"], maintain_order=False):
+        kind = group["kind"].to_numpy()
+        s = group["start_ns"].to_numpy()
+        e = group["end_ns"].to_numpy()
+        is_compute = kind == "compute"
+        compute = _merge(s[is_compute], e[is_compute])
+        comm = _merge(s[~is_compute], e[~is_compute])
+        compute_ns = int((compute[1] - compute[0]).sum())
+        comm_ns = int((comm[1] - comm[0]).sum())
+        overlapped = _overlap(compute, comm)
+        exposed = comm_ns - overlapped
+        rows.append(
+            (
+                int(rank),
+                window,
+                compute_ns,
+                comm_ns,
+                overlapped,
+                exposed,
+                window - compute_ns - exposed,
+                int(is_compute.sum()),
+            )
+        )
+    frame = pl.DataFrame(rows, schema=list(RANK_COLUMNS), orient="row")
+    return frame.cast({c: pl.Int64 for c in RANK_COLUMNS if c != "rank"}).sort("rank")
+
+
+def bubble_ratio_exact(result: SimResult) -> Fraction:
+    """Sum of bubble over ranks / (ranks x window), as an exact fraction of integer ns."""
+    ranks = ranks_frame(result)
+    return Fraction(int(ranks["bubble_ns"].sum()), int(ranks["window_ns"].sum()))
+
+
+def summarize(result: SimResult) -> dict[str, Any]:
+    """Run-level metrics: makespan, throughput, scheduling steps, compute/bubble/exposed comm
+    (mean over ranks, ns) with ratios, overlap ratio, TTFT statistics, plus the run's meta."""
+    ranks = ranks_frame(result)
+    n_ranks = ranks.height
+    window = int(ranks["window_ns"][0])
+    requests = result.requests
+    compute = result.tasks.filter(pl.col("kind") == "compute")
+    steps = compute.select(["request_id", "chunk_idx"]).unique().height
+    total = {
+        c: int(ranks[c].sum())
+        for c in ("compute_ns", "comm_ns", "overlapped_ns", "exposed_comm_ns", "bubble_ns")
+    }
+    ttft = requests["ttft_ns"]
+    out = {
+        k: result.meta.get(k)
+        for k in (
+            "model",
+            "schedule",
+            "chunk_size",
+            "seq_len",
+            "pp",
+            "vp",
+            "hardware",
+            "seed",
+            "noise",
+        )
+    }
+    out.update(
+        {
+            "requests": requests.height,
+            "prompt_tokens": int(requests["prompt_tokens"].sum()),
+            "ranks": n_ranks,
+            "scheduling_steps": steps,
+            "makespan_ns": window,
+            "throughput_tok_s": float(requests["prompt_tokens"].sum()) / (window / 1e9),
+            "compute_ns": total["compute_ns"] / n_ranks,
+            "bubble_ns": total["bubble_ns"] / n_ranks,
+            "exposed_comm_ns": total["exposed_comm_ns"] / n_ranks,
+            "comm_ns": total["comm_ns"] / n_ranks,
+            "bubble_ratio": total["bubble_ns"] / (n_ranks * window),
+            "exposed_comm_ratio": total["exposed_comm_ns"] / (n_ranks * window),
+            "compute_ratio": total["compute_ns"] / (n_ranks * window),
+            "overlap_ratio": total["overlapped_ns"] / total["comm_ns"] if total["comm_ns"] else 0.0,
+            "ttft_mean_ns": float(ttft.mean()),
+            "ttft_p50_ns": float(ttft.median()),
+            "ttft_max_ns": int(ttft.max()),
+        }
+    )
+    return out
+
+
+def chunks_frame(result: SimResult, run_id: str) -> pl.DataFrame:
+    """Compute tasks in the canonical `chunks` schema; busy_ns is the task's compute time."""
+    compute = result.tasks.filter(pl.col("kind") == "compute")
+    frame = compute.select(
+        pl.lit(run_id).alias("run_id"),
+        "rank",
+        "vstage",
+        "request_id",
+        "chunk_idx",
+        "tokens",
+        "prefix_tokens",
+        "start_ns",
+        "end_ns",
+        (pl.col("end_ns") - pl.col("start_ns")).alias("busy_ns"),
+    )
+    return frame.cast(SCHEMAS["chunks"]).select(list(SCHEMAS["chunks"]))

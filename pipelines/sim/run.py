@@ -1,0 +1,406 @@
+"""Public API of the pipeline-parallel chunked-prefill simulator.
+
+    simulate(requests, schedule, ...) -> SimResult        one run
+    simulate_batch(requests, schedule, costs=[...], ...)  one schedule, many cost models / seeds,
+                                                          evaluated together (vectorised engine)
+    replay(chunks, schedules=[...]) -> {schedule: SimResult}
+                                                          measured τ of one run under other
+                                                          schedules
+
+`requests` is a prompt length (one request at t=0), a list of prompt lengths (queued
+back-to-back at t=0) or a Polars frame with arrival_ns, prompt_tokens and optionally request_id
+(a trace). Schedules: cpp, dcpp (rule from `dcpp`, default vLLM-Ascend; "dcpp_sglang" and
+"dcpp_vllm_ascend" select one), vpp (blocking transfers), vpp_async (overlapped transfers),
+vpp_pack (overlapped transfers and cross-request packing of `pack_window` chunks; None: Algorithm
+2's estimate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from pipelines.sim import presets
+from pipelines.sim.chunking import DcppConfig, dynamic_chunks, fixed_chunks
+from pipelines.sim.comm import CommModel
+from pipelines.sim.costs import StageCost
+from pipelines.sim.engine import evaluate
+from pipelines.sim.layout import StageLayout, fold_back_layout
+from pipelines.sim.measured import FittedCost, TabulatedCost
+from pipelines.sim.result import SimResult
+from pipelines.sim.schedules import (
+    COMPUTE,
+    DEFAULT_PACK_WINDOW,
+    SCHEDULES,
+    SEND,
+    TRANSFER,
+    ChunkedRequest,
+    Plan,
+    build_plan,
+    estimate_pack_window,
+    rank_orders,
+)
+from pipelines.sim.timeline import request_table, task_table
+
+RequestsLike = int | Sequence[int] | pl.DataFrame
+_ALIASES = {"dcpp_sglang": ("dcpp", "sglang"), "dcpp_vllm_ascend": ("dcpp", "vllm_ascend")}
+_ASYNC_SCHEDULES = ("vpp_async", "vpp_pack")
+
+
+def requests_frame(requests: RequestsLike) -> pl.DataFrame:
+    """Normalise `requests` to request_id, arrival_ns, prompt_tokens (sorted by arrival)."""
+    if isinstance(requests, pl.DataFrame):
+        frame = requests
+        if "request_id" not in frame.columns:
+            frame = frame.with_row_index("request_id").with_columns(
+                pl.format("req-{}", pl.col("request_id"))
+            )
+    else:
+        lengths = [requests] if isinstance(requests, int) else list(requests)
+        frame = pl.DataFrame(
+            {
+                "request_id": [f"req-{i}" for i in range(len(lengths))],
+                "arrival_ns": [0] * len(lengths),
+                "prompt_tokens": lengths,
+            }
+        )
+    frame = frame.select(
+        pl.col("request_id").cast(pl.String),
+        pl.col("arrival_ns").cast(pl.Int64),
+        pl.col("prompt_tokens").cast(pl.Int64),
+    )
+    if frame.height == 0 or frame["prompt_tokens"].min() < 1:
+        raise ValueError("need at least one request with a positive prompt length")
+    return frame.sort("arrival_ns", maintain_order=True)
+
+
+def _resolve_schedule(schedule: str, dcpp: DcppConfig | None) -> tuple[str, DcppConfig | None]:
+    if schedule in _ALIASES:
+        base, rule = _ALIASES[schedule]
+        return base, replace(dcpp or DcppConfig(), rule=rule)
+    if schedule not in SCHEDULES:
+        known = ", ".join((*SCHEDULES, *_ALIASES))
+        raise ValueError(f"unknown schedule {schedule!r}; known: {known}")
+    return schedule, (dcpp or DcppConfig()) if schedule == "dcpp" else None
+
+
+def _resolve_cost(model: str | StageCost, hardware: str | None, tp: int | None) -> StageCost:
+    if isinstance(model, str):
+        return presets.cost_model(model, hardware, tp)
+    if not isinstance(model, StageCost):
+        raise TypeError("model must be a preset name or a StageCost")
+    return model
+
+
+def _resolve_comm(
+    comm: CommModel | str | None, model: str | StageCost, hardware, tp, mode: str
+) -> CommModel | None:
+    if comm is None:
+        return None
+    if isinstance(comm, str):
+        if comm != "preset":
+            raise ValueError("comm must be a CommModel, None or 'preset'")
+        if not isinstance(model, str):
+            return None  # a custom cost model brings no link figures: free transfers
+        comm = presets.comm_model(model, hardware, tp)
+    return comm.with_mode(mode)  # type: ignore[arg-type]
+
+
+def stage_durations(plan: Plan, cost: StageCost, comm: CommModel | None) -> np.ndarray:
+    """Noise-free duration (float ns) of every node of `plan`."""
+    dur = np.zeros(plan.size, dtype=np.float64)
+    compute = plan.kind == COMPUTE
+    ranges = np.array(plan.layout.layer_ranges, dtype=np.int64)
+    keys = np.column_stack(
+        [plan.tokens[compute], plan.prefix[compute], ranges[plan.stage[compute]]]
+    )
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    times = cost.stage_ns(unique[:, 0], unique[:, 1], unique[:, 2], unique[:, 3])
+    dur[compute] = np.asarray(times, dtype=np.float64)[inverse.ravel()]
+    dur[compute] += np.where(plan.pays_overhead[compute], cost.call_overhead_ns, 0.0)
+    hops = (plan.kind == SEND) | (plan.kind == TRANSFER)
+    if comm is not None and hops.any():
+        dur[hops] = comm.hop_ns(plan.tokens[hops])
+    return dur
+
+
+def _noisy(dur: np.ndarray, noise: float, seed: int, batch: int | None = None) -> np.ndarray:
+    """Round to integer ns after a multiplicative lognormal factor exp(noise z), z ~ N(0, 1)."""
+    if noise <= 0:
+        base = np.rint(dur).astype(np.int64)
+        return base if batch is None else np.repeat(base[:, None], batch, axis=1)
+    rng = np.random.default_rng(seed)
+    shape = dur.shape if batch is None else (*dur.shape, batch)
+    factor = np.exp(noise * rng.standard_normal(shape))
+    scaled = dur * factor if batch is None else dur[:, None] * factor
+    return np.rint(scaled).astype(np.int64)
+
+
+def _release(plan: Plan) -> np.ndarray:
+    arrivals = np.array([r.arrival_ns for r in plan.requests], dtype=np.int64)
+    rel = plan.release_request
+    return np.where(rel >= 0, arrivals[np.maximum(rel, 0)], 0)
+
+
+def _chunk_requests(
+    frame: pl.DataFrame,
+    base: str,
+    chunk_size: int,
+    dcpp: DcppConfig | None,
+    cost: StageCost,
+    layout: StageLayout,
+) -> list[ChunkedRequest]:
+    lo, hi = layout.layer_ranges[0]
+
+    def stage0(tokens: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+        n = len(tokens)
+        return cost.stage_ns(tokens, prefix, np.full(n, lo), np.full(n, hi)) + cost.call_overhead_ns
+
+    out = []
+    for rid, arrival, prompt in frame.iter_rows():
+        if base == "dcpp":
+            chunks = dynamic_chunks(prompt, chunk_size, stage0, dcpp or DcppConfig())
+        else:
+            chunks = fixed_chunks(prompt, chunk_size)
+        out.append(ChunkedRequest(rid, arrival, tuple(chunks)))
+    return out
+
+
+def _pack_windows(
+    requests: list[ChunkedRequest],
+    layout: StageLayout,
+    cost: StageCost,
+    comm: CommModel | None,
+    pack_window: int | None,
+) -> list[int]:
+    """Per request boundary, how many stage-0 tasks of the next request are packed; a boundary
+    is packed only if the next request has arrived by the time the drain starts (estimated by
+    a first pass without packing)."""
+    if len(requests) < 2:
+        return []
+    plain = build_plan(requests, layout, rank_orders(requests, layout), comm and comm.mode)
+    dur = stage_durations(plain, cost, comm)
+    _, end = evaluate(plain.graph, np.rint(dur).astype(np.int64), _release(plain))
+    first_rank = layout.ranks[0]
+    compute = plain.kind == COMPUTE
+    windows = []
+    last = layout.num_stages - 1
+    for r in range(len(requests) - 1):
+        on_rank = compute & (plain.rank == first_rank) & (plain.request == r)
+        ends = np.sort(end[on_rank])
+        drain_start = ends[-2] if len(ends) > 1 else ends[-1]
+        if requests[r + 1].arrival_ns > drain_start:
+            windows.append(0)
+            continue
+        if pack_window is not None:
+            windows.append(pack_window)
+            continue
+        req = requests[r]
+        n = len(req.chunks)
+        sel = compute & (plain.request == r)
+        k_last = sel & (plain.chunk == n - 1)
+        middle = k_last & (plain.stage > 0) & (plain.stage < last)
+        drain = float(dur[middle].sum()) + (
+            float(
+                dur[(plain.kind != COMPUTE) & (plain.request == r) & (plain.chunk == n - 1)].sum()
+            )
+        )
+        exit_prev = float(dur[sel & (plain.chunk == n - 2) & (plain.stage == last)].sum())
+        entry = dur[compute & (plain.request == r + 1) & (plain.stage == 0)]
+        windows.append(estimate_pack_window(drain, exit_prev, entry.tolist()))
+    return windows
+
+
+def prepare(
+    requests: RequestsLike,
+    schedule: str = "cpp",
+    *,
+    model: str | StageCost = "deepseek-v3.1",
+    hardware: str | None = None,
+    tp: int | None = None,
+    chunk_size: int = 24576,
+    pp: int = 2,
+    vp: int | None = None,
+    layer_split: Sequence[int] | None = None,
+    comm: CommModel | str | None = "preset",
+    comm_mode: str | None = None,
+    pack_window: int | None = DEFAULT_PACK_WINDOW,
+    dcpp: DcppConfig | None = None,
+) -> tuple[Plan, np.ndarray, dict[str, Any], StageCost, CommModel | None]:
+    """Chunk, lay out and compile a run: (plan, noise-free durations, meta, cost, comm)."""
+    base, dcpp = _resolve_schedule(schedule, dcpp)
+    is_vpp = base.startswith("vpp")
+    vp = vp if vp is not None else (2 if is_vpp else 1)
+    if not is_vpp and vp != 1:
+        raise ValueError(f"{base} runs one stage per rank: vp must be 1")
+    cost = _resolve_cost(model, hardware, tp)
+    mode = comm_mode or ("async" if base in _ASYNC_SCHEDULES else "blocking")
+    comm_model = _resolve_comm(comm, model, hardware, tp, mode)
+    layout = fold_back_layout(cost.num_layers, pp, vp, layer_split)
+    frame = requests_frame(requests)
+    chunked = _chunk_requests(frame, base, chunk_size, dcpp, cost, layout)
+    windows = (
+        _pack_windows(chunked, layout, cost, comm_model, pack_window) if base == "vpp_pack" else []
+    )
+    plan = build_plan(
+        chunked, layout, rank_orders(chunked, layout, windows), comm_model and comm_model.mode
+    )
+    dur = stage_durations(plan, cost, comm_model)
+    model_name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
+    meta: dict[str, Any] = {
+        "model": model_name,
+        "schedule": base,
+        "chunk_size": chunk_size,
+        "seq_len": int(frame["prompt_tokens"].max()),
+        "pp": pp,
+        "vp": vp,
+        "tp": tp
+        if tp is not None
+        else (presets.default_tp(model) if isinstance(model, str) else 1),
+        "hardware": hardware
+        or (presets.default_hardware(model) if isinstance(model, str) else "custom"),
+        "comm_mode": comm_model.mode if comm_model is not None else "none",
+        "dcpp_rule": dcpp.rule if dcpp is not None else None,
+        "pack_windows": windows,
+        "layer_ranges": [list(r) for r in layout.layer_ranges],
+        "stage_ranks": list(layout.ranks),
+        "source": "sim",
+    }
+    return plan, dur, meta, cost, comm_model
+
+
+def simulate(
+    requests: RequestsLike,
+    schedule: str = "cpp",
+    *,
+    model: str | StageCost = "deepseek-v3.1",
+    hardware: str | None = None,
+    tp: int | None = None,
+    chunk_size: int = 24576,
+    pp: int = 2,
+    vp: int | None = None,
+    layer_split: Sequence[int] | None = None,
+    comm: CommModel | str | None = "preset",
+    comm_mode: str | None = None,
+    pack_window: int | None = DEFAULT_PACK_WINDOW,
+    dcpp: DcppConfig | None = None,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> SimResult:
+    """Simulate one run of `requests` under `schedule` and return its task and request tables.
+
+    model: preset name (presets.PRESET_NAMES) or any StageCost (FittedCost, TabulatedCost, ...).
+    comm: "preset" (the model's link figures; free for a custom cost model), None (free
+    transfers) or a CommModel; comm_mode overrides blocking/async (default: async for vpp_async
+    and vpp_pack). noise: multiplicative lognormal σ per task (0.03 = 3 %), drawn from `seed`.
+    """
+    plan, dur, meta, _, _ = prepare(
+        requests,
+        schedule,
+        model=model,
+        hardware=hardware,
+        tp=tp,
+        chunk_size=chunk_size,
+        pp=pp,
+        vp=vp,
+        layer_split=layer_split,
+        comm=comm,
+        comm_mode=comm_mode,
+        pack_window=pack_window,
+        dcpp=dcpp,
+    )
+    start, end = evaluate(plan.graph, _noisy(dur, noise, seed), _release(plan))
+    meta.update(seed=seed, noise=noise)
+    return SimResult(task_table(plan, start, end), request_table(plan, end), meta)
+
+
+def simulate_batch(
+    requests: RequestsLike,
+    schedule: str,
+    costs: Sequence[StageCost],
+    *,
+    seeds: Sequence[int] = (0,),
+    noise: float = 0.0,
+    comm: CommModel | None = None,
+    **options: Any,
+) -> np.ndarray:
+    """Makespan (ns) of every (cost model, seed) pair, shape (len(costs), len(seeds)).
+
+    All configurations share one chunking and task graph (that of `costs[0]`: for dcpp the chunk
+    sizes depend on the cost model, so give one cost per call there) and are evaluated together
+    by the vectorised engine; each equals `simulate(...)` of that configuration (tested)."""
+    plan, _, _, _, comm_model = prepare(requests, schedule, model=costs[0], comm=comm, **options)
+    columns = []
+    for cost in costs:
+        dur = stage_durations(plan, cost, comm_model)
+        for seed in seeds:
+            columns.append(_noisy(dur, noise, seed))
+    durations = np.stack(columns, axis=1)
+    start, end = evaluate(plan.graph, durations, _release(plan)[:, None])
+    makespan = end.max(axis=0) - start.min(axis=0)
+    return makespan.reshape(len(costs), len(seeds))
+
+
+def replay(
+    chunks: pl.DataFrame,
+    schedules: Sequence[str] = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack"),
+    *,
+    cost: str = "tabulated",
+    pp: int | None = None,
+    vp: int = 2,
+    chunk_size: int | None = None,
+    comm: CommModel | None = None,
+    gamma_ns: float | None = None,
+    noise: float = 0.0,
+    seed: int = 0,
+    **options: Any,
+) -> dict[str, SimResult]:
+    """Re-simulate the requests of one measured run (a chunks frame in the canonical schema)
+    under other schedules, with its measured τ: `cost="tabulated"` replays the measured latency
+    of each (c, p) and falls back to the fit for chunk sizes never measured; `cost="fitted"`
+    uses τ(c, p) = α c + β c (p + c/2) + γ fitted to all rows. pp defaults to the run's rank
+    count, chunk_size to its largest chunk; arrivals are the requests' first start times."""
+    if cost == "tabulated":
+        model: StageCost = TabulatedCost.from_chunks(chunks)
+    elif cost == "fitted":
+        model = FittedCost.from_chunks(chunks, gamma_ns=gamma_ns)
+    else:
+        raise ValueError("cost must be 'tabulated' or 'fitted'")
+    per_request = (
+        chunks.group_by("request_id")
+        .agg(
+            pl.col("start_ns").min().alias("arrival_ns"),
+            (pl.col("tokens") + pl.col("prefix_tokens")).max().alias("prompt_tokens"),
+        )
+        .sort(["arrival_ns", "request_id"])
+    )
+    requests = per_request.with_columns(pl.col("arrival_ns") - pl.col("arrival_ns").min())
+    pp = pp if pp is not None else chunks["rank"].n_unique()
+    chunk_size = chunk_size if chunk_size is not None else int(chunks["tokens"].max())
+    out = {}
+    for schedule in schedules:
+        result = simulate(
+            requests,
+            schedule,
+            model=model,
+            pp=pp,
+            vp=vp if schedule.startswith("vpp") else 1,
+            chunk_size=chunk_size,
+            comm=comm,
+            noise=noise,
+            seed=seed,
+            **options,
+        )
+        result.meta.update(replay_cost=cost, replay_of=_run_id(chunks))
+        out[schedule] = result
+    return out
+
+
+def _run_id(chunks: pl.DataFrame) -> str | None:
+    if "run_id" in chunks.columns and chunks.height:
+        return str(chunks["run_id"][0])
+    return None
