@@ -1,0 +1,164 @@
+"""`tracereplay fit`: fit tau_k per configuration and stage and print the linearity verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from pipelines.cli._common import add_json_option, add_warehouse_option
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+DESCRIPTION = """\
+Fit the per-chunk, per-stage prefill latency tau_k = a + b*k of every configuration in the
+warehouse (chunks joined with runs: model, schedule, chunk size, sequence length, tp/pp/vp,
+hardware, virtual stage), pooling repeated runs of the same configuration, and classify each
+curve: linear, linear_offset (intercept dominates: VPP has little to balance), kinked (with the
+breakpoint k), convex/concave, too_noisy, too_short. Intervals are 95%: HC3 for one run,
+cluster-robust by run when runs are pooled; a/b by Fieller; the VPP balance residual
+sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k with a bootstrap interval (docs/tau_k.md).
+Times are printed in ms. Exit status 0 (verdicts are reported, not enforced)."""
+
+TEXT_COLUMNS = (
+    ("model", "model"),
+    ("schedule", "sched"),
+    ("chunk", "chunk"),
+    ("seq_len", "seq_len"),
+    ("stage", "vs"),
+    ("n_runs", "runs"),
+    ("n_points", "pts"),
+    ("slope", "slope ms/chunk [95% CI]"),
+    ("intercept", "intercept ms [CI]"),
+    ("ab", "a/b [CI]"),
+    ("r2", "R2"),
+    ("balance", "balance resid [CI]"),
+    ("curv_p", "curv p"),
+    ("breakpoint", "break k"),
+    ("verdict", "verdict"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "fit",
+        help="fit tau_k per model/config/stage and report linearity verdicts",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_warehouse_option(parser)
+    add_json_option(parser)
+    parser.add_argument("--model", help="only this model")
+    parser.add_argument("--schedule", help="only this schedule")
+    parser.add_argument(
+        "--keep-partial",
+        action="store_true",
+        help="keep each request's shorter remainder chunk in the fit (left out by default)",
+    )
+    parser.set_defaults(func=run)
+
+
+def load_chunks(con, model: str | None = None, schedule: str | None = None) -> pl.DataFrame:
+    """sql/intermediate/int_chunk_tau.sql evaluated on the warehouse's current chunks and runs."""
+    from pipelines.warehouse import sql_text
+
+    frame = con.execute(sql_text("int_chunk_tau", "intermediate")).pl()
+    if model:
+        frame = frame.filter(pl.col("model") == model)
+    if schedule:
+        frame = frame.filter(pl.col("schedule") == schedule)
+    return frame
+
+
+def _ms(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x / 1e6:.3g}"
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.{digits}g}"
+
+
+def _text_row(row: dict) -> dict[str, str]:
+    return {
+        "model": str(row.get("model")),
+        "schedule": str(row.get("schedule")),
+        "chunk": str(row.get("chunk_size")),
+        "seq_len": str(row.get("seq_len")),
+        "stage": str(row.get("vstage")),
+        "n_runs": str(row["n_runs"]),
+        "n_points": str(row["n_points"]),
+        "slope": f"{_ms(row['slope'])} [{_ms(row['slope_lo'])}, {_ms(row['slope_hi'])}]",
+        "intercept": (
+            f"{_ms(row['intercept'])} [{_ms(row['intercept_lo'])}, {_ms(row['intercept_hi'])}]"
+        ),
+        "ab": f"{_num(row['ab_ratio'])} [{_num(row['ab_lo'])}, {_num(row['ab_hi'])}]",
+        "r2": _num(row["r2"]),
+        "balance": (
+            f"{_num(row['balance'], 2)} [{_num(row['balance_lo'], 2)}, "
+            f"{_num(row['balance_hi'], 2)}]"
+        ),
+        "curv_p": _num(row["curvature_p"], 2),
+        "breakpoint": (
+            "-"
+            if row["breakpoint_k"] is None or math.isnan(row["breakpoint_k"])
+            else f"{row['breakpoint_k']:.0f}"
+        ),
+        "verdict": row["verdict"],
+    }
+
+
+def format_table(curves: pl.DataFrame) -> str:
+    """Fixed-width text table of the fit results."""
+    rows = [_text_row(r) for r in curves.to_dicts()]
+    widths = {key: max([len(title)] + [len(r[key]) for r in rows]) for key, title in TEXT_COLUMNS}
+    lines = ["  ".join(title.ljust(widths[key]) for key, title in TEXT_COLUMNS)]
+    lines += ["  ".join(r[key].ljust(widths[key]) for key, _ in TEXT_COLUMNS) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _json_value(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines import warehouse
+    from pipelines.analysis.curves import fit_curves
+
+    path = warehouse.warehouse_path(args.warehouse)
+    if not Path(path).exists():
+        print(f"tracereplay fit: no warehouse at {path}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    con = warehouse.connect(path, read_only=True)
+    try:
+        chunks = load_chunks(con, args.model, args.schedule)
+    finally:
+        con.close()
+    curves = fit_curves(chunks, drop_partial=not args.keep_partial)
+    if args.json:
+        records = [{k: _json_value(v) for k, v in row.items()} for row in curves.to_dicts()]
+        json.dump({"curves": records}, sys.stdout, indent=1, default=str)
+        print()
+        return EXIT_OK
+    if curves.is_empty():
+        print("no chunks in the warehouse" + (f" for model {args.model}" if args.model else ""))
+        return EXIT_OK
+    print(format_table(curves))
+    counts = curves.group_by("verdict").len().sort("verdict")
+    summary = ", ".join(f"{v}: {n}" for v, n in counts.iter_rows())
+    print(f"\n{curves.height} curves ({summary}); evidence per curve with --json")
+    return EXIT_OK

@@ -1,0 +1,90 @@
+"""Chunk latency SQL models and `tracereplay fit` on a small warehouse."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+
+from pipelines import warehouse as wh
+from pipelines.cli import main
+from tests.analysis import fixtures
+
+
+def _run(run_id: str, model: str, taus: np.ndarray, chunk: int = 100, last: int = 100) -> dict:
+    n = len(taus)
+    chunks = pl.DataFrame(
+        {
+            "run_id": run_id,
+            "rank": 0,
+            "vstage": 0,
+            "request_id": "r0",
+            "chunk_idx": np.arange(n),
+            "tokens": [chunk] * (n - 1) + [last],
+            "prefix_tokens": np.arange(n) * chunk,
+            "start_ns": np.arange(n) * 10**9,
+            "end_ns": np.arange(n) * 10**9 + taus.astype(np.int64),
+            "busy_ns": taus.astype(np.int64),
+        }
+    )
+    runs = pl.DataFrame(
+        [
+            {
+                "run_id": run_id,
+                "source": "sim",
+                "content_hash": run_id,
+                "model": model,
+                "schedule": "cpp",
+                "chunk_size": chunk,
+                "seq_len": chunk * (n - 1) + last,
+            }
+        ]
+    )
+    return {"runs": runs, "chunks": chunks}
+
+
+def _warehouse(path) -> None:
+    con = wh.connect(path)
+    for s in range(3):
+        _, tau = fixtures.linear(n=10, seed=s)
+        tau[-1] *= 0.4
+        wh.write_run(con, f"dense{s}", _run(f"dense{s}", "dense", tau, last=40))
+    wh.write_run(con, "dsa0", _run("dsa0", "dsa", fixtures.offset(n=12)[1]))
+    con.close()
+
+
+def test_sql_models_flag_the_remainder_chunk_and_aggregate_per_run(tmp_path) -> None:
+    path = tmp_path / "w.duckdb"
+    _warehouse(path)
+    con = wh.connect(path)
+    wh.run_sql_file(con, "int_chunk_tau", "intermediate")
+    wh.run_sql_file(con, "fct_tau_by_chunk", "marts")
+    partial = con.execute(
+        "select run_id, chunk_idx from int_chunk_tau where is_partial order by run_id"
+    ).fetchall()
+    assert partial == [("dense0", 9), ("dense1", 9), ("dense2", 9)]
+    rows = con.execute(
+        "select count(*), sum(n_requests), count(distinct run_id) from fct_tau_by_chunk"
+    ).fetchone()
+    assert rows == (42, 42, 4)
+    con.close()
+
+
+def test_fit_command_prints_one_curve_per_configuration(tmp_path, capsys) -> None:
+    path = tmp_path / "w.duckdb"
+    _warehouse(path)
+    assert main(["fit", "--warehouse", str(path), "--json"]) == 0
+    curves = {c["model"]: c for c in json.loads(capsys.readouterr().out)["curves"]}
+    assert set(curves) == {"dense", "dsa"}
+    assert curves["dense"]["n_runs"] == 3 and curves["dense"]["k_max"] == 8
+    assert curves["dense"]["verdict"] == "linear"
+    assert curves["dsa"]["verdict"] == "linear_offset"
+
+    assert main(["fit", "--warehouse", str(path), "--model", "dsa"]) == 0
+    text = capsys.readouterr().out
+    assert "linear_offset" in text and "dense" not in text
+
+
+def test_fit_command_without_a_warehouse_is_a_bad_input(tmp_path) -> None:
+    assert main(["fit", "--warehouse", str(tmp_path / "missing.duckdb")]) == 2
