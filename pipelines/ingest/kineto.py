@@ -252,8 +252,9 @@ def _info(trace: _Trace, events: pl.DataFrame) -> dict[str, Any]:
     dist = trace.distributedInfo or {}
     if dist:
         info["distributed_info"] = dist
-        if dist.get("world_size") is not None:
-            info["world_size"] = int(dist["world_size"])
+        if str(dist.get("world_size", "")).isdigit():
+            # same key the Ascend readers use (MindSpeed distributed_args), read by the assembler
+            info["distributed_args"] = {"world_size": int(dist["world_size"])}
     names = sorted({str(d.get("name")) for d in trace.deviceProperties or [] if d.get("name")})
     if names:
         info["hardware"] = ", ".join(names)

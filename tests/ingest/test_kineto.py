@@ -47,7 +47,7 @@ def _union_length(intervals: list[tuple[int, int]]) -> int:
 @pytest.mark.real
 def test_sampled_rank_identity_steps_and_kernels(sampled, sampled_events) -> None:
     assert sampled.rank == 0 and sampled.device_id == 0
-    assert sampled.info["world_size"] == 128
+    assert sampled.info["distributed_args"] == {"world_size": 128}
     kernels = sampled.tables["kernels"]
     device = [e for e in sampled_events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     assert kernels.height == len(device) == 1204

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipelines.ingest.cluster import read_topology as spine_read_topology
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import conform
 from pipelines.ingest.profiler_info import double_hash
@@ -103,3 +104,13 @@ def test_malformed_topology(tmp_path: Path) -> None:
     frames = read_topology(tmp_path)
     assert [q.reason for q in frames.quarantined] == ["truncated_json"]
     assert frames.run["world_size"] == 4
+
+
+@pytest.mark.real
+def test_spine_entry_point_reads_a_folder_once(real_dir: Path) -> None:
+    """The spine calls cluster.read_topology per file; the folder's topology comes back once."""
+    folder = real_dir / SET_F / "communication_group"
+    first = spine_read_topology(folder / "communication_group.json")
+    second = spine_read_topology(folder / "communication_group_old.json")
+    assert first.tables["ranks"].height == 8 and first.run["pp"] == 2
+    assert second.tables == {}
