@@ -109,6 +109,34 @@ def _pp_stage(rank: int, groups: list[dict[str, Any]]) -> int | None:
     return None
 
 
+def _merge_ranks(own: pl.DataFrame, summaries: list[pl.DataFrame], run_id: str) -> pl.DataFrame:
+    """Rank rows from the rank readers, completed (pp_stage, groups) and extended (ranks only a
+    cluster summary or topology file knows) by the summary readers' rank rows."""
+    if not summaries:
+        return own
+    extra = (
+        pl.concat(
+            [f.select([c for c in f.columns if c in SCHEMAS["ranks"]]) for f in summaries],
+            how="diagonal_relaxed",
+        )
+        .unique("rank", keep="first", maintain_order=True)
+        .with_columns(pl.lit(run_id).alias("run_id"))
+    )
+    extra = pl.concat([pl.DataFrame(schema=SCHEMAS["ranks"]), extra], how="diagonal_relaxed")
+    merged = own.join(
+        extra.select("rank", "pp_stage", "groups"), on="rank", how="left", suffix="_summary"
+    ).select(
+        "run_id",
+        "rank",
+        "device_id",
+        pl.coalesce("pp_stage", "pp_stage_summary").alias("pp_stage"),
+        pl.coalesce("groups", "groups_summary").alias("groups"),
+        "source_path",
+    )
+    missing = extra.filter(~pl.col("rank").is_in(own["rank"].to_list())).select(own.columns)
+    return pl.concat([merged.cast(SCHEMAS["ranks"]), missing.cast(SCHEMAS["ranks"])]).sort("rank")
+
+
 class RunAssembler:
     """Collects the ranks of one run and produces its RunFrames."""
 
@@ -141,10 +169,12 @@ class RunAssembler:
             self._read_with(rank.path, module, "read_rank")
         for path in self.run.kineto_files:
             self._read_with(path, "kineto", "read_trace")
+        with_ranks = bool(self.run.ranks or self.run.kineto_files)
         for folder in self.run.cluster_dirs:
-            self._read_cluster(folder, "read_cluster_output")
-        for path in self.run.topology_files:
-            self._read_cluster(path, "read_topology")
+            # per-rank exports carry exact comm ops; the cluster summary's are only a fallback
+            self._read_summary(folder, "cluster", "read_cluster", with_comm_ops=not with_ranks)
+        if self.run.topology_files:
+            self._read_summary(list(self.run.topology_files), "topology", "read_topology")
 
     def _read_with(self, path: Path, module: str, function: str) -> None:
         try:
@@ -157,13 +187,17 @@ class RunAssembler:
             self.quarantined.extend(frames.quarantined)
             self.rank_frames.append(frames)
 
-    def _read_cluster(self, path: Path, function: str) -> None:
+    def _read_summary(
+        self, source: Path | list[Path], module: str, function: str, **options: Any
+    ) -> None:
+        """Cluster summaries and topology files: run facts, rank stages, extra rows."""
+        where = source if isinstance(source, Path) else source[0].parent
         try:
-            reader = _reader("cluster", function)
+            reader = _reader(module, function)
         except ReaderMissing as exc:
-            self.skipped.append((str(path), str(exc)))
+            self.skipped.append((str(where), str(exc)))
             return
-        result = self._call(path, reader)
+        result = self._call(where, lambda _: reader(source, **options))
         if result is None:
             return
         self.quarantined.extend(getattr(result, "quarantined", []) or [])
@@ -197,7 +231,7 @@ class RunAssembler:
     def frames(self) -> RunFrames | None:
         """The run's canonical frames, or None when no reader produced anything."""
         ranks = self._resolve_ranks()
-        has_rows = any(f.tables for _, f in ranks) or any(self.extra_tables.values())
+        has_rows = any(f.tables or f.info for _, f in ranks) or any(self.extra_tables.values())
         if not has_rows:
             return None
         tables: dict[str, list[pl.DataFrame]] = {t: [] for t in RANK_TABLES}
@@ -218,6 +252,7 @@ class RunAssembler:
                     "source_path": frames.source_path,
                 }
             )
+        summary_ranks = self.extra_tables.pop("ranks", [])
         for table, extra in self.extra_tables.items():
             tables.setdefault(table, [])
             tables[table].extend(f.with_columns(pl.lit(self.run_id).alias("run_id")) for f in extra)
@@ -229,15 +264,10 @@ class RunAssembler:
             for table, frames in tables.items()
             if frames
         }
-        if rank_rows:
-            known = {r["rank"] for r in rank_rows}
-            out_ranks = pl.DataFrame(rank_rows, schema=SCHEMAS["ranks"])
-            extra = out.get("ranks")
-            if extra is not None:  # ranks a cluster reader knows but no rank folder gave
-                extra = extra.filter(~pl.col("rank").is_in(list(known)))
-                out_ranks = pl.concat(
-                    [out_ranks, extra.select(out_ranks.columns)], how="vertical_relaxed"
-                )
+        out_ranks = _merge_ranks(
+            pl.DataFrame(rank_rows, schema=SCHEMAS["ranks"]), summary_ranks, self.run_id
+        )
+        if out_ranks.height:
             out["ranks"] = out_ranks
         return RunFrames(run=self._run_row([f for _, f in ranks]), tables=out, quarantined=[])
 

@@ -117,7 +117,7 @@ class _Event(msgspec.Struct, omit_defaults=True):
     ts: Any = None
     dur: Any = None
     cat: Any = None
-    args: msgspec.Raw | None = None
+    args: msgspec.Raw = msgspec.Raw(b"")
 
 
 class _Wrapped(msgspec.Struct):
@@ -150,7 +150,7 @@ def _object_form_relation(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.
             "ts": [_text(e.ts) for e in events],
             "dur": [_text(e.dur) for e in events],
             "cat": [_text(e.cat) for e in events],
-            "args": [None if e.args is None else bytes(e.args).decode() for e in events],
+            "args": [bytes(e.args).decode() or None for e in events],
         },
         schema={c: pl.String for c in ("name", "ph", "pid", "tid", "ts", "dur", "cat", "args")},
     )
@@ -226,8 +226,9 @@ def read_trace_view(path: Path) -> TraceView:
             )
         )
         if process.is_empty():
-            if meta.is_empty() and counters == 0:
-                raise QuarantineError("empty_trace", f"{path.name} holds no events")
+            events = con.sql("select count(*) from raw where ph = 'X'").fetchone()[0]
+            if events == 0:
+                raise QuarantineError("empty_trace", f"{path.name} holds no complete events")
             raise QuarantineError("no_lanes", f"{path.name} has no process_name metadata")
         threads = (
             meta.filter((pl.col("ph") == "M") & (pl.col("name") == "thread_name"))
@@ -239,7 +240,7 @@ def read_trace_view(path: Path) -> TraceView:
             meta.filter(
                 (pl.col("ph") == "X")
                 & pl.col("name").str.starts_with(STEP_PREFIX)
-                & pl.col("pid").is_in(host_pids)
+                & pl.col("pid").is_in(host_pids.to_list())
             )
             .select(
                 pl.col("name")
