@@ -15,6 +15,7 @@ from pipelines.ingest.ascend_db import read_rank
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, conform
 from pipelines.ingest.hccl import strip_group_digits
+from pipelines.ingest.kernel_details import read_kernel_details
 
 pytestmark = pytest.mark.real
 
@@ -29,8 +30,9 @@ def db_ranks(real_dir: Path):
 
 
 def _text_kernels(real_dir: Path, rank: int) -> pl.DataFrame:
+    """The text export's kernels, read by the text path's own reader."""
     path = real_dir / TEXT_SET / f"rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"
-    return pl.read_csv(path, infer_schema=False, columns=["Name", "Accelerator Core"])
+    return read_kernel_details(path).kernels
 
 
 @pytest.mark.parametrize("rank", [0, 1])
@@ -38,12 +40,15 @@ def test_db_kernels_match_the_text_export(db_ranks, real_dir: Path, rank: int) -
     kernels = db_ranks[rank].tables["kernels"]
     text = _text_kernels(real_dir, rank)
     assert kernels.height == text.height == 191
+
     # the two exports come from two runs with different communicators: HCCL op names differ only
     # in the group-hash digits (hcom_allReduce__210_0_1 vs __586_0_1)
-    db_names = Counter(strip_group_digits(n) for n in kernels.get_column("name"))
-    text_names = Counter(strip_group_digits(n) for n in text.get_column("Name"))
-    assert db_names == text_names
-    assert Counter(kernels.get_column("core")) == Counter(text.get_column("Accelerator Core"))
+    def names(frame: pl.DataFrame) -> Counter:
+        return Counter(strip_group_digits(n) for n in frame.get_column("name"))
+
+    assert names(kernels) == names(text)
+    for column in ("core", "type", "is_comm"):
+        assert Counter(kernels.get_column(column)) == Counter(text.get_column(column)), column
     assert kernels.filter(pl.col("is_comm")).height == 4
     assert kernels.get_column("step").unique().to_list() == [50]
 
