@@ -42,6 +42,19 @@ LINK_KEYS = ("connection_id", "correlation", "External id")
 EXCLUDED_DEVICE_CATEGORIES = ("gpu_user_annotation",)
 """Device-lane slices that are annotations, not work (Kineto mirrors user ranges on the GPU)."""
 
+WAIT_TASK_TYPES = (
+    "EVENT_WAIT_SQE",
+    "EVENT_RECORD_SQE",
+    "PLACE_HOLDER_SQE",
+    "Notify Wait",
+    "Notify Record",
+    "Write Value",
+)
+"""Ascend `Task Type`s of stream synchronisation: a stream blocked or signalling, not busy."""
+
+COMM_LINK_KEY = "connection_id"
+"""An Ascend Hardware task whose connection_id is also on the HCCL lane is that op's transfer."""
+
 UNASSIGNED_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,
     "rank": pl.Int32,
@@ -200,6 +213,31 @@ def union_ns(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return pieces.group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"))
 
 
+def _device_work(frame: pl.DataFrame, include_comm: bool) -> pl.DataFrame:
+    """Device slices that are work: compute-lane kernels (annotations, stream waits and the
+    transfers of HCCL ops left out), plus the comm lane when `include_comm`."""
+    compute = frame.filter(pl.col("lane") == "compute")
+    if "category" in compute.columns:
+        compute = compute.filter(
+            pl.col("category").is_null() | ~pl.col("category").is_in(EXCLUDED_DEVICE_CATEGORIES)
+        )
+    task_type = pl.col("args").str.json_path_match("$['Task Type']")
+    compute = compute.filter(task_type.is_null() | ~task_type.is_in(WAIT_TASK_TYPES))
+    comm = frame.filter(pl.col("lane") == "comm")
+    link = pl.col("args").str.json_path_match(f"$['{COMM_LINK_KEY}']")
+    comm_links = comm.select("rank", link.alias("_link")).drop_nulls().unique()
+    on_comm = (
+        compute.select("row_id", "rank", link.alias("_link"))
+        .join(comm_links, on=["rank", "_link"], how="semi")
+        .get_column("row_id")
+    )
+    transfers = compute.filter(pl.col("row_id").is_in(on_comm.implode()))
+    compute = compute.filter(~pl.col("row_id").is_in(on_comm.implode()))
+    if not include_comm:
+        return compute
+    return pl.concat([compute, transfers, comm], how="vertical_relaxed")
+
+
 def segment_chunks(
     slices: pl.DataFrame,
     run_id: str,
@@ -213,6 +251,10 @@ def segment_chunks(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Chunks of one run from its canonical slices, and per-rank device time left unassigned.
 
+    Device work: compute-lane slices except annotations (`gpu_user_annotation`), Ascend stream
+    waits (`WAIT_TASK_TYPES`) and compute-lane tasks whose connection_id belongs to an HCCL op
+    (the profiler keeps a collective's SDMA / Notify tasks on the Ascend Hardware lane); with
+    `include_comm`, those transfers and the comm lane count too.
     `link`: "auto" anchors a device slice at its launching host slice when an id in args links
     them and at its own start otherwise; "time" uses time containment only; "flow" keeps only
     linked slices. `vstage_of_rank` fills the virtual stage of markers without `vs`;
@@ -226,12 +268,7 @@ def segment_chunks(
     if "args" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.String).alias("args"))
     host = frame.filter(pl.col("lane") == "host")
-    lanes = ["compute", "comm"] if include_comm else ["compute"]
-    device = frame.filter(pl.col("lane").is_in(lanes))
-    if "category" in device.columns:
-        device = device.filter(
-            pl.col("category").is_null() | ~pl.col("category").is_in(EXCLUDED_DEVICE_CATEGORIES)
-        )
+    device = _device_work(frame, include_comm)
     device = device.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
     markers = _markers(host, marker_regex, vstage_of_rank, renumber)
 

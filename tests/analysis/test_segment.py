@@ -175,3 +175,22 @@ def test_a_run_without_markers_leaves_all_device_time_unassigned() -> None:
     chunks, report = segment_chunks(slices, "r1")
     assert chunks.is_empty() and chunks.columns == list(SCHEMAS["chunks"])
     assert report.row(0, named=True)["unassigned_fraction"] == 1.0
+
+
+def test_stream_waits_and_hccl_transfers_on_the_compute_lane_are_not_chunk_work() -> None:
+    # as in the real set B1 trace: the Ascend Hardware lane also holds EVENT_WAIT_SQE and the
+    # SDMA / Notify Wait tasks of HCCL ops (same connection_id as the op on the HCCL lane)
+    slices = _slices(
+        [
+            (0, "host", "chunk[req=a,k=0,vs=0]", 0, 1000, None),
+            (0, "compute", "MatMul", 10, 100, {"Task Type": "AI_CORE", "connection_id": 1}),
+            (0, "compute", "EVENT_WAIT_SQE", 200, 300, {"Task Type": "EVENT_WAIT_SQE"}),
+            (0, "compute", "SDMA", 600, 50, {"Task Type": "SDMA", "connection_id": 7}),
+            (0, "comm", "hcom_send__1_0", 600, 50, {"connection_id": 7}),
+        ]
+    )
+    chunks, report = segment_chunks(slices, "r1")
+    assert chunks["busy_ns"].to_list() == [100]
+    assert report["device_busy_ns"].to_list() == [100]
+    with_comm, _ = segment_chunks(slices, "r1", include_comm=True)
+    assert with_comm["busy_ns"].to_list() == [150]
