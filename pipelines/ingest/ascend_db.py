@@ -526,7 +526,8 @@ def _analysis_step_trace(path: Path, device_id: int | None) -> pl.DataFrame:
 def _device_slices(tasks: pl.DataFrame, comm: pl.DataFrame) -> pl.DataFrame:
     """compute lane: every non-communication device task (thread 'Stream N');
     comm lane: top-level ops (thread 'Group <hash> Communication') and their sub-tasks
-    (thread 'Plane N')."""
+    (thread 'Plane N'). args use the trace_view key names (`Task Type`, `connection_id`, ...);
+    db task types are spelled as the db does (EVENT_WAIT, not the text's EVENT_WAIT_SQE)."""
     is_comm_task = pl.col("comm_op_id").is_not_null()
     device_tasks = tasks.filter(~is_comm_task).select(
         pl.lit("compute").alias("lane"),
@@ -536,13 +537,13 @@ def _device_slices(tasks: pl.DataFrame, comm: pl.DataFrame) -> pl.DataFrame:
         "start_ns",
         "dur_ns",
         pl.struct(
-            pl.col("task_type").alias("task_type"),
-            pl.col("core").alias("core"),
-            pl.col("type").alias("op_type"),
-            pl.col("stream").alias("stream"),
-            pl.col("task_id").alias("task_id"),
+            pl.col("task_type").alias("Task Type"),
+            pl.col("core").alias("Accelerator Core"),
+            pl.col("type").alias("OP Type"),
+            pl.col("stream").alias("Stream Id"),
+            pl.col("task_id").alias("Task Id"),
             pl.col("connection_id").alias("connection_id"),
-            pl.col("block_dim").alias("block_dim"),
+            pl.col("block_dim").alias("Block Dim"),
         )
         .struct.json_encode()
         .alias("args"),
@@ -556,8 +557,9 @@ def _device_slices(tasks: pl.DataFrame, comm: pl.DataFrame) -> pl.DataFrame:
         "dur_ns",
         pl.struct(
             pl.col("comm_op").alias("op"),
-            pl.col("stream").alias("stream"),
-            pl.col("task_id").alias("task_id"),
+            pl.col("task_type").alias("Task Type"),
+            pl.col("stream").alias("Stream Id"),
+            pl.col("task_id").alias("Task Id"),
             pl.col("connection_id").alias("connection_id"),
         )
         .struct.json_encode()
@@ -630,7 +632,9 @@ def _host_slices(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.D
         )
     if not frames:
         return pl.DataFrame()
-    host = pl.concat(frames)
+    host = pl.concat(frames).with_columns(
+        pl.col("connection_ids").str.split(",").cast(pl.List(pl.Int64), strict=False)
+    )
     return host.select(
         pl.lit("host").alias("lane"),
         "thread",
@@ -641,9 +645,13 @@ def _host_slices(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.D
         pl.struct(
             (pl.col("global_tid") // (1 << 32)).alias("pid"),
             (pl.col("global_tid") % (1 << 32)).alias("tid"),
-            pl.col("connection_ids")
-            .str.split(",")
-            .cast(pl.List(pl.Int64), strict=False)
+            # one id: the flow key the text trace uses; several (a torch op that launched
+            # more than one task): the list
+            pl.when(pl.col("connection_ids").list.len() == 1)
+            .then(pl.col("connection_ids").list.first())
+            .alias("connection_id"),
+            pl.when(pl.col("connection_ids").list.len() > 1)
+            .then(pl.col("connection_ids"))
             .alias("connection_ids"),
             pl.col("sequence_number").alias("sequence_number"),
         )
