@@ -42,15 +42,19 @@ LINK_KEYS = ("connection_id", "correlation", "External id")
 EXCLUDED_DEVICE_CATEGORIES = ("gpu_user_annotation",)
 """Device-lane slices that are annotations, not work (Kineto mirrors user ranges on the GPU)."""
 
-WAIT_TASK_TYPES = (
-    "EVENT_WAIT_SQE",
-    "EVENT_RECORD_SQE",
-    "PLACE_HOLDER_SQE",
+NON_WORK_TASK_TYPES = (
     "Notify Wait",
     "Notify Record",
     "Write Value",
+    "EVENT_WAIT_SQE",
+    "EVENT_RECORD_SQE",
+    "PLACE_HOLDER_SQE",
+    "PCIE_DMA_SQE",
+    "SDMA_SQE",
 )
-"""Ascend `Task Type`s of stream synchronisation: a stream blocked or signalling, not busy."""
+"""Ascend `Task Type`s that are stream synchronisation or DMA copies, which the profiler's
+`Computing` leaves out: with them left out too, the busy time of a ProfilerStep window equals
+step_trace_time's Computing (real set B, tests/analysis/test_segment_real.py)."""
 
 COMM_LINK_KEY = "connection_id"
 """An Ascend Hardware task whose connection_id is also on the HCCL lane is that op's transfer."""
@@ -222,7 +226,7 @@ def _device_work(frame: pl.DataFrame, include_comm: bool) -> pl.DataFrame:
             pl.col("category").is_null() | ~pl.col("category").is_in(EXCLUDED_DEVICE_CATEGORIES)
         )
     task_type = pl.col("args").str.json_path_match("$['Task Type']")
-    compute = compute.filter(task_type.is_null() | ~task_type.is_in(WAIT_TASK_TYPES))
+    compute = compute.filter(task_type.is_null() | ~task_type.is_in(NON_WORK_TASK_TYPES))
     comm = frame.filter(pl.col("lane") == "comm")
     link = pl.col("args").str.json_path_match(f"$['{COMM_LINK_KEY}']")
     comm_links = comm.select("rank", link.alias("_link")).drop_nulls().unique()
@@ -252,9 +256,9 @@ def segment_chunks(
     """Chunks of one run from its canonical slices, and per-rank device time left unassigned.
 
     Device work: compute-lane slices except annotations (`gpu_user_annotation`), Ascend stream
-    waits (`WAIT_TASK_TYPES`) and compute-lane tasks whose connection_id belongs to an HCCL op
-    (the profiler keeps a collective's SDMA / Notify tasks on the Ascend Hardware lane); with
-    `include_comm`, those transfers and the comm lane count too.
+    waits and DMA copies (`NON_WORK_TASK_TYPES`) and compute-lane tasks whose connection_id
+    belongs to an HCCL op (the profiler keeps a collective's SDMA / Notify tasks on the Ascend
+    Hardware lane); with `include_comm`, those transfers and the comm lane count too.
     `link`: "auto" anchors a device slice at its launching host slice when an id in args links
     them and at its own start otherwise; "time" uses time containment only; "flow" keeps only
     linked slices. `vstage_of_rank` fills the virtual stage of markers without `vs`;
