@@ -26,8 +26,7 @@ from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RunFrames
 from pipelines.ingest.profiler_info import load_json_file
 from pipelines.ingest.step_trace import COLUMN_HEADERS
-from pipelines.ingest.topology import Group, ranks_frame, read_communication_group, topology_files
-from pipelines.ingest.topology import read_topology as _read_topology
+from pipelines.ingest.topology import Group, ranks_frame, read_communication_group
 from pipelines.ingest.units import ms_to_ns, us_text_to_ns_sql, us_to_ns
 
 STEP_TRACE_FILE = "cluster_step_trace_time.csv"
@@ -248,38 +247,3 @@ def groups_of(cluster_dir: Path) -> list[Group]:
     """The communication groups of a cluster folder (empty when there is no group file)."""
     path = Path(cluster_dir) / GROUP_FILE
     return read_communication_group(path) if path.is_file() else []
-
-
-# --- entry points named by the spine (pipelines/ingest/assemble.py) ---------------------------
-
-
-def has_rank_data_beside(cluster_dir: Path) -> bool:
-    """Whether per-rank profiler folders sit next to this cluster folder (the usual
-    `<parent>/{*_ascend_pt, cluster_analysis_output}` layout)."""
-    here = Path(cluster_dir).resolve()
-    return any(
-        child.is_dir()
-        and child != here
-        and ((child / "ASCEND_PROFILER_OUTPUT").is_dir() or any(child.glob("profiler_info*.json")))
-        for child in here.parent.iterdir()
-    )
-
-
-def read_cluster_output(cluster_dir: Path) -> RunFrames:
-    """read_cluster with comm_ops only when no per-rank folders sit beside it (their own comm ops
-    are exact; the cluster summary would duplicate them)."""
-    return read_cluster(cluster_dir, with_comm_ops=not has_rank_data_beside(cluster_dir))
-
-
-def read_topology(path: Path) -> RunFrames:
-    """Topology of the folder holding `path` (see topology.read_topology), read once per folder:
-    the spine calls this for every topology file, so only the first file of a folder (in sorted
-    order) returns the folder's topology and the others return an empty result, which keeps
-    a folder with profiler_metadata.json + communication_group*.json from listing ranks twice."""
-    path = Path(path)
-    if path.is_dir():
-        return _read_topology(path)
-    files = topology_files(path.parent)
-    if path in files and files and path != sorted(files)[0]:
-        return RunFrames(run={}, tables={})
-    return _read_topology(path.parent if path in files else path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import polars as pl
@@ -11,7 +10,6 @@ import pytest
 
 from pipelines.ingest.cluster import (
     read_cluster,
-    read_cluster_output,
     read_cluster_step_trace,
     stage_ranks,
 )
@@ -129,15 +127,3 @@ def test_malformed_cluster_inputs(tmp_path: Path) -> None:
     assert {q.reason for q in frames.quarantined} == {"missing_columns", "truncated_json"}
     row = frames.tables["comm_ops"].row(0, named=True)
     assert (row["rank"], row["step"], row["start_ns"], row["dur_ns"]) == (0, 3, 10_500, 2_000)
-
-
-@pytest.mark.real
-def test_spine_entry_point_skips_comm_ops_next_to_rank_folders(
-    real_dir: Path, tmp_path: Path
-) -> None:
-    # set E sits next to test_rank_0/1 (set D, the same job): their own comm ops are exact
-    beside = read_cluster_output(real_dir / SET_E)
-    assert "comm_ops" not in beside.tables and beside.tables["step_breakdown"].height == 16
-    alone = tmp_path / "cluster_analysis_output"
-    shutil.copytree(real_dir / SET_E, alone)
-    assert read_cluster_output(alone).tables["comm_ops"].height == 6

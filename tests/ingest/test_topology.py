@@ -8,7 +8,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.ingest.cluster import read_topology as spine_read_topology
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import conform
 from pipelines.ingest.profiler_info import double_hash
@@ -107,10 +106,9 @@ def test_malformed_topology(tmp_path: Path) -> None:
 
 
 @pytest.mark.real
-def test_spine_entry_point_reads_a_folder_once(real_dir: Path) -> None:
-    """The spine calls cluster.read_topology per file; the folder's topology comes back once."""
+def test_list_of_files_as_the_spine_passes_them(real_dir: Path) -> None:
     folder = real_dir / SET_F / "communication_group"
-    first = spine_read_topology(folder / "communication_group.json")
-    second = spine_read_topology(folder / "communication_group_old.json")
-    assert first.tables["ranks"].height == 8 and first.run["pp"] == 2
-    assert second.tables == {}
+    files = sorted(folder.glob("communication_group*.json"))
+    frames = read_topology(files)
+    assert frames.run["origin"] == str(folder)
+    assert frames.tables["ranks"].height == 8 and frames.run["pp"] == 2
