@@ -89,12 +89,13 @@ def profile_lengths(rule: str, chunk_size: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DcppConfig:
-    """Dynamic chunking knobs; None takes the rule's default (σ 0.75 / 1.0, floor C//4 / 4096)."""
+    """Dynamic chunking knobs; None takes the rule's default: σ 0.75 / 1.0, floor C//4 / 4096,
+    page size 1 (SGLang's default; alignment 64) / 128 (Ascend block size)."""
 
     rule: str = "vllm_ascend"
     smooth: float | None = None
     min_chunk: int | None = None
-    page_size: int = 128
+    page_size: int | None = None
     online: bool = False
     max_fit_chunk: int = 30
 
@@ -107,6 +108,13 @@ class DcppConfig:
         if self.smooth is not None:
             return self.smooth
         return 0.75 if self.rule == "sglang" else 1.0
+
+    @property
+    def align(self) -> int:
+        page = (
+            self.page_size if self.page_size is not None else (1 if self.rule == "sglang" else 128)
+        )
+        return max(page, 64)
 
     def floor(self, chunk_size: int) -> int:
         if self.min_chunk is not None:
@@ -125,7 +133,7 @@ def _next_sglang(fit: QuadraticFit, prefix: int, target: float, cfg: DcppConfig,
     x = fit.solve_chunk(prefix, target)
     s = base + cfg.sigma * (x - base)
     s = max(int(s), cfg.floor(base))
-    align = max(cfg.page_size, 64)
+    align = cfg.align
     s = max((s // align) * align, align)
     return s if s >= align else base
 
@@ -134,7 +142,7 @@ def _next_vllm(fit: QuadraticFit, prefix: int, target: float, cfg: DcppConfig, b
     x = fit.solve_chunk(prefix, target)
     s = base + cfg.sigma * (x - base)
     s = max(int(s), cfg.floor(base))
-    align = max(cfg.page_size, 64)
+    align = cfg.align
     return math.ceil(s / align) * align
 
 
@@ -174,7 +182,7 @@ def dynamic_chunks(
                 size = _history_chunk(coef, prefix, target, cfg)
                 if size is not None:
                     size = max(size, cfg.floor(chunk_size))
-                    align = max(cfg.page_size, 64)
+                    align = cfg.align
                     size = math.ceil(size / align) * align
             if size is None:
                 size = step(fit, prefix, target, cfg, chunk_size)

@@ -15,7 +15,8 @@ fixed per-call overhead `call_overhead_ns`, which the schedule adds once per sta
     indexer   I_l (c p + c (c+1)/2) / R_low                  DSA lightning indexer, linear in p
     expert    E_l c / B_ep + lambda_ep [MoE layer]            expert-parallel dispatch + combine
     fixed     lambda_layer                                    per-layer launches
-    gather    kappa_l p                                       gathering the cached prefix
+    prefix    kappa_l p                                       per-chunk work on the cached prefix
+                                                             (MLA: slice + up-project the latent)
 
 All FLOP coefficients are per layer for the whole model; a stage run by a TP group divides them
 by `tp`. Presets (pipelines/sim/presets.py) fill these arrays from architecture figures.
@@ -137,7 +138,7 @@ class LayeredCost:
             "indexer": 1e9 * i * pairs / tp / self.low_precision_flops_per_s,
             "expert_parallel": 1e9 * e * c / self.ep_bytes_per_s + moe_layers * self.ep_latency_ns,
             "fixed": (hi - lo) * self.layer_overhead_ns,
-            "prefix_gather": self._range("prefix_ns_per_token", lo, hi) * p,
+            "prefix": self._range("prefix_ns_per_token", lo, hi) * p,
         }
 
     def stage_ns(

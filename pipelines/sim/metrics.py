@@ -15,6 +15,10 @@ so window = compute + bubble + exposed_comm on every rank (the paper's breakdown
     bubble_ratio  = sum of bubble / (ranks * window)
     overlap_ratio = sum of overlapped / sum of comm
 
+A profiler instead measures each device over its own step window, from its first to its last
+operation: `profiler_bubble_ratio` leaves each rank's edge idle (pipeline fill before its first
+operation, drain after its last) out of numerator and denominator.
+
 With τ_k = (k+1) t per virtual stage and free transfers this gives CPP 2/(N+3) and single-request
 VPP 1/(N+1) (research/schedules.md §4.5).
 """
@@ -38,6 +42,7 @@ RANK_COLUMNS = (
     "overlapped_ns",
     "exposed_comm_ns",
     "bubble_ns",
+    "edge_idle_ns",
     "tasks",
 )
 
@@ -78,7 +83,8 @@ def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray])
 
 
 def ranks_frame(result: SimResult) -> pl.DataFrame:
-    """One row per rank: window, compute, comm, overlapped, exposed comm, bubble (ns), tasks."""
+    """One row per rank: window, compute, comm, overlapped, exposed comm, bubble, edge idle (the
+    part of the bubble before the rank's first or after its last operation), tasks (ns)."""
     tasks = result.tasks
     window_start = int(tasks["start_ns"].min())
     window = int(tasks["end_ns"].max()) - window_start
@@ -103,6 +109,7 @@ def ranks_frame(result: SimResult) -> pl.DataFrame:
                 overlapped,
                 exposed,
                 window - compute_ns - exposed,
+                window - (int(e.max()) - int(s.min())),
                 int(is_compute.sum()),
             )
         )
@@ -127,8 +134,16 @@ def summarize(result: SimResult) -> dict[str, Any]:
     steps = compute.select(["request_id", "chunk_idx"]).unique().height
     total = {
         c: int(ranks[c].sum())
-        for c in ("compute_ns", "comm_ns", "overlapped_ns", "exposed_comm_ns", "bubble_ns")
+        for c in (
+            "compute_ns",
+            "comm_ns",
+            "overlapped_ns",
+            "exposed_comm_ns",
+            "bubble_ns",
+            "edge_idle_ns",
+        )
     }
+    active = n_ranks * window - total["edge_idle_ns"]
     ttft = requests["ttft_ns"]
     out = {
         k: result.meta.get(k)
@@ -157,6 +172,7 @@ def summarize(result: SimResult) -> dict[str, Any]:
             "exposed_comm_ns": total["exposed_comm_ns"] / n_ranks,
             "comm_ns": total["comm_ns"] / n_ranks,
             "bubble_ratio": total["bubble_ns"] / (n_ranks * window),
+            "profiler_bubble_ratio": (total["bubble_ns"] - total["edge_idle_ns"]) / active,
             "exposed_comm_ratio": total["exposed_comm_ns"] / (n_ranks * window),
             "compute_ratio": total["compute_ns"] / (n_ranks * window),
             "overlap_ratio": total["overlapped_ns"] / total["comm_ns"] if total["comm_ns"] else 0.0,

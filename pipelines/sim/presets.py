@@ -16,8 +16,9 @@ Architectures (per-layer FLOP counts as in research/schedules.md §4):
 Hardware: `ascend-910b` is one 910B-class die (the paper's 16 "NPUs" on an Atlas 900 A3 are 910C
 dies; a 910C is two such dies): 376 TFLOP/s FP16, twice that in INT8, 1.6 TB/s HBM, HCCS links of
 56 GB/s. The achieved-efficiency figures below are calibrated, not measured: attention runs at
-184 TFLOP/s and the prefix gather ("Slice") at 30 ns per cached token and layer, which reproduce
-the paper's DeepSeek-V3.1 512K breakdown for VPP (attention 233 s, Slice 5.2 s; seed 000 §7.4);
+184 TFLOP/s and MLA's per-chunk prefix up-projection ("Slice" + "MatMulV3") at 140 TFLOP/s, which
+reproduce the paper's DeepSeek-V3.1 512K breakdown for VPP (attention 233 s, Slice 5.2 s; seed 000
+§7.4);
 GEMM efficiency saturates as c / (c + 4096) (the small-chunk inefficiency DCPP pays, §7 caveat);
 per layer and per stage call fixed costs stand for kernel launches and step preparation.
 """
@@ -121,15 +122,15 @@ class ModelSpec:
             "ep_bytes_per_token": np.where(moe, self.experts_per_token * d * 3.0, 0.0),
         }
 
-    def prefix_bytes_per_token(self) -> np.ndarray:
-        """Cached bytes per token a chunk gathers from its prefix, per layer: the BF16 latent
-        (MLA), K and V (GQA), or only the FP8 indexer keys on full layers (DSA)."""
-        n = self.layers
-        if self.attention == "gqa":
-            return np.full(n, 2.0 * 2 * self.kv_heads * self.head_dim)
-        if self.attention == "mla":
-            return np.full(n, 2.0 * (self.kv_lora + self.qk_rope))
-        return np.where(self.indexer_layers(), float(self.index_dim), 0.0)
+    def prefix_flops_per_token(self) -> np.ndarray:
+        """FLOPs per cached prefix token that every chunk spends before attention, per layer.
+        MHA-mode MLA prefill with a chunked context slices the cached latent and up-projects it
+        to per-head K and V (kv_b_proj) at every chunk: 2 kv_lora heads (qk_nope + v). GQA reads
+        the paged cache inside the attention kernel and DSA attends on the latent (absorbed
+        MQA mode), so they pay nothing here."""
+        if self.attention != "mla":
+            return np.zeros(self.layers)
+        return np.full(self.layers, 2.0 * self.kv_lora * self.heads * (self.qk_nope + self.v_head))
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class HardwareSpec:
     gemm_efficiency: float
     gemm_half_tokens: float
     attn_flops_per_s: float
-    gather_ns_per_byte: float
+    prefix_flops_per_s: float
     layer_overhead_ns: float
     call_overhead_ns: float
 
@@ -219,9 +220,9 @@ ASCEND_910B = HardwareSpec(
     gemm_efficiency=0.65,
     gemm_half_tokens=4096.0,
     attn_flops_per_s=184e12,
-    gather_ns_per_byte=30.0 / 1152.0,
-    layer_overhead_ns=1_000_000.0,
-    call_overhead_ns=30_000_000.0,
+    prefix_flops_per_s=140e12,
+    layer_overhead_ns=500_000.0,
+    call_overhead_ns=10_000_000.0,
 )
 HARDWARE: dict[str, HardwareSpec] = {ASCEND_910B.name: ASCEND_910B}
 ROOFLINE_MODELS = {LLAMA3_8B.name: (LLAMA3_8B, H100_SXM)}
@@ -265,7 +266,10 @@ def cost_model(model: str, hardware: str | None = None, tp: int | None = None) -
         ep_latency_ns=hw.ep_latency_ns,
         layer_overhead_ns=hw.layer_overhead_ns,
         call_overhead_ns=hw.call_overhead_ns,
-        prefix_ns_per_token=spec.prefix_bytes_per_token() * hw.gather_ns_per_byte,
+        prefix_ns_per_token=1e9
+        * spec.prefix_flops_per_token()
+        / (tp or spec.default_tp)
+        / hw.prefix_flops_per_s,
         **coef,
     )
 

@@ -110,11 +110,17 @@ def _resolve_comm(
     return comm.with_mode(mode)  # type: ignore[arg-type]
 
 
-def stage_durations(plan: Plan, cost: StageCost, comm: CommModel | None) -> np.ndarray:
-    """Noise-free duration (float ns) of every node of `plan`."""
+def stage_durations(
+    plan: Plan,
+    cost: StageCost,
+    comm: CommModel | None,
+    layout: StageLayout | None = None,
+) -> np.ndarray:
+    """Noise-free duration (float ns) of every node of `plan`; `layout` (same pp and vp) gives
+    the layer ranges when `cost` is another model than the one the plan was built for."""
     dur = np.zeros(plan.size, dtype=np.float64)
     compute = plan.kind == COMPUTE
-    ranges = np.array(plan.layout.layer_ranges, dtype=np.int64)
+    ranges = np.array((layout or plan.layout).layer_ranges, dtype=np.int64)
     keys = np.column_stack(
         [plan.tokens[compute], plan.prefix[compute], ranges[plan.stage[compute]]]
     )

@@ -137,8 +137,9 @@ def build_plan(
     requests = tuple(requests)
     nodes: list[list[int]] = []  # kind, rank, peer, r, k, g, tokens, prefix
     task_id: dict[Task, int] = {}
+    prefixes = [req.prefixes for req in requests]
     for r, req in enumerate(requests):
-        for k, (c, p) in enumerate(zip(req.chunks, req.prefixes, strict=True)):
+        for k, (c, p) in enumerate(zip(req.chunks, prefixes[r], strict=True)):
             for g in range(layout.num_stages):
                 task_id[(r, k, g)] = len(nodes)
                 nodes.append([COMPUTE, layout.ranks[g], -1, r, k, g, c, p])
@@ -153,7 +154,7 @@ def build_plan(
         if not crosses(g):
             continue
         src, dst = layout.ranks[g - 1], layout.ranks[g]
-        c, p = requests[r].chunks[k], requests[r].prefixes[k]
+        c, p = requests[r].chunks[k], prefixes[r][k]
         if comm_mode == "blocking":
             send_of[(r, k, g)] = len(nodes)
             nodes.append([SEND, src, dst, r, k, g - 1, c, p])
