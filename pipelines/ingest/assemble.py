@@ -151,11 +151,11 @@ class RunAssembler:
         self.skipped: list[tuple[str, str]] = []
         self.facts: dict[str, Any] = {}
 
-    def _call(self, path: Path, reader: Callable[[Path], Any]) -> Any:
+    def _call(self, path: Path, reader: Callable[[Path], Any], blame: Path | None = None) -> Any:
         try:
             return reader(path)
         except QuarantineError as exc:
-            self.quarantined.append(exc.quarantined(path))
+            self.quarantined.append(exc.quarantined(blame or path))
         except Exception as exc:  # a reader bug must not stop the other inputs
             self.quarantined.append(
                 Quarantined(str(path), "read_error", f"{type(exc).__name__}: {exc}"[:300])
@@ -166,7 +166,11 @@ class RunAssembler:
         """Run every reader this run needs."""
         for rank in self.run.ranks:
             module = "ascend_text" if rank.reader == "ascend_text" else "ascend_db"
-            self._read_with(rank.path, module, "read_rank")
+            # a db rank's failure is its .db file's (the reader reports the folder)
+            blame = next((p for p in rank.files if p.suffix == ".db"), None)
+            self._read_with(
+                rank.path, module, "read_rank", blame if module == "ascend_db" else None
+            )
         for path in self.run.kineto_files:
             self._read_with(path, "kineto", "read_trace")
         with_ranks = bool(self.run.ranks or self.run.kineto_files)
@@ -176,13 +180,13 @@ class RunAssembler:
         if self.run.topology_files:
             self._read_summary(list(self.run.topology_files), "topology", "read_topology")
 
-    def _read_with(self, path: Path, module: str, function: str) -> None:
+    def _read_with(self, path: Path, module: str, function: str, blame: Path | None = None) -> None:
         try:
             reader = _reader(module, function)
         except ReaderMissing as exc:
             self.skipped.append((str(path), str(exc)))
             return
-        frames = self._call(path, reader)
+        frames = self._call(path, reader, blame)
         if isinstance(frames, RankFrames):
             self.quarantined.extend(frames.quarantined)
             self.rank_frames.append(frames)

@@ -1,0 +1,167 @@
+"""Builders of malformed profiler inputs (tiny synthetic files written into a temp folder) and of
+one small valid rank folder that must keep loading next to them.
+
+Each builder takes an empty folder, writes one broken input in a profiler layout, and returns
+(path to hand to `tracereplay ingest`, file expected in quarantine, expected reason code)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+KERNEL_HEADER = (
+    "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Dim\n"
+)
+STEP_HEADER = (
+    "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+    "Communication(Not Overlapped and Exclude Receive),Preparing\n"
+)
+GOOD_KERNELS = (
+    KERNEL_HEADER
+    + "3,matmul_0,MatMul,AI_CORE,1700000000000000.000\t,100.000,0,8\n"
+    + "3,hcom_receive__123_0_1,hcom_receive_,HCCL,1700000000000050.000\t,100.000,0,0\n"
+    + "3,add_1,Add,AI_VECTOR_CORE,1700000000000200.500\t,10.250,0,8\n"
+)
+
+
+def rank_folder(root: Path, rank: int = 0, info: dict | None = None) -> Path:
+    folder = root / f"rank{rank}_ascend_pt"
+    (folder / OUT).mkdir(parents=True)
+    (folder / f"profiler_info_{rank}.json").write_text(json.dumps(info or {"rank_id": rank}))
+    return folder
+
+
+def good_run(root: Path) -> Path:
+    """A valid one-rank text export: 3 kernels (one hcom_receive), one profiler step row."""
+    folder = rank_folder(root / "good_job")
+    (folder / OUT / "kernel_details.csv").write_text(GOOD_KERNELS)
+    (folder / OUT / "step_trace_time.csv").write_text(
+        STEP_HEADER + "3,100.0,60.0,40.0,100.0,0.0,110.25,100.0,-40.0,5.0\n"
+    )
+    return folder.parent
+
+
+def _in_rank(name: str, content: bytes) -> Callable[[Path], tuple[Path, Path, str]]:
+    def build(root: Path) -> tuple[Path, Path]:
+        folder = rank_folder(root / "bad_job")
+        target = folder / OUT / name
+        target.write_bytes(content)
+        return folder.parent, target
+
+    return build
+
+
+def _trace(events: list[dict]) -> bytes:
+    return json.dumps(events).encode()
+
+
+NO_LANES = _trace(
+    [{"ph": "X", "name": "k", "pid": 1, "tid": 1, "ts": "1.000", "dur": 1.0, "args": {}}]
+)
+VALID_START = _trace(
+    [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}}]
+)
+
+
+def _not_profiler_output(root: Path) -> tuple[Path, Path]:
+    folder = root / "notes"
+    folder.mkdir()
+    (folder / "README.md").write_text("meeting notes, no traces here\n")
+    (folder / "data.txt").write_text("1,2,3\n")
+    return folder, folder
+
+
+def _unparsable_rank(root: Path) -> tuple[Path, Path]:
+    folder = root / "odd_job" / "rank_x_ascend_pt"
+    (folder / OUT).mkdir(parents=True)
+    info = folder / "profiler_info.json"
+    info.write_text(json.dumps({"rank_id": "rank-two"}))
+    (folder / OUT / "kernel_details.csv").write_text(GOOD_KERNELS)
+    return folder.parent, info
+
+
+def _corrupt_db(root: Path) -> tuple[Path, Path]:
+    folder = rank_folder(root / "db_job")
+    target = folder / OUT / "ascend_pytorch_profiler_0.db"
+    target.write_bytes(os.urandom(4096))
+    return folder.parent, target
+
+
+def _db_without_tables(root: Path) -> tuple[Path, Path]:
+    folder = rank_folder(root / "db_job")
+    target = folder / OUT / "ascend_pytorch_profiler_0.db"
+    with sqlite3.connect(target) as con:
+        con.execute("create table unrelated (x integer)")
+    return folder.parent, target
+
+
+def _not_gzip(root: Path) -> tuple[Path, Path]:
+    folder = root / "kineto_job"
+    folder.mkdir()
+    target = folder / "rank0.pt.trace.json.gz"
+    target.write_bytes(b'{"traceEvents": []}')  # plain text under a .gz name
+    return folder, target
+
+
+def _truncated_gzip(root: Path) -> tuple[Path, Path]:
+    folder = root / "kineto_job"
+    folder.mkdir()
+    target = folder / "rank0.json.gz"
+    data = gzip.compress(json.dumps({"schemaVersion": 1, "traceEvents": []}).encode() * 50)
+    target.write_bytes(data[: len(data) // 2])
+    return folder, target
+
+
+def _unknown_csv(root: Path) -> tuple[Path, Path]:
+    folder = rank_folder(root / "extra_job")
+    (folder / OUT / "kernel_details.csv").write_text(GOOD_KERNELS)
+    target = folder / OUT / "mystery_table.csv"
+    target.write_text("a,b\n1,2\n")
+    return folder.parent, target
+
+
+CASES: dict[str, tuple[Callable[[Path], tuple[Path, Path]], str]] = {
+    "truncated_trace_view": (_in_rank("trace_view.json", VALID_START[:-20]), "truncated_json"),
+    "empty_trace_view": (_in_rank("trace_view.json", b""), "empty_file"),
+    "empty_json_list": (_in_rank("trace_view.json", b"[]"), "empty_trace"),
+    "trace_without_lanes": (_in_rank("trace_view.json", NO_LANES), "no_lanes"),
+    "binary_trace_view": (_in_rank("trace_view.json", os.urandom(2048) + b"\x00"), "not_json"),
+    "kernel_csv_missing_columns": (
+        _in_rank("kernel_details.csv", b"Step Id,Op,When\n1,k,12\n"),
+        "missing_columns",
+    ),
+    "kernel_csv_excel_mangled": (
+        _in_rank(
+            "kernel_details.csv",
+            (KERNEL_HEADER + "1,k,K,AI_CORE,1.69512E+15,12.5,0,1\n").encode(),
+        ),
+        "excel_mangled_number",
+    ),
+    "kernel_csv_garbage_rows": (
+        _in_rank(
+            "kernel_details.csv",
+            (GOOD_KERNELS + "3,<<garbage>>,??,AI_CORE,not-a-time,xx,0,1\n").encode(),
+        ),
+        "unparsable_rows",
+    ),
+    "step_trace_garbage": (
+        _in_rank("step_trace_time.csv", (STEP_HEADER + "3,abc,1,1,1,1,1,0,1,1\n").encode()),
+        "unparsable_rows",
+    ),
+    "communication_wrong_shape": (
+        _in_rank("communication.json", b'{"hello": {"p2p": {}}}'),
+        "invalid_communication",
+    ),
+    "profiler_info_unparsable_rank": (_unparsable_rank, "unparsable_rank"),
+    "folder_not_profiler_output": (_not_profiler_output, "not_profiler_output"),
+    "corrupt_db": (_corrupt_db, "corrupt_db"),
+    "db_without_profiler_tables": (_db_without_tables, "missing_tables"),
+    "json_gz_not_gzip": (_not_gzip, "not_gzip"),
+    "json_gz_truncated": (_truncated_gzip, "not_gzip"),
+    "unknown_csv_in_output": (_unknown_csv, "unrecognised_input"),
+}

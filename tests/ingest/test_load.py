@@ -1,0 +1,97 @@
+"""End-to-end ingestion of the real sets into a warehouse (acceptance points of the spine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipelines import warehouse as wh
+from pipelines.cli import main
+from pipelines.ingest.load import ingest_paths
+
+SETS = {
+    "A": "msinsight/test/st/level2",
+    "B0": "msinsight/test/data/pytorch/text/level0",
+    "B1": "msinsight/test/data/pytorch/text/level1",
+    "D": "msinsight/server/src/test/test_data/test_rank_0",
+    "G": "msprof-analyze",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_sets_ingest_without_quarantine(real_dir: Path, warehouse, name: str) -> None:
+    report = ingest_paths([real_dir / SETS[name]], warehouse, progress=False)
+    assert report.quarantined == [] and report.skipped == []
+    assert report.runs and all(r.rows["ranks"] >= 1 for r in report.runs)
+
+
+def test_set_a_ranks_devices_and_pipeline_groups(real_dir: Path, warehouse) -> None:
+    report = ingest_paths([real_dir / SETS["A"]], warehouse, progress=False)
+    (run,) = report.runs
+    rows = warehouse.execute(
+        "select rank, device_id, pp_stage, groups from ranks where run_id = ? order by rank",
+        [run.run_id],
+    ).fetchall()
+    assert [(r[0], r[1], r[2]) for r in rows] == [(0, 0, 0), (1, 1, 0), (2, 4, 1), (3, 5, 1)]
+    pp = {r[0]: [g["ranks"] for g in json.loads(r[3]) if g["name"] == "pp"] for r in rows}
+    assert pp == {0: [[0, 2]], 1: [[1, 3]], 2: [[0, 2]], 3: [[1, 3]]}
+    facts = warehouse.execute(
+        "select source, tp, pp, dp, world_size, software from runs where run_id = ?",
+        [run.run_id],
+    ).fetchone()
+    assert facts[:5] == ("ascend_pt", 1, 2, 2, 4)
+    assert json.loads(facts[5]) == {"cann": "8.3.RC1", "torch_npu": "2.7.1"}
+    bubble = warehouse.execute(
+        "select origin, bubble_ns, p2p_bubble_ns from step_breakdown"
+        " where run_id = ? and rank = 2 order by origin",
+        [run.run_id],
+    ).fetchall()
+    assert bubble[0][0] == "derived" and bubble[0][1] == 0 and bubble[0][2] > 70_000_000
+    assert bubble[1] == ("profiler", 0, None)
+
+
+def test_tags_override_run_facts(real_dir: Path, warehouse) -> None:
+    tags = {"model": "qwen3-0.6b", "pp": "4", "team": "perf"}
+    (run,) = ingest_paths([real_dir / SETS["A"]], warehouse, tags=tags, progress=False).runs
+    row = warehouse.execute(
+        "select model, pp, tags from runs where run_id = ?", [run.run_id]
+    ).fetchone()
+    assert row[0] == "qwen3-0.6b" and row[1] == 4 and json.loads(row[2])["team"] == "perf"
+
+
+@pytest.mark.slow
+def test_cli_msinsight_twice_changes_nothing(real_dir: Path, tmp_path: Path, capsys) -> None:
+    target = tmp_path / "x.duckdb"
+    argv = ["ingest", str(real_dir / "msinsight"), "--json", "--warehouse", str(target)]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    con = wh.connect(target, read_only=True)
+    counts = wh.row_counts(con)
+    con.close()
+    assert main(argv) == 0
+    second = json.loads(capsys.readouterr().out)
+    con = wh.connect(target, read_only=True)
+    assert wh.row_counts(con) == counts
+    con.close()
+    assert [r["run_id"] for r in first["runs"]] == [r["run_id"] for r in second["runs"]]
+    assert first["quarantined"] == [] and first["skipped"] == []
+    keys = {"run_id", "source", "ranks", "events", "kernels", "quarantined"}
+    assert all(keys <= set(r) for r in first["runs"])
+    by_source = {}
+    for r in first["runs"]:
+        by_source.setdefault(r["source"], []).append(r)
+    assert sorted(by_source) == ["ascend_pt", "ascend_pt_db", "topology"]
+    b1 = next(r for r in first["runs"] if r["run_id"].startswith("text-level1"))
+    assert b1["ranks"] == 2 and b1["kernels"] == 382 and b1["events"] > 8000
+    assert counts["runs"] == len(first["runs"]) and counts["quarantine"] == 0
+
+
+def test_same_bytes_elsewhere_reuse_the_run_id(tmp_path: Path, warehouse) -> None:
+    from tests.ingest.malformed.corpus import good_run
+
+    first = ingest_paths([good_run(tmp_path / "one")], warehouse, progress=False).runs[0]
+    second = ingest_paths([good_run(tmp_path / "two")], warehouse, progress=False).runs[0]
+    assert first.run_id == second.run_id
+    assert wh.row_counts(warehouse, ["runs", "kernels"]) == {"runs": 1, "kernels": 3}

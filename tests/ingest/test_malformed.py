@@ -1,0 +1,66 @@
+"""The bad-input corpus: every malformed input is quarantined with its reason code, the valid
+run given in the same call still loads, and the CLI exits 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import main
+from pipelines.ingest.load import ingest_paths
+from tests.ingest.malformed.corpus import CASES, good_run
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_is_quarantined_and_the_good_run_still_loads(
+    tmp_path: Path, warehouse, case: str
+) -> None:
+    build, reason = CASES[case]
+    good = good_run(tmp_path / "inputs")
+    given, bad_file = build(tmp_path / "inputs")
+    report = ingest_paths([given, good], warehouse, progress=False)
+    found = {(Path(q.path), q.reason) for q in report.quarantined}
+    assert (bad_file.resolve(), reason) in found, report.quarantined
+    assert not report.ok
+    good_runs = [r for r in report.runs if Path(r.origin) == good.resolve()]
+    assert len(good_runs) == 1 and good_runs[0].rows["kernels"] == 3
+    stored = warehouse.execute(
+        "select reason from quarantine where path = ?", [str(bad_file.resolve())]
+    ).fetchall()
+    assert (reason,) in stored
+
+
+def test_not_found_path(tmp_path: Path, warehouse) -> None:
+    report = ingest_paths([tmp_path / "nowhere"], warehouse, progress=False)
+    assert [q.reason for q in report.quarantined] == ["not_found"]
+
+
+def test_unparsable_rank_still_loads_the_rank_data(tmp_path: Path, warehouse) -> None:
+    build, _ = CASES["profiler_info_unparsable_rank"]
+    given, _info = build(tmp_path)
+    report = ingest_paths([given], warehouse, progress=False)
+    assert [r.rows["kernels"] for r in report.runs] == [3]  # a lone rank: rank 0
+
+
+def test_cli_exit_code_and_stderr_lines(tmp_path: Path, capsys) -> None:
+    build, reason = CASES["kernel_csv_excel_mangled"]
+    good = good_run(tmp_path / "inputs")
+    given, bad_file = build(tmp_path / "inputs")
+    code = main(
+        ["ingest", str(good), str(given), "--json", "--warehouse", str(tmp_path / "w.duckdb")]
+    )
+    captured = capsys.readouterr()
+    assert code == 2
+    assert f"quarantined {bad_file.resolve()}: {reason}: " in captured.err
+    payload = json.loads(captured.out)
+    assert [r["kernels"] for r in payload["runs"]] == [3]
+    assert payload["quarantined"][0]["reason"] == reason
+
+
+def test_cli_bad_tag_is_a_bad_argument(tmp_path: Path, capsys) -> None:
+    good = good_run(tmp_path)
+    code = main(["ingest", str(good), "--tag", "novalue", "--warehouse", str(tmp_path / "w.db")])
+    assert code == 2
+    assert "key=value" in capsys.readouterr().err
