@@ -110,7 +110,7 @@ class TabulatedCost:
     fallback: FittedCost
     num_layers: int = DEFAULT_LAYERS
     call_overhead_ns: float = 0.0
-    fallback_calls: int = 1  # stage calls per chunk in the measured run (gamma paid per call)
+    fallback_calls: int = 1  # calls per chunk whose overhead the measured times include
 
     def full_ns(self, tokens: np.ndarray, prefix: np.ndarray) -> np.ndarray:
         c = np.atleast_1d(np.asarray(tokens, dtype=np.int64))
@@ -135,12 +135,18 @@ class TabulatedCost:
         cls,
         chunks: pl.DataFrame,
         *,
+        gamma_ns: float | None = None,
         stage_fractions: Mapping[int, float] | None = None,
         num_layers: int = DEFAULT_LAYERS,
     ) -> TabulatedCost:
         """Sum busy_ns over the stages of each (request, chunk), scale to the whole model by
-        the layer fraction those stages cover, and average over chunks with the same (c, p)."""
+        the layer fraction those stages cover, and average over chunks with the same (c, p).
+        A known per-call overhead `gamma_ns` is taken off every measured stage first and charged
+        per call again in the replayed schedule (whose call count may differ); the fallback for
+        unmeasured chunk sizes is FittedCost.from_chunks(gamma_ns=...)."""
         frame = _with_fraction(chunks, stage_fractions)
+        gamma = float(gamma_ns or 0.0)
+        frame = frame.with_columns(pl.col("busy_ns").cast(pl.Float64) - gamma)
         per_chunk = (
             frame.group_by(["request_id", "chunk_idx"])
             .agg(
@@ -159,9 +165,10 @@ class TabulatedCost:
                 group["full_ns"].to_numpy(),
             )
         fallback = FittedCost.from_chunks(
-            chunks, stage_fractions=stage_fractions, num_layers=num_layers
+            chunks, gamma_ns=gamma_ns, stage_fractions=stage_fractions, num_layers=num_layers
         )
-        return cls(table, fallback, num_layers, 0.0, frame["vstage"].n_unique())
+        calls = 0 if gamma_ns is not None else frame["vstage"].n_unique()
+        return cls(table, fallback, num_layers, gamma, calls)
 
 
 def _interp(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:

@@ -341,8 +341,10 @@ def simulate_batch(
     by the vectorised engine; each equals `simulate(...)` of that configuration (tested)."""
     plan, _, _, _, comm_model = prepare(requests, schedule, model=costs[0], comm=comm, **options)
     columns = []
+    pp, vp = plan.layout.pp, plan.layout.vp
     for cost in costs:
-        dur = stage_durations(plan, cost, comm_model)
+        layout = fold_back_layout(cost.num_layers, pp, vp, options.get("layer_split"))
+        dur = stage_durations(plan, cost, comm_model, layout)
         for seed in seeds:
             columns.append(_noisy(dur, noise, seed))
     durations = np.stack(columns, axis=1)
@@ -368,10 +370,12 @@ def replay(
     """Re-simulate the requests of one measured run (a chunks frame in the canonical schema)
     under other schedules, with its measured τ: `cost="tabulated"` replays the measured latency
     of each (c, p) and falls back to the fit for chunk sizes never measured; `cost="fitted"`
-    uses τ(c, p) = α c + β c (p + c/2) + γ fitted to all rows. pp defaults to the run's rank
-    count, chunk_size to its largest chunk; arrivals are the requests' first start times."""
+    uses τ(c, p) = α c + β c (p + c/2) + γ fitted to all rows (γ, the per-call overhead, is
+    only identifiable from a run with several chunk sizes: pass `gamma_ns` for a fixed-chunk
+    run). pp defaults to the run's rank count, chunk_size to its largest chunk; arrivals are the
+    requests' first start times. Transfers are free unless `comm` is given."""
     if cost == "tabulated":
-        model: StageCost = TabulatedCost.from_chunks(chunks)
+        model: StageCost = TabulatedCost.from_chunks(chunks, gamma_ns=gamma_ns)
     elif cost == "fitted":
         model = FittedCost.from_chunks(chunks, gamma_ns=gamma_ns)
     else:
