@@ -363,6 +363,7 @@ def replay(
     chunk_size: int | None = None,
     comm: CommModel | None = None,
     gamma_ns: float | None = None,
+    model_name: str | None = None,
     noise: float = 0.0,
     seed: int = 0,
     **options: Any,
@@ -373,7 +374,8 @@ def replay(
     uses τ(c, p) = α c + β c (p + c/2) + γ fitted to all rows (γ, the per-call overhead, is
     only identifiable from a run with several chunk sizes: pass `gamma_ns` for a fixed-chunk
     run). pp defaults to the run's rank count, chunk_size to its largest chunk; arrivals are the
-    requests' first start times. Transfers are free unless `comm` is given."""
+    requests' first start times. Transfers are free unless `comm` is given. `model_name`
+    labels the results' meta["model"] (default "replay")."""
     if cost == "tabulated":
         model: StageCost = TabulatedCost.from_chunks(chunks, gamma_ns=gamma_ns)
     elif cost == "fitted":
@@ -405,7 +407,9 @@ def replay(
             seed=seed,
             **options,
         )
-        result.meta.update(replay_cost=cost, replay_of=_run_id(chunks))
+        result.meta.update(
+            model=model_name or "replay", replay_cost=cost, replay_of=_run_id(chunks)
+        )
         out[schedule] = result
     return out
 
