@@ -1,0 +1,178 @@
+"""Analysis assets: chunk segmentation per run folder, and the tau_k fit table over all runs.
+
+`chunks` segments every run of a partition from its host-side chunk markers
+(pipelines.analysis.segment; simulated runs carry the same markers as real ones) and replaces
+those runs' rows in the `chunks` table. `tau_fits` fits tau_k per configuration and virtual
+stage over the whole warehouse (pipelines.analysis.curves.fit_curves on
+sql/intermediate/int_chunk_tau.sql) and stores the result as the DuckDB table `tau_fits`.
+"""
+
+from typing import Literal
+
+import dagster as dg
+import polars as pl
+
+from pipelines import warehouse as wh
+from pipelines.analysis.segment import DEFAULT_MARKER_REGEX, segment_chunks
+from pipelines.defs.ingest.lookup import runs_under
+from pipelines.defs.ingest.partitions import runs_partitions
+from pipelines.defs.metadata import markdown_frame
+from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
+
+FIT_TABLE = "tau_fits"
+FIT_SUMMARY_COLUMNS = (
+    "model",
+    "schedule",
+    "chunk_size",
+    "seq_len",
+    "vstage",
+    "n_runs",
+    "n_points",
+    "slope_ms",
+    "intercept_ms",
+    "r2",
+    "balance",
+    "verdict",
+)
+
+
+class ChunksConfig(dg.Config):
+    """Segmentation rule (pipelines.analysis.segment.segment_chunks)."""
+
+    marker_regex: str = DEFAULT_MARKER_REGEX
+    include_comm: bool = False
+    link: Literal["auto", "time", "flow"] = "auto"
+    renumber: bool = False
+
+
+@dg.asset(
+    partitions_def=runs_partitions,
+    deps=["slices", "runs"],
+    group_name="analysis",
+    kinds={"duckdb", "polars"},
+    pool=WRITE_POOL,
+    description="Chunks (request x chunk x virtual stage) of the partition's runs, from markers.",
+)
+def chunks(
+    context: dg.AssetExecutionContext,
+    config: ChunksConfig,
+    warehouse: WarehouseResource,
+    raw_dir: RawDirResource,
+) -> dg.MaterializeResult:
+    folder = raw_dir.folder(context.partition_key)
+    per_run = []
+    with warehouse.connect() as con:
+        for run_id in runs_under(con, folder):
+            slices = con.execute("select * from slices where run_id = ?", [run_id]).pl()
+            found, unassigned = segment_chunks(
+                slices,
+                run_id,
+                config.marker_regex,
+                include_comm=config.include_comm,
+                link=config.link,
+                renumber=config.renumber,
+            )
+            con.execute("begin transaction")
+            try:
+                con.execute("delete from chunks where run_id = ?", [run_id])
+                wh.insert_frame(con, "chunks", found)
+                con.execute("commit")
+            except Exception:
+                con.execute("rollback")
+                raise
+            device = int(unassigned["device_busy_ns"].sum())
+            per_run.append(
+                {
+                    "run_id": run_id,
+                    "chunks": found.height,
+                    "markers": int(unassigned["n_markers"].sum()),
+                    "empty_markers": int(unassigned["n_empty_markers"].sum()),
+                    "unassigned_fraction": (
+                        int(unassigned["unassigned_ns"].sum()) / device if device else None
+                    ),
+                }
+            )
+        total = con.execute("select count(*) from chunks").fetchone()[0]
+    for row in per_run:
+        if row["markers"] == 0:
+            context.log.warning(
+                f"{row['run_id']}: no chunk markers matched the regex; no chunks segmented"
+            )
+    table = pl.DataFrame(
+        per_run,
+        schema={
+            "run_id": pl.String,
+            "chunks": pl.Int64,
+            "markers": pl.Int64,
+            "empty_markers": pl.Int64,
+            "unassigned_fraction": pl.Float64,
+        },
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": int(table["chunks"].sum()),
+            "runs": table.height,
+            "runs_without_markers": int((table["markers"] == 0).sum()),
+            "rows_in_table": total,
+            "per_run": markdown_frame(table),
+        }
+    )
+
+
+class FitConfig(dg.Config):
+    """Options of pipelines.analysis.curves.fit_curves."""
+
+    keep_partial: bool = False
+    level: float = 0.95
+    n_boot: int = 1000
+    seed: int = 0
+
+
+def fit_summary(fits: pl.DataFrame) -> pl.DataFrame:
+    """The columns of the fit table worth reading at a glance (times in ms)."""
+    if fits.is_empty():
+        return pl.DataFrame(schema=dict.fromkeys(FIT_SUMMARY_COLUMNS, pl.String))
+    frame = fits.with_columns(
+        (pl.col("slope") / 1e6).alias("slope_ms"), (pl.col("intercept") / 1e6).alias("intercept_ms")
+    )
+    return frame.select(c for c in FIT_SUMMARY_COLUMNS if c in frame.columns)
+
+
+@dg.asset(
+    deps=[chunks],
+    group_name="analysis",
+    kinds={"duckdb", "polars"},
+    pool=WRITE_POOL,
+    description="tau_k fits and linearity verdicts per configuration and virtual stage.",
+)
+def tau_fits(
+    context: dg.AssetExecutionContext, config: FitConfig, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    # statsmodels.api takes seconds to import: only when fitting, not when the code location loads
+    from pipelines.analysis.curves import fit_curves
+
+    with warehouse.connect() as con:
+        points = con.execute(wh.sql_text("int_chunk_tau", "intermediate")).pl()
+        fits = fit_curves(
+            points,
+            drop_partial=not config.keep_partial,
+            level=config.level,
+            n_boot=config.n_boot,
+            seed=config.seed,
+        )
+        con.register("_fits", fits.to_arrow())
+        try:
+            con.execute(f"create or replace table {FIT_TABLE} as select * from _fits")
+        finally:
+            con.unregister("_fits")
+    verdicts = dict(fits.group_by("verdict").len().sort("verdict").iter_rows())
+    if fits.is_empty():
+        context.log.warning("no chunks in the warehouse: the fit table is empty")
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": fits.height,
+            "points": points.height,
+            "verdicts": dg.MetadataValue.json(verdicts),
+            "fits": markdown_frame(fit_summary(fits), max_rows=200),
+        }
+    )

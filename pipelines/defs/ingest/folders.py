@@ -1,0 +1,64 @@
+"""The raw folder as the sensor sees it: one run folder per sub-folder, with a content signature.
+
+The signature is cheap (names, sizes and modification times, no file contents): it decides when
+a folder is re-ingested; the warehouse's own content hash still decides whether rows change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+# Dagster refuses partition keys holding these (its INVALID_PARTITION_SUBSTRINGS)
+_BAD_KEY_PARTS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0")
+
+
+@dataclass(frozen=True)
+class FolderState:
+    """One run folder: its partition key, content signature, size and newest modification."""
+
+    key: str
+    path: Path
+    signature: str
+    files: int
+    bytes: int
+    newest_mtime: float
+
+
+def usable_key(name: str) -> bool:
+    """Whether a folder name can be a partition key (not hidden, no characters Dagster refuses)."""
+    return (
+        bool(name)
+        and not name.startswith((".", "_"))
+        and not any(part in name for part in _BAD_KEY_PARTS)
+    )
+
+
+def folder_state(path: Path) -> FolderState:
+    """Signature over (relative path, size, mtime_ns) of every file under `path`."""
+    digest = hashlib.sha256()
+    files = size = 0
+    newest = 0.0
+    for folder, dirs, names in os.walk(path):
+        dirs.sort()
+        for name in sorted(names):
+            file = Path(folder) / name
+            try:
+                stat = file.stat()
+            except OSError:
+                continue  # vanished or a dangling link: the next tick sees the settled state
+            rel = file.relative_to(path).as_posix()
+            digest.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+            files += 1
+            size += stat.st_size
+            newest = max(newest, stat.st_mtime)
+    return FolderState(path.name, path, digest.hexdigest()[:16], files, size, newest)
+
+
+def run_folders(root: Path) -> list[Path]:
+    """Sub-folders of `root` (links to folders included) that can be partitions, sorted."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if usable_key(p.name) and p.is_dir())
