@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
 from pipelines.ingest.csv_text import (
@@ -28,6 +27,7 @@ from pipelines.ingest.csv_text import (
     trimmed,
 )
 from pipelines.ingest.csv_text import pick as pick_column
+from pipelines.ingest.duck import scratch_connection
 from pipelines.ingest.units import us_text_to_ns_sql
 
 COMM_CORES = ("HCCL", "COMMUNICATION")
@@ -43,7 +43,7 @@ class KernelDetails:
 
 def read_kernel_details(path: Path) -> KernelDetails:
     """Read one kernel_details.csv (or msprof op_summary csv); raises QuarantineError."""
-    con = duckdb.connect()
+    con = scratch_connection()
     try:
         columns = open_csv(con, path, "kd")
         col = require(

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
 from pipelines.ingest.csv_text import as_int_sql, open_csv, pick, quoted, require, trimmed
+from pipelines.ingest.duck import scratch_connection
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
 
@@ -42,7 +42,7 @@ class StepTrace:
 
 def read_step_trace_time(path: Path) -> StepTrace:
     """Read one step_trace_time.csv; raises QuarantineError."""
-    con = duckdb.connect()
+    con = scratch_connection()
     try:
         headers = open_csv(con, path, "st")
         require(headers, path.name, step=("Step",), computing=("Computing",))

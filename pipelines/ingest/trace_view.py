@@ -29,8 +29,10 @@ from typing import Any
 
 import duckdb
 import msgspec
+import numpy as np
 import polars as pl
 
+from pipelines.ingest.duck import scratch_connection
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
 
@@ -48,7 +50,9 @@ LANE_BY_PROCESS = {
 LANES = ("host", "compute", "comm", "overlap", "other")
 STEP_PREFIX = "ProfilerStep#"
 _SNIFF_BYTES = 1 << 16
-_MAX_OBJECT_BYTES = 1 << 30
+# DuckDB reads with buffers sized by this limit: the default (16 MB) keeps RSS near 2x the file;
+# a file with a bigger single event is read again with the large limit.
+_OBJECT_LIMITS = (1 << 24, 1 << 30)
 
 _COLUMNS = (
     "{name: 'VARCHAR', ph: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'VARCHAR',"
@@ -158,14 +162,16 @@ def _object_form_relation(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.
     return con.sql("select * replace (args::json as args) from _trace_object_form")
 
 
-def _raw_relation(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyRelation:
+def _raw_relation(
+    con: duckdb.DuckDBPyConnection, path: Path, max_object: int
+) -> duckdb.DuckDBPyRelation:
     form = sniff_json_form(path)
     if form == "object":
         return _object_form_relation(con, path)
     escaped = str(path).replace("'", "''")
     return con.sql(
         f"select * from read_json('{escaped}', format = 'array', columns = {_COLUMNS},"
-        f" maximum_object_size = {_MAX_OBJECT_BYTES})"
+        f" maximum_object_size = {max_object})"
     )
 
 
@@ -204,13 +210,44 @@ def _device_id(meta: pl.DataFrame, process: pl.DataFrame) -> int | None:
     return None
 
 
+SLICE_COLUMNS = ("lane", "thread", "name", "category", "start_ns", "dur_ns", "step", "args")
+
+
+def assign_steps(frame: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """Add `step`: N of the window [start_ns, end_ns) of `steps` that contains each row's
+    start_ns (the latest window starting at or before it), null outside every window.
+    Vectorised binary search over the (few, sorted) windows; the big frame is never sorted."""
+    if steps.is_empty() or frame.is_empty():
+        return frame.with_columns(pl.lit(None, pl.Int32).alias("step"))
+    windows = steps.sort("start_ns")
+    starts = windows["start_ns"].to_numpy()
+    ends = windows["end_ns"].to_numpy()
+    numbers = windows["step"].cast(pl.Int32).to_numpy()
+    at = frame["start_ns"].fill_null(np.iinfo(np.int64).min).to_numpy()
+    index = np.searchsorted(starts, at, side="right") - 1
+    inside = (index >= 0) & (at < ends[np.clip(index, 0, None)])
+    step = pl.Series("step", numbers[np.clip(index, 0, None)], dtype=pl.Int32)
+    return frame.with_columns(pl.when(pl.Series(inside)).then(step).otherwise(None).alias("step"))
+
+
 def read_trace_view(path: Path) -> TraceView:
     """Read one trace_view.json; raises QuarantineError when the file cannot be used."""
-    con = duckdb.connect()
+    for limit in _OBJECT_LIMITS:
+        try:
+            return _read_trace_view(path, limit)
+        except QuarantineError as exc:
+            if "maximum_object_size" not in exc.detail or limit == _OBJECT_LIMITS[-1]:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _read_trace_view(path: Path, max_object: int) -> TraceView:
+    """One read with a given DuckDB object-size limit."""
+    con = scratch_connection()
     try:
         try:
             con.sql("set preserve_insertion_order = true")
-            raw = _raw_relation(con, path)
+            raw = _raw_relation(con, path, max_object)
             con.register("raw", raw)
             meta, counters = _metadata(con)
         except duckdb.Error as exc:
@@ -256,26 +293,20 @@ def read_trace_view(path: Path) -> TraceView:
         )
         con.register("process", process.to_arrow())
         con.register("threads", threads.to_arrow())
-        con.register("steps", steps.to_arrow())
         try:
+            # one streaming pass (small hash-join build sides, no sort): RSS stays near the frame
             slices = con.sql(
                 f"""
-                with x as (
-                    select coalesce(p.lane, 'other') as lane,
-                           coalesce(t.thread, r.tid) as thread,
-                           r.name, r.cat as category,
-                           {us_text_to_ns_sql("r.ts")} as start_ns,
-                           coalesce(round(try_cast(r.dur as double) * 1000)::bigint, 0) as dur_ns,
-                           r.args::varchar as args
-                    from raw r
-                    left join process p on p.pid = r.pid
-                    left join threads t on t.pid = r.pid and t.tid = r.tid
-                    where r.ph = 'X'
-                )
-                select x.lane, x.thread, x.name, x.category, x.start_ns, x.dur_ns,
-                       case when x.start_ns < s.end_ns then s.step end::integer as step, x.args
-                from x asof left join steps s on x.start_ns >= s.start_ns
-                order by x.start_ns
+                select coalesce(p.lane, 'other') as lane,
+                       coalesce(t.thread, r.tid) as thread,
+                       r.name, r.cat as category,
+                       {us_text_to_ns_sql("r.ts")} as start_ns,
+                       coalesce(round(try_cast(r.dur as double) * 1000)::bigint, 0) as dur_ns,
+                       r.args::varchar as args
+                from raw r
+                left join process p on p.pid = r.pid
+                left join threads t on t.pid = r.pid and t.tid = r.tid
+                where r.ph = 'X'
                 """
             ).pl()
         except duckdb.Error as exc:
@@ -286,7 +317,7 @@ def read_trace_view(path: Path) -> TraceView:
         if slices.is_empty():
             raise QuarantineError("empty_trace", f"{path.name} holds no complete (X) events")
         return TraceView(
-            slices=slices,
+            slices=assign_steps(slices, steps).select(SLICE_COLUMNS),
             steps=steps,
             device_id=_device_id(meta, process),
             process_lanes=dict(zip(process["process_name"], process["lane"], strict=True)),
