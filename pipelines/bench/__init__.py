@@ -1,0 +1,1 @@
+"""Benchmarks: large-trace generation from real events and per-process measurement harnesses."""

@@ -1,0 +1,352 @@
+"""The ingest benchmark: one large trace_view.json made of real events, parsed by our ingest and
+by baselines, each in its own process; rates, peak RSS and the targets they are held to.
+
+Paths (all on the same file, or for HTA on its Kineto conversion):
+  ours      ingest_paths([rank folder]) into a fresh warehouse (discovery, hashing, all readers,
+            derived tables, warehouse write)
+  duckdb    DuckDB read_json(format='array', explicit columns) into a table: the fastest plain
+            parse (research/stack.md §6)
+  msgspec   typed msgspec decode, args left raw (no table)
+  orjson    orjson.loads (no table; only when orjson is installed)
+  hta       Holistic Trace Analysis TraceAnalysis(trace_dir) on the Kineto form (separate venv)
+
+Targets: ours >= 0.5x the DuckDB parse rate, ours >= 10x the HTA rate (MB/s), our peak RSS
+<= 2x the file size.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipelines.bench.generate import (
+    MB,
+    SOURCE_RANK_DIR,
+    GeneratedTrace,
+    KinetoTrace,
+    generate_rank,
+    to_kineto,
+)
+from pipelines.bench.harness import Measurement, measure
+from pipelines.paths import PROJECT_ROOT
+
+HTA_PYTHON_ENV = "TRACEREPLAY_HTA_PYTHON"
+HTA_PROBE = Path(__file__).with_name("hta_probe.py")
+HTA_EXPECTED_MB_S = 7.5  # research/peers.md §2: "about 7-8 MB/s of JSON" on this machine
+HTA_BUDGET_S = 180.0  # parse HTA a leading slice when the whole file would take longer
+PROBE_TIMEOUT_S = 1800.0
+
+
+@dataclass
+class Target:
+    """A ratio and the bound it must meet."""
+
+    name: str
+    description: str
+    value: float | None
+    bound: float
+    at_least: bool  # True: value >= bound; False: value <= bound
+
+    @property
+    def status(self) -> str:
+        if self.value is None:
+            return "n/a"
+        met = self.value >= self.bound if self.at_least else self.value <= self.bound
+        return "met" if met else "not met"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "value": self.value,
+            "target": f"{'>=' if self.at_least else '<='} {self.bound:g}",
+            "status": self.status,
+        }
+
+
+@dataclass
+class IngestBenchReport:
+    """Everything one benchmark run measured."""
+
+    trace: dict[str, Any]
+    measurements: list[Measurement]
+    targets: list[Target]
+    setup: dict[str, Any] = field(default_factory=dict)
+    load: dict[str, Any] = field(default_factory=dict)
+
+    def by_path(self, path: str) -> Measurement | None:
+        return next((m for m in self.measurements if m.path == path), None)
+
+    @property
+    def all_met(self) -> bool:
+        return all(t.status != "not met" for t in self.targets)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "trace": self.trace,
+            "setup": self.setup,
+            "load": self.load,
+            "measurements": [m.as_json() for m in self.measurements],
+            "targets": [t.as_json() for t in self.targets],
+        }
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def targets_of(measurements: list[Measurement], file_mb: float) -> list[Target]:
+    """The three targets from the measured paths (n/a where a path is missing or failed)."""
+    rates = {m.path: m.mb_per_s for m in measurements}
+    ours = next((m for m in measurements if m.path == "ours"), None)
+    rss = ours.peak_rss_mb if ours is not None and ours.ok else None
+    return [
+        Target(
+            "ours_vs_duckdb_rate",
+            "our MB/s / DuckDB read_json MB/s",
+            _ratio(rates.get("ours"), rates.get("duckdb")),
+            0.5,
+            at_least=True,
+        ),
+        Target(
+            "ours_vs_hta_rate",
+            "our MB/s / HTA MB/s",
+            _ratio(rates.get("ours"), rates.get("hta")),
+            10.0,
+            at_least=True,
+        ),
+        Target(
+            "rss_vs_file",
+            "our peak RSS / trace file size",
+            _ratio(rss, file_mb),
+            2.0,
+            at_least=False,
+        ),
+    ]
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def find_hta_python(explicit: str | None) -> str | None:
+    """--hta-python, else $TRACEREPLAY_HTA_PYTHON; None when neither names an executable."""
+    candidate = explicit or os.environ.get(HTA_PYTHON_ENV)
+    if not candidate:
+        return None
+    path = shutil.which(candidate) or (candidate if os.access(candidate, os.X_OK) else None)
+    return path
+
+
+def _hta_importable(python: str) -> bool:
+    try:
+        done = subprocess.run(
+            [python, "-c", "import hta.trace_analysis"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def hta_slice_mb(file_mb: float, requested: float | None) -> float | None:
+    """MB of events to convert for HTA: the request, else all of it (None) unless HTA would need
+    more than HTA_BUDGET_S at its expected rate."""
+    if requested is not None:
+        return requested if requested < file_mb else None
+    budget = HTA_BUDGET_S * HTA_EXPECTED_MB_S
+    return budget if file_mb > budget else None
+
+
+def _probe_command(kind: str, *args: Path) -> list[str]:
+    return [sys.executable, "-m", "pipelines.bench.probes", kind, *map(str, args)]
+
+
+def run_ingest_bench(
+    size_mb: float = 500.0,
+    workdir: Path | None = None,
+    keep: bool = False,
+    skip_hta: bool = False,
+    hta_python: str | None = None,
+    hta_mb: float | None = None,
+    source_rank_dir: Path = SOURCE_RANK_DIR,
+    log: Callable[[str], None] | None = None,
+) -> IngestBenchReport:
+    """Generate the trace, measure every path, compute the targets; cleans up unless keep."""
+    say = log or (lambda _msg: None)
+    created = workdir is None
+    root = Path(tempfile.mkdtemp(prefix="tracereplay-bench-")) if workdir is None else workdir
+    root.mkdir(parents=True, exist_ok=True)
+    owned = [root / "run", root / "kineto", root / "ours.duckdb", root / "duckdb.duckdb"]
+    for path in owned:
+        _remove(path)
+    try:
+        return _run(root, size_mb, skip_hta, hta_python, hta_mb, source_rank_dir, say)
+    finally:
+        if not keep:
+            if created:
+                shutil.rmtree(root, ignore_errors=True)
+            else:
+                for path in owned:
+                    _remove(path)
+                    _remove(path.with_name(path.name + ".wal"))
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists():
+        path.unlink()
+
+
+def _run(
+    root: Path,
+    size_mb: float,
+    skip_hta: bool,
+    hta_python: str | None,
+    hta_mb: float | None,
+    source_rank_dir: Path,
+    say: Callable[[str], None],
+) -> IngestBenchReport:
+    load = {"load1_start": _load()}
+    say(f"generating a {size_mb:g} MB trace_view.json from {source_rank_dir} in {root}")
+    start = time.perf_counter()
+    trace = generate_rank(root, size_mb, source_rank_dir)
+    setup: dict[str, Any] = {"workdir": str(root), "generate_s": time.perf_counter() - start}
+    say(f"  {trace.mb:.1f} MB, {trace.events:,} events, {trace.copies} copies")
+    measurements = [
+        _measure_ours(trace, root, say),
+        _measure_plain("duckdb", trace, root / "duckdb.duckdb", say),
+        _measure_plain("msgspec", trace, None, say),
+    ]
+    if importlib.util.find_spec("orjson") is not None:
+        measurements.append(_measure_plain("orjson", trace, None, say))
+    else:
+        measurements.append(_skipped("orjson", trace, "skipped: orjson not installed"))
+    measurements.append(_measure_hta(trace, root, skip_hta, hta_python, hta_mb, setup, say))
+    load["load1_end"] = _load()
+    load["uptime"] = _uptime()
+    return IngestBenchReport(
+        trace={
+            "path": str(trace.trace_path),
+            "source": str(source_rank_dir),
+            "mb": trace.mb,
+            "events": trace.events,
+            "complete_events": trace.complete_events,
+            "copies": trace.copies,
+            "source_events": trace.source_events,
+        },
+        measurements=measurements,
+        targets=targets_of(measurements, trace.mb),
+        setup=setup,
+        load=load,
+    )
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(
+            ["uptime"], capture_output=True, text=True, check=False, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def _skipped(path: str, trace: GeneratedTrace, note: str) -> Measurement:
+    return Measurement(path=path, mb=trace.mb, events=trace.events, status="skipped", note=note)
+
+
+def _measure_ours(trace: GeneratedTrace, root: Path, say: Callable[[str], None]) -> Measurement:
+    say("measuring ours (ingest_paths into a fresh warehouse)")
+    load1 = _load()
+    result = measure(
+        "ours",
+        _probe_command("ours", trace.rank_dir, root / "ours.duckdb"),
+        trace.mb,
+        trace.events,
+        cwd=PROJECT_ROOT,
+        timeout_s=PROBE_TIMEOUT_S,
+    )
+    result.extra["load1"] = load1
+    if result.ok:
+        problems = list(result.extra.get("quarantined") or [])
+        if result.rows != trace.complete_events:
+            problems.append(f"stored {result.rows} slices, expected {trace.complete_events}")
+        if problems:
+            result.note = "; ".join(problems)[:300]
+    return result
+
+
+def _measure_plain(
+    kind: str, trace: GeneratedTrace, out: Path | None, say: Callable[[str], None]
+) -> Measurement:
+    say(f"measuring {kind}")
+    load1 = _load()
+    args = [trace.trace_path] + ([out] if out is not None else [])
+    result = measure(
+        kind,
+        _probe_command(kind, *args),
+        trace.mb,
+        trace.events,
+        cwd=PROJECT_ROOT,
+        timeout_s=PROBE_TIMEOUT_S,
+    )
+    result.extra["load1"] = load1
+    if result.ok and result.rows != trace.events:
+        result.note = f"read {result.rows} events, expected {trace.events}"
+    return result
+
+
+def _measure_hta(
+    trace: GeneratedTrace,
+    root: Path,
+    skip: bool,
+    hta_python: str | None,
+    hta_mb: float | None,
+    setup: dict[str, Any],
+    say: Callable[[str], None],
+) -> Measurement:
+    if skip:
+        return _skipped("hta", trace, "skipped: --skip-hta")
+    python = find_hta_python(hta_python)
+    if python is None or not _hta_importable(python):
+        return _skipped(
+            "hta", trace, f"skipped: HTA not installed (use --hta-python or ${HTA_PYTHON_ENV})"
+        )
+    slice_mb = hta_slice_mb(trace.mb, hta_mb)
+    what = "all events" if slice_mb is None else f"the first {slice_mb:g} MB of events"
+    say(f"converting {what} to Kineto form for HTA")
+    start = time.perf_counter()
+    kineto: KinetoTrace = to_kineto(trace, root / "kineto" / "rank0.json.gz", max_mb=slice_mb)
+    setup["kineto_s"] = time.perf_counter() - start
+    setup["kineto_gz_mb"] = kineto.path.stat().st_size / MB
+    say(f"measuring hta ({kineto.mb:.1f} MB, {kineto.events:,} events)")
+    load1 = _load()
+    result = measure(
+        "hta",
+        [python, str(HTA_PROBE), str(kineto.path.parent)],
+        kineto.mb,
+        kineto.events,
+        cwd=root,
+        timeout_s=PROBE_TIMEOUT_S,
+    )
+    result.extra["load1"] = load1
+    result.extra["kineto_complete"] = kineto.complete
+    if not kineto.complete:
+        result.note = f"leading slice of {kineto.events:,} events (Kineto JSON MB)"
+    else:
+        result.note = "same events, Kineto JSON"
+    return result

@@ -1,0 +1,127 @@
+"""Child-process entry points of the ingest benchmark: each parses one file one way and prints
+one result line, `BENCH_RESULT {json}`, with the wall time of the work alone (imports excluded)
+and the number of events or rows it produced.
+
+Run as `python -m pipelines.bench.probes KIND PATH [OUT]`; the parent measures peak RSS from the
+child's rusage. Kinds:
+  ours          ingest_paths([PATH = rank folder], fresh warehouse OUT)
+  duckdb        DuckDB read_json(PATH, format='array', explicit columns) -> table in OUT
+  msgspec       msgspec typed decode of PATH (args left raw), no table
+  orjson        orjson.loads(PATH bytes), no table (when orjson is installed)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+RESULT_PREFIX = "BENCH_RESULT "
+# The columns our reader asks DuckDB for (pipelines.ingest.trace_view), as in research/stack.md §6.
+DUCKDB_COLUMNS = (
+    "{name: 'VARCHAR', ph: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'VARCHAR',"
+    " dur: 'VARCHAR', cat: 'VARCHAR', args: 'JSON'}"
+)
+
+
+def _ours(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
+    import pyarrow.dataset  # noqa: F401  (duckdb imports it, and pandas, on the first register)
+
+    from pipelines import warehouse
+    from pipelines.ingest.load import ingest_paths
+
+    def work() -> dict[str, Any]:
+        con = warehouse.connect(out)
+        try:
+            report = ingest_paths([path], con, progress=False)
+            slices = con.execute("select count(*) from slices").fetchone()[0]
+        finally:
+            con.close()
+        return {
+            "rows": slices,
+            "runs": len(report.runs),
+            "quarantined": [q.message() for q in report.quarantined],
+        }
+
+    return work
+
+
+def _duckdb(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
+    import duckdb
+
+    escaped = str(path).replace("'", "''")
+
+    def work() -> dict[str, Any]:
+        con = duckdb.connect(str(out))
+        try:
+            con.execute(
+                "create table events as select * from read_json("
+                f"'{escaped}', format = 'array', columns = {DUCKDB_COLUMNS},"
+                " maximum_object_size = 1073741824)"
+            )
+            rows = con.execute("select count(*) from events").fetchone()[0]
+        finally:
+            con.close()
+        return {"rows": rows}
+
+    return work
+
+
+class Event(msgspec.Struct):
+    """The fields our reader uses; args stay undecoded (as in research/stack.md §6)."""
+
+    name: Any = None
+    ph: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    cat: Any = None
+    args: msgspec.Raw = msgspec.Raw(b"")
+
+
+def _msgspec(path: Path, out: Path | None) -> Callable[[], dict[str, Any]]:
+    decoder = msgspec.json.Decoder(list[Event])
+
+    def work() -> dict[str, Any]:
+        events = decoder.decode(path.read_bytes())
+        return {"rows": len(events)}
+
+    return work
+
+
+def _orjson(path: Path, out: Path | None) -> Callable[[], dict[str, Any]]:
+    import orjson
+
+    def work() -> dict[str, Any]:
+        return {"rows": len(orjson.loads(path.read_bytes()))}
+
+    return work
+
+
+PROBES: dict[str, Callable[[Path, Any], Callable[[], dict[str, Any]]]] = {
+    "ours": _ours,
+    "duckdb": _duckdb,
+    "msgspec": _msgspec,
+    "orjson": _orjson,
+}
+
+
+def main(argv: list[str]) -> int:
+    kind, path = argv[0], Path(argv[1])
+    out = Path(argv[2]) if len(argv) > 2 else None
+    work = PROBES[kind](path, out)  # imports happen here, outside the timed part
+    start = time.perf_counter()
+    result = work()
+    result["wall_s"] = time.perf_counter() - start
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,64 @@
+"""Plain-text rendering of an ingest benchmark report (a table of paths, then the targets)."""
+
+from __future__ import annotations
+
+from pipelines.bench.ingest_bench import IngestBenchReport
+
+COLUMNS = ("path", "MB", "events", "wall s", "MB/s", "events/s", "peak RSS MB", "note")
+
+
+def _num(value: float | int | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.{digits}f}"
+
+
+def format_report(report: IngestBenchReport) -> str:
+    """The measurement table, the target ratios with met / not met, and the load."""
+    rows = []
+    for m in report.measurements:
+        note = m.note or ("" if m.ok else m.status)
+        rows.append(
+            (
+                m.path,
+                _num(m.mb),
+                _num(m.events),
+                _num(m.wall_s, 2),
+                _num(m.mb_per_s),
+                _num(round(m.events_per_s)) if m.events_per_s else "-",
+                _num(m.peak_rss_mb, 0) if m.ok else "-",
+                note,
+            )
+        )
+    widths = [max(len(str(r[i])) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS) - 1)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        first = cells[0].ljust(widths[0])
+        middle = [c.rjust(w) for c, w in zip(cells[1:-1], widths[1:], strict=True)]
+        return "  ".join([first, *middle, cells[-1]]).rstrip()
+
+    trace = report.trace
+    out = [
+        f"trace: {trace['path']}",
+        f"  {trace['mb']:.1f} MB, {trace['events']:,} events ({trace['complete_events']:,}"
+        f" complete), {trace['copies']} copies of {trace['source_events']:,} real events",
+        "",
+        line(COLUMNS),
+        line(tuple("-" * len(c) for c in COLUMNS)),
+        *(line(r) for r in rows),
+        "",
+        "targets:",
+    ]
+    for t in report.targets:
+        value = "-" if t.value is None else f"{t.value:.2f}x"
+        bound = f"{'>=' if t.at_least else '<='} {t.bound:g}x"
+        out.append(f"  {t.description:<36} {value:>9}  (target {bound})  {t.status}")
+    load = report.load
+    out += [
+        "",
+        f"load (1-min avg): {load.get('load1_start')} at start, {load.get('load1_end')} at end;"
+        f" {load.get('uptime', '')}",
+    ]
+    return "\n".join(out)

@@ -1,0 +1,105 @@
+"""`tracereplay bench ingest`: ingest speed and memory on a large trace made of real events."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pipelines.cli._common import add_json_option
+
+EXIT_OK = 0
+EXIT_TARGET_MISSED = 1
+EXIT_BAD_ARGS = 2
+
+INGEST_DESCRIPTION = """\
+Generate a trace_view.json of --size-mb MB by replicating the real events of the msinsight
+level1 rank0 torch_npu export (timestamps, ProfilerStep numbers and flow ids shifted per copy;
+metadata kept once), then parse it, each path in its own process:
+
+  ours      ingest_paths([rank folder]) into a fresh DuckDB warehouse
+  duckdb    DuckDB read_json(format='array', explicit columns) into a table (plain parse)
+  msgspec   typed msgspec decode (no table); orjson when installed
+  hta       Holistic Trace Analysis on the same events in Kineto form (.json.gz); HTA lives in
+            its own venv, named by --hta-python or $TRACEREPLAY_HTA_PYTHON, e.g.
+              uv venv /tmp/hta-venv && uv pip install -p /tmp/hta-venv HolisticTraceAnalysis
+
+Prints wall time (work only, imports excluded), MB/s, events/s and peak RSS per path, and the
+targets: ours >= 0.5x DuckDB's MB/s, ours >= 10x HTA's MB/s, our peak RSS <= 2x the file.
+MB = 10^6 bytes. Exit status: 0 every measured target met, 1 a target missed or our path
+failed, 2 bad arguments."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("bench", help="benchmarks (ingest speed and memory)")
+    benches = parser.add_subparsers(dest="bench", metavar="BENCH")
+    ingest = benches.add_parser(
+        "ingest",
+        help="ingest rate and peak RSS vs DuckDB, msgspec and HTA on a large generated trace",
+        description=INGEST_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ingest.add_argument(
+        "--size-mb", type=float, default=500.0, help="size of the generated trace (default 500)"
+    )
+    ingest.add_argument(
+        "--workdir", metavar="DIR", help="where to generate (default: a new tmp dir)"
+    )
+    ingest.add_argument(
+        "--keep", action="store_true", help="keep the generated files and warehouses"
+    )
+    ingest.add_argument("--skip-hta", action="store_true", help="do not run the HTA baseline")
+    ingest.add_argument(
+        "--hta-python",
+        metavar="PATH",
+        help="python of a venv with HolisticTraceAnalysis (default: $TRACEREPLAY_HTA_PYTHON)",
+    )
+    ingest.add_argument(
+        "--hta-mb",
+        type=float,
+        metavar="MB",
+        help="give HTA only the first MB of events (default: all, unless that would take HTA"
+        " more than 3 minutes at its expected ~7.5 MB/s)",
+    )
+    add_json_option(ingest)
+    ingest.set_defaults(func=run_ingest)
+    parser.set_defaults(func=lambda _args: _usage(parser))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return EXIT_BAD_ARGS
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    from pipelines.bench.ingest_bench import run_ingest_bench
+    from pipelines.bench.report import format_report
+
+    if args.size_mb <= 0 or (args.hta_mb is not None and args.hta_mb <= 0):
+        print("tracereplay bench ingest: sizes must be positive", file=sys.stderr)
+        return EXIT_BAD_ARGS
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    try:
+        report = run_ingest_bench(
+            size_mb=args.size_mb,
+            workdir=Path(args.workdir) if args.workdir else None,
+            keep=args.keep,
+            skip_hta=args.skip_hta,
+            hta_python=args.hta_python,
+            hta_mb=args.hta_mb,
+            log=log,
+        )
+    except FileNotFoundError as exc:
+        print(f"tracereplay bench ingest: {exc}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2))
+    else:
+        print(format_report(report))
+    ours = report.by_path("ours")
+    ok = report.all_met and ours is not None and ours.ok
+    return EXIT_OK if ok else EXIT_TARGET_MISSED
