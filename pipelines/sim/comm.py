@@ -7,9 +7,11 @@ Two modes (research/schedules.md §7):
   producing stage ends; the receiver, when it reaches the receive in its program order, blocks
   until the data has arrived. Its device receive is launched once the sender has started (a host
   handshake, as vLLM's send/recv of tensor dicts does), so the wait before that is idle time.
-* `async`: the transfer runs on the directed link (FIFO per link) without occupying either
-  stream. The receiver pre-posts the receive one task ahead (when it starts the task before the
-  consumer) and the consumer waits only if the data has not arrived: VPP-Async's reordering.
+* `async`: the transfer runs without occupying either stream. The receiver pre-posts the
+  receive one task ahead (when it starts the task before the consumer) and the consumer waits
+  only if the data has not arrived. Transfers do not contend for link bandwidth: a FIFO link
+  plus pre-posted receives can deadlock (a packed request's transfer queued ahead of the one the
+  receiver waits for).
 
 Fold-point continuations (consecutive virtual stages on one rank) need no transfer.
 """

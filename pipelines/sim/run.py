@@ -188,6 +188,8 @@ def _pack_windows(
     a first pass without packing)."""
     if len(requests) < 2:
         return []
+    if layout.ranks[-1] != layout.ranks[0]:
+        return [0] * (len(requests) - 1)  # odd vp: no drain window on rank 0
     plain = build_plan(requests, layout, rank_orders(requests, layout), comm and comm.mode)
     dur = stage_durations(plain, cost, comm)
     _, end = evaluate(plain.graph, np.rint(dur).astype(np.int64), _release(plain))

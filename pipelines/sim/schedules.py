@@ -4,22 +4,24 @@ A task is (request, chunk, virtual stage). Data dependencies: stage g of chunk k
 of chunk k (plus a transfer when the two stages sit on different ranks) and stage g of chunk k-1
 (its KV cache). Each rank runs its tasks in the schedule's program order.
 
-Program order: within a request, tasks on a rank are sorted by the wavefront key k*vp + g (ties:
-deeper stage first). With vp=1 this is CPP: every rank runs its stage of chunk 0, 1, 2, ... With
-pp=2, vp=2 it is the paper's V schedule (Algorithm 1, research/schedules.md §7):
+Program order: within a request, tasks on a rank are sorted by the wavefront key k*vp + slot(g),
+where slot(g) = g for vp <= 2 (stage_slots: gaps for vp >= 3 keep each rank to one stage per
+slot). With vp=1 this is CPP: every rank runs its stage of chunk 0, 1, 2, ... With pp=2, vp=2 it
+is the paper's V schedule (Algorithm 1, research/schedules.md §7):
 
     rank 0: s0(0) s0(1) s3(0) s0(2) s3(1) ... s0(N-1) s3(N-2) s3(N-1)
     rank 1: s1(0) s2(0) s1(1) s2(1) ...
 
 Every dependency goes from a smaller key to a larger one, so the order never deadlocks, and the
-key is the start slot of the task in a steady pipeline of equal stages (conflict-free for even
-pp, vp=2). Requests follow each other in arrival order: all of a request's tasks on a rank come
-before the next request's.
+key is the start slot of the task in a steady pipeline of equal stages, where no rank holds two
+tasks in one slot. Requests follow each other in arrival order: all of a request's tasks on a
+rank come before the next request's.
 
 Pipelined packing (Algorithm 2): at the boundary between request R and the next request R', the
 first `w` stage-0 tasks of R' are moved on rank 0 before R's last task there (s3(N-1) for vp=2),
 filling the drain window in which rank 0 would otherwise wait for R's last chunk to come back.
-R's remaining tasks on rank 0 then follow in key order.
+R's remaining tasks on rank 0 then follow in key order. Packing applies when the last virtual
+stage sits on rank 0 (even vp); with odd vp rank 0 has no drain window to fill.
 
 DCPP uses the CPP order with chunk sizes from a dynamic-chunking rule (pipelines/sim/chunking.py).
 """
@@ -64,31 +66,52 @@ class ChunkedRequest:
         return tuple(out)
 
 
+def stage_slots(layout: StageLayout) -> list[int]:
+    """Start slot of each virtual stage of a chunk in a steady pipeline whose chunks start every
+    `vp` slots: stage g takes the first slot after stage g-1 whose residue mod vp its rank has
+    not used yet, so no rank ever gets two stages in one slot. For vp <= 2 (and any pp) the
+    slots are just 0, 1, 2, ...; with vp >= 3 fold points force gaps (pp=2, vp=3: 0 1 2 4 5 6)."""
+    vp = layout.vp
+    used: dict[int, set[int]] = {rank: set() for rank in range(layout.pp)}
+    slots: list[int] = []
+    slot = -1
+    for rank in layout.ranks:
+        slot += 1
+        while slot % vp in used[rank]:
+            slot += 1
+        used[rank].add(slot % vp)
+        slots.append(slot)
+    return slots
+
+
 def rank_orders(
     requests: Sequence[ChunkedRequest], layout: StageLayout, pack_windows: Sequence[int] = ()
 ) -> list[list[Task]]:
     """Program order of compute tasks per rank. `pack_windows[r]` is the number of stage-0 tasks
     of request r+1 packed into request r's drain on rank 0 (missing or 0: no packing)."""
     vp = layout.vp
+    slots = stage_slots(layout)
     per_rank_stages = [layout.stages_of(rank) for rank in range(layout.pp)]
     segments: list[list[list[Task]]] = []  # [request][rank] -> tasks
     for r, req in enumerate(requests):
         per_rank = []
         for stages in per_rank_stages:
             tasks = [(r, k, g) for k in range(len(req.chunks)) for g in stages]
-            tasks.sort(key=lambda t: (t[1] * vp + t[2], -t[2]))
+            tasks.sort(key=lambda t: t[1] * vp + slots[t[2]])
             per_rank.append(tasks)
         segments.append(per_rank)
     first_rank = layout.ranks[0]
+    drains_on_first = layout.ranks[-1] == first_rank  # even vp: the V comes back to rank 0
     for r, window in enumerate(pack_windows):
-        if window <= 0 or r + 1 >= len(requests) or vp < 2:
+        if window <= 0 or r + 1 >= len(requests) or not drains_on_first:
             continue
         here, after = segments[r][first_rank], segments[r + 1][first_rank]
         moved = [t for t in after if t[2] == 0 and t[1] < window]
         if not here or not moved:
             continue
         segments[r][first_rank] = here[:-1] + moved + here[-1:]
-        segments[r + 1][first_rank] = [t for t in after if t not in set(moved)]
+        moved_set = set(moved)
+        segments[r + 1][first_rank] = [t for t in after if t not in moved_set]
     return [[task for seg in segments for task in seg[rank]] for rank in range(layout.pp)]
 
 
@@ -172,7 +195,6 @@ def build_plan(
     prev_on_rank = np.full(n, -1, dtype=np.int64)
     release_request = np.full(n, -1, dtype=np.int32)
     pays_overhead = np.zeros(n, dtype=bool)
-    links: dict[tuple[int, int], int] = {}  # last transfer on each directed link
 
     seen = 0
     for rank, order in enumerate(orders):
@@ -217,12 +239,7 @@ def build_plan(
                 after_end[send].append(node)
                 prev = send
             if successor in xfer_of:
-                xfer = xfer_of[successor]
-                after_end[xfer].append(node)
-                link = (rank, layout.ranks[g + 1])
-                if link in links:
-                    after_end[xfer].append(links[link])
-                links[link] = xfer
+                after_end[xfer_of[successor]].append(node)
 
     if seen != len(task_id):
         raise ValueError(f"program orders hold {seen} tasks, the requests have {len(task_id)}")

@@ -112,3 +112,28 @@ def test_cpp_pipelines_back_to_back_requests_and_reports_ttft() -> None:
     assert ttft[1] > ttft[0]
     assert summary["scheduling_steps"] == 6
     assert summary["makespan_ns"] == np.max(result.tasks["end_ns"].to_numpy())
+
+
+def test_stage_slots_leave_gaps_only_where_fold_points_collide() -> None:
+    from pipelines.sim.layout import fold_back_layout
+    from pipelines.sim.schedules import stage_slots
+
+    assert stage_slots(fold_back_layout(8, 2, 2)) == [0, 1, 2, 3]
+    assert stage_slots(fold_back_layout(16, 4, 2)) == list(range(8))
+    assert stage_slots(fold_back_layout(12, 2, 3)) == [0, 1, 2, 4, 5, 6]
+
+
+@pytest.mark.parametrize(("pp", "vp"), [(2, 3), (3, 3), (4, 2), (2, 4), (3, 4)])
+def test_deeper_layouts_never_lose_to_cpp(pp: int, vp: int) -> None:
+    stages = pp * vp
+    cost = FittedCost.from_tau_line(stages * T, stages * T, C)
+    cpp = simulate(22 * C, "cpp", model=cost, chunk_size=C, pp=pp, comm=None)
+    vpp = simulate(22 * C, "vpp", model=cost, chunk_size=C, pp=pp, vp=vp, comm=None)
+    print(
+        f"pp={pp} vp={vp}: CPP {float(bubble_ratio_exact(cpp)):.2%}, "
+        f"VPP {float(bubble_ratio_exact(vpp)):.2%}"
+    )
+    assert bubble_ratio_exact(vpp) <= bubble_ratio_exact(cpp)
+    packed = simulate([22 * C] * 3, "vpp_pack", model=cost, chunk_size=C, pp=pp, vp=vp, comm=None)
+    expected = [4, 4] if vp % 2 == 0 else [0, 0]  # the V returns to rank 0 only for even vp
+    assert packed.meta["pack_windows"] == expected
