@@ -29,6 +29,16 @@ the other inputs still load. Exit status: 0 all loaded, 2 something was quaranti
 arguments were bad."""
 
 
+EPILOG = """\
+quarantine reasons: not_found, not_profiler_output, unrecognised_input, empty_file, not_json,
+  truncated_json, invalid_json, empty_trace, no_lanes, bad_timestamps, csv_parse_error,
+  missing_columns, excel_mangled_number, unparsable_rows, invalid_communication,
+  unparsable_rank, unknown_rank, duplicate_rank, corrupt_db, missing_tables, not_gzip,
+  not_kineto, read_error (plus reader-specific codes of the db/Kineto/cluster readers)
+
+example: tracereplay ingest ~/prof/job_42 --tag model=qwen3-8b --tag schedule=vpp --json"""
+
+
 def _parse_tags(raw: list[str]) -> dict[str, str]:
     tags = {}
     for item in raw:
@@ -44,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "ingest",
         help="load profiler output (Ascend text/db, Kineto, msprof-analyze) into the warehouse",
         description=DESCRIPTION,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to ingest")

@@ -302,13 +302,14 @@ def _group_runs(walk: _Walk) -> list[RunInput]:
         else:
             runs.append(RunInput(origin=cluster, source="cluster", cluster_dirs=[cluster]))
     for folder, files in sorted(walk.kineto.items()):
-        runs.append(RunInput(origin=folder, source="kineto", kineto_files=sorted(files)))
+        runs.append(RunInput(origin=folder, source="kineto", kineto_files=sorted(set(files))))
     for folder, files in sorted(walk.topology.items()):
         owner = by_origin.get(folder)
+        unique = sorted(set(files))
         if owner is not None:
-            owner.topology_files.extend(sorted(files))
+            owner.topology_files.extend(unique)
         else:
-            runs.append(RunInput(origin=folder, source="topology", topology_files=sorted(files)))
+            runs.append(RunInput(origin=folder, source="topology", topology_files=unique))
     return runs
 
 

@@ -12,23 +12,23 @@ from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
 
 SETS = {
-    "A": "msinsight/test/st/level2",
-    "B0": "msinsight/test/data/pytorch/text/level0",
-    "B1": "msinsight/test/data/pytorch/text/level1",
-    "D": "msinsight/server/src/test/test_data/test_rank_0",
-    "G": "msprof-analyze",
+    "A": ["msinsight/test/st/level2"],
+    "B0": ["msinsight/test/data/pytorch/text/level0"],
+    "B1": ["msinsight/test/data/pytorch/text/level1"],
+    "D": [f"msinsight/server/src/test/test_data/test_rank_{r}" for r in (0, 1)],
+    "G": ["msprof-analyze"],
 }
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_sets_ingest_without_quarantine(real_dir: Path, warehouse, name: str) -> None:
-    report = ingest_paths([real_dir / SETS[name]], warehouse, progress=False)
+    report = ingest_paths([real_dir / p for p in SETS[name]], warehouse, progress=False)
     assert report.quarantined == [] and report.skipped == []
     assert report.runs and all(r.rows["ranks"] >= 1 for r in report.runs)
 
 
 def test_set_a_ranks_devices_and_pipeline_groups(real_dir: Path, warehouse) -> None:
-    report = ingest_paths([real_dir / SETS["A"]], warehouse, progress=False)
+    report = ingest_paths([real_dir / SETS["A"][0]], warehouse, progress=False)
     (run,) = report.runs
     rows = warehouse.execute(
         "select rank, device_id, pp_stage, groups from ranks where run_id = ? order by rank",
@@ -54,7 +54,7 @@ def test_set_a_ranks_devices_and_pipeline_groups(real_dir: Path, warehouse) -> N
 
 def test_tags_override_run_facts(real_dir: Path, warehouse) -> None:
     tags = {"model": "qwen3-0.6b", "pp": "4", "team": "perf"}
-    (run,) = ingest_paths([real_dir / SETS["A"]], warehouse, tags=tags, progress=False).runs
+    (run,) = ingest_paths([real_dir / SETS["A"][0]], warehouse, tags=tags, progress=False).runs
     row = warehouse.execute(
         "select model, pp, tags from runs where run_id = ?", [run.run_id]
     ).fetchone()

@@ -121,3 +121,25 @@ def test_unusable_traces(tmp_path: Path, content: bytes, reason: str) -> None:
     with pytest.raises(QuarantineError) as err:
         read_trace_view(path)
     assert err.value.reason == reason
+
+
+def test_event_larger_than_the_first_object_limit_is_read_again(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from pipelines.ingest import trace_view
+
+    monkeypatch.setattr(trace_view, "_OBJECT_LIMITS", (256, 1 << 20))
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
+        {
+            "ph": "X",
+            "name": "big",
+            "pid": 1,
+            "tid": 1,
+            "ts": "1.000",
+            "dur": 1,
+            "args": {"blob": "x" * 2000},
+        },
+    ]
+    trace = read_trace_view(_write(tmp_path / "trace_view.json", events))
+    assert trace.slices["name"].to_list() == ["big"]
