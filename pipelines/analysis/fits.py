@@ -63,6 +63,7 @@ class CurveFit:
     balance_hi: float
     balance_method: str
     balance_floor: float
+    vpp_gain_affine: float
     curvature: float
     curvature_p: float
     curvature_effect: float
@@ -95,6 +96,18 @@ def fieller(
         return -math.inf, math.inf
     root = math.sqrt(disc)
     return (b - root) / a, (b + root) / a
+
+
+def vpp_gain_affine(ratio: float, n_chunks: int) -> float:
+    """Bubble share VPP removes relative to CPP for affine tau_k = a + b k, a/b = `ratio`, with
+    two ranks, free transfers and one request of `n_chunks` chunks: CPP's bubble
+    tau_{N-1} / (sum tau + tau_{N-1}) minus VPP's drain 1/(N+1) (research/schedules.md §4.5),
+    = (N-1)(N/2) / ((N+1)((N+1) r + (N-1)(N+2)/2)); 2/(N+3) - 1/(N+1) at r = 1."""
+    n = n_chunks
+    if n < 2 or not math.isfinite(ratio):
+        return 0.0 if n >= 2 and math.isinf(ratio) and ratio > 0 else NAN
+    denominator = (n + 1) * ((n + 1) * ratio + (n - 1) * (n + 2) / 2)
+    return (n - 1) * (n / 2) / denominator if denominator > 0 else NAN
 
 
 def balance_residual(k: np.ndarray, tau: np.ndarray) -> float:
@@ -355,6 +368,7 @@ def fit_curve(
         balance_hi=hi,
         balance_method=method,
         balance_floor=floor,
+        vpp_gain_affine=vpp_gain_affine(float(a / b) if b != 0 else math.inf, len(k_grid)),
         curvature=curvature,
         curvature_p=curvature_p,
         curvature_effect=curvature_effect,
