@@ -56,6 +56,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", help="only this model")
     parser.add_argument("--schedule", help="only this schedule")
     parser.add_argument(
+        "--no-segment",
+        action="store_true",
+        help="do not segment (in memory) runs whose slices carry chunk markers but that have no "
+        "rows in the chunks table yet",
+    )
+    parser.add_argument(
         "--keep-partial",
         action="store_true",
         help="keep each request's shorter remainder chunk in the fit (left out by default)",
@@ -63,16 +69,58 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def load_chunks(con, model: str | None = None, schedule: str | None = None) -> pl.DataFrame:
-    """sql/intermediate/int_chunk_tau.sql evaluated on the warehouse's current chunks and runs."""
+RUN_CONFIG = ("source", "model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware")
+
+
+def load_chunks(
+    con, model: str | None = None, schedule: str | None = None, segment: bool = True
+) -> tuple[pl.DataFrame, list[str]]:
+    """sql/intermediate/int_chunk_tau.sql on the warehouse's chunks and runs, plus (`segment`)
+    the chunks of runs that have chunk markers in their slices but no chunk rows yet, segmented
+    in memory with the default marker rule. Returns (rows, run ids segmented here)."""
     from pipelines.warehouse import sql_text
 
     frame = con.execute(sql_text("int_chunk_tau", "intermediate")).pl()
+    segmented: list[str] = []
+    if segment:
+        extra = _segment_unchunked(con)
+        if extra.height:
+            segmented = sorted(extra["run_id"].unique().to_list())
+            frame = pl.concat([frame, extra], how="diagonal_relaxed")
     if model:
         frame = frame.filter(pl.col("model") == model)
     if schedule:
         frame = frame.filter(pl.col("schedule") == schedule)
-    return frame
+    return frame, segmented
+
+
+def _segment_unchunked(con) -> pl.DataFrame:
+    from pipelines.analysis.curves import mark_partial
+    from pipelines.analysis.segment import segment_chunks
+
+    run_ids = [
+        row[0]
+        for row in con.execute(
+            "select distinct s.run_id from slices as s"
+            " where s.lane = 'host' and s.name like 'chunk[%'"
+            " and not exists (select 1 from chunks as c where c.run_id = s.run_id)"
+            " order by 1"
+        ).fetchall()
+    ]
+    parts = []
+    for run_id in run_ids:
+        slices = con.execute("select * from slices where run_id = ?", [run_id]).pl()
+        chunks, _ = segment_chunks(slices, run_id)
+        parts.append(chunks)
+    if not parts:
+        return pl.DataFrame()
+    chunks = pl.concat(parts)
+    config = con.execute(
+        f"select run_id, {', '.join(RUN_CONFIG)} from runs where run_id in "
+        f"(select unnest(?::varchar[]))",
+        [run_ids],
+    ).pl()
+    return mark_partial(chunks.join(config, on="run_id", how="left")).rename({"busy_ns": "tau_ns"})
 
 
 def _ms(x: float) -> str:
@@ -145,9 +193,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     con = warehouse.connect(path, read_only=True)
     try:
-        chunks = load_chunks(con, args.model, args.schedule)
+        chunks, segmented = load_chunks(con, args.model, args.schedule, not args.no_segment)
     finally:
         con.close()
+    if segmented:
+        print(
+            f"tracereplay fit: segmented {len(segmented)} run(s) without stored chunks from their "
+            "chunk markers (in memory)",
+            file=sys.stderr,
+        )
     curves = fit_curves(chunks, drop_partial=not args.keep_partial)
     if args.json:
         records = [{k: _json_value(v) for k, v in row.items()} for row in curves.to_dicts()]

@@ -88,3 +88,28 @@ def test_fit_command_prints_one_curve_per_configuration(tmp_path, capsys) -> Non
 
 def test_fit_command_without_a_warehouse_is_a_bad_input(tmp_path) -> None:
     assert main(["fit", "--warehouse", str(tmp_path / "missing.duckdb")]) == 2
+
+
+def test_fit_segments_ingested_runs_that_have_markers_but_no_chunks(tmp_path, capsys) -> None:
+    path = tmp_path / "w.duckdb"
+    _, tau = fixtures.linear(n=12, seed=5)
+    rows, t = [], 0
+    for k, busy in enumerate(tau.astype(np.int64)):
+        name = f"chunk[req=r0,k={k},vs=0,tokens=100,prefix={100 * k}]"
+        rows.append({"lane": "host", "name": name, "start_ns": t, "dur_ns": int(busy) + 10})
+        rows.append({"lane": "compute", "name": "kernel", "start_ns": t + 5, "dur_ns": int(busy)})
+        t += int(busy) + 1000
+    slices = pl.DataFrame(rows).with_columns(
+        pl.lit("traced").alias("run_id"), pl.lit(0, pl.Int32).alias("rank")
+    )
+    runs = _run("traced", "traced-model", tau)["runs"]
+    con = wh.connect(path)
+    wh.write_run(con, "traced", {"runs": runs, "slices": slices})
+    con.close()
+    assert main(["fit", "--warehouse", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    (curve,) = json.loads(captured.out)["curves"]
+    assert (curve["model"], curve["n_points"], curve["verdict"]) == ("traced-model", 12, "linear")
+    assert "segmented 1 run" in captured.err
+    assert main(["fit", "--warehouse", str(path), "--json", "--no-segment"]) == 0
+    assert json.loads(capsys.readouterr().out)["curves"] == []
