@@ -182,6 +182,7 @@ def _pack_windows(
     cost: StageCost,
     comm: CommModel | None,
     pack_window: int | None,
+    reorder: bool,
 ) -> list[int]:
     """Per request boundary, how many stage-0 tasks of the next request are packed; a boundary
     is packed only if the next request has arrived by the time the drain starts (estimated by
@@ -190,7 +191,8 @@ def _pack_windows(
         return []
     if layout.ranks[-1] != layout.ranks[0]:
         return [0] * (len(requests) - 1)  # odd vp: no drain window on rank 0
-    plain = build_plan(requests, layout, rank_orders(requests, layout), comm and comm.mode)
+    orders = rank_orders(requests, layout, reorder=reorder)
+    plain = build_plan(requests, layout, orders, comm and comm.mode)
     dur = stage_durations(plain, cost, comm)
     _, end = evaluate(plain.graph, np.rint(dur).astype(np.int64), _release(plain))
     first_rank = layout.ranks[0]
@@ -238,6 +240,7 @@ def prepare(
     comm_mode: str | None = None,
     pack_window: int | None = DEFAULT_PACK_WINDOW,
     dcpp: DcppConfig | None = None,
+    reorder: bool | None = None,
 ) -> tuple[Plan, np.ndarray, dict[str, Any], StageCost, CommModel | None]:
     """Chunk, lay out and compile a run: (plan, noise-free durations, meta, cost, comm)."""
     base, dcpp = _resolve_schedule(schedule, dcpp)
@@ -251,12 +254,14 @@ def prepare(
     layout = fold_back_layout(cost.num_layers, pp, vp, layer_split)
     frame = requests_frame(requests)
     chunked = _chunk_requests(frame, base, chunk_size, dcpp, cost, layout)
+    reorder = reorder if reorder is not None else base in _ASYNC_SCHEDULES
     windows = (
-        _pack_windows(chunked, layout, cost, comm_model, pack_window) if base == "vpp_pack" else []
+        _pack_windows(chunked, layout, cost, comm_model, pack_window, reorder)
+        if base == "vpp_pack"
+        else []
     )
-    plan = build_plan(
-        chunked, layout, rank_orders(chunked, layout, windows), comm_model and comm_model.mode
-    )
+    orders = rank_orders(chunked, layout, windows, reorder)
+    plan = build_plan(chunked, layout, orders, comm_model and comm_model.mode)
     dur = stage_durations(plan, cost, comm_model)
     model_name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     meta: dict[str, Any] = {
@@ -274,6 +279,7 @@ def prepare(
         "comm_mode": comm_model.mode if comm_model is not None else "none",
         "dcpp_rule": dcpp.rule if dcpp is not None else None,
         "pack_windows": windows,
+        "reorder": reorder,
         "layer_ranges": [list(r) for r in layout.layer_ranges],
         "stage_ranks": list(layout.ranks),
         "source": "sim",
@@ -296,6 +302,7 @@ def simulate(
     comm_mode: str | None = None,
     pack_window: int | None = DEFAULT_PACK_WINDOW,
     dcpp: DcppConfig | None = None,
+    reorder: bool | None = None,
     noise: float = 0.0,
     seed: int = 0,
 ) -> SimResult:
@@ -304,6 +311,7 @@ def simulate(
     model: preset name (presets.PRESET_NAMES) or any StageCost (FittedCost, TabulatedCost, ...).
     comm: "preset" (the model's link figures; free for a custom cost model), None (free
     transfers) or a CommModel; comm_mode overrides blocking/async (default: async for vpp_async
+    and vpp_pack). reorder: VPP-Async's s0(k+1)-before-s3(k-1) swap (default: on for vpp_async
     and vpp_pack). noise: multiplicative lognormal σ per task (0.03 = 3 %), drawn from `seed`.
     """
     plan, dur, meta, _, _ = prepare(
@@ -320,6 +328,7 @@ def simulate(
         comm_mode=comm_mode,
         pack_window=pack_window,
         dcpp=dcpp,
+        reorder=reorder,
     )
     start, end = evaluate(plan.graph, _noisy(dur, noise, seed), _release(plan))
     meta.update(seed=seed, noise=noise)

@@ -12,6 +12,12 @@ is the paper's V schedule (Algorithm 1, research/schedules.md §7):
     rank 0: s0(0) s0(1) s3(0) s0(2) s3(1) ... s0(N-1) s3(N-2) s3(N-1)
     rank 1: s1(0) s2(0) s1(1) s2(1) ...
 
+VPP-Async (vpp_async, vpp_pack) swaps rank 0's pair in each cycle, s0(k+1) before s3(k-1)
+(seed 000 §4.4), so that each transfer is issued while the peer computes, and overlaps
+transfers with compute (comm.py `async`):
+
+    rank 0: s0(0) s0(1) s0(2) s3(0) s0(3) s3(1) ... s0(N-1) s3(N-3) s3(N-2) s3(N-1)
+
 Every dependency goes from a smaller key to a larger one, so the order never deadlocks, and the
 key is the start slot of the task in a steady pipeline of equal stages, where no rank holds two
 tasks in one slot. Requests follow each other in arrival order: all of a request's tasks on a
@@ -66,31 +72,42 @@ class ChunkedRequest:
         return tuple(out)
 
 
-def stage_slots(layout: StageLayout) -> list[int]:
+def stage_slots(layout: StageLayout, reorder: bool = False) -> list[int]:
     """Start slot of each virtual stage of a chunk in a steady pipeline whose chunks start every
     `vp` slots: stage g takes the first slot after stage g-1 whose residue mod vp its rank has
     not used yet, so no rank ever gets two stages in one slot. For vp <= 2 (and any pp) the
-    slots are just 0, 1, 2, ...; with vp >= 3 fold points force gaps (pp=2, vp=3: 0 1 2 4 5 6)."""
+    slots are just 0, 1, 2, ...; with vp >= 3 fold points force gaps (pp=2, vp=3: 0 1 2 4 5 6).
+
+    `reorder` is VPP-Async's swap (seed 000 §4.4): the first stage that comes back across ranks
+    after the fold, and everything after it, starts one period (vp slots) later, so rank 0 runs
+    s0(k+1) before s3(k-1) and each transfer is issued while its peer is computing."""
     vp = layout.vp
     used: dict[int, set[int]] = {rank: set() for rank in range(layout.pp)}
     slots: list[int] = []
-    slot = -1
-    for rank in layout.ranks:
+    slot, shift = -1, 0
+    for g, rank in enumerate(layout.ranks):
         slot += 1
         while slot % vp in used[rank]:
             slot += 1
         used[rank].add(slot % vp)
-        slots.append(slot)
+        returning = (g // layout.pp) % 2 == 1 and not layout.is_fold_continuation(g)
+        if reorder and returning and shift == 0:
+            shift = vp
+        slots.append(slot + shift)
     return slots
 
 
 def rank_orders(
-    requests: Sequence[ChunkedRequest], layout: StageLayout, pack_windows: Sequence[int] = ()
+    requests: Sequence[ChunkedRequest],
+    layout: StageLayout,
+    pack_windows: Sequence[int] = (),
+    reorder: bool = False,
 ) -> list[list[Task]]:
     """Program order of compute tasks per rank. `pack_windows[r]` is the number of stage-0 tasks
-    of request r+1 packed into request r's drain on rank 0 (missing or 0: no packing)."""
+    of request r+1 packed into request r's drain on rank 0 (missing or 0: no packing);
+    `reorder` applies VPP-Async's swap (stage_slots)."""
     vp = layout.vp
-    slots = stage_slots(layout)
+    slots = stage_slots(layout, reorder)
     per_rank_stages = [layout.stages_of(rank) for rank in range(layout.pp)]
     segments: list[list[list[Task]]] = []  # [request][rank] -> tasks
     for r, req in enumerate(requests):

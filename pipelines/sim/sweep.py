@@ -98,7 +98,9 @@ def _prepare(point: SweepPoint):
 def _plan(point: SweepPoint, vp: int, chunks, comm, windows) -> Plan:
     layout = _layout(point.model, point.pp, vp)
     requests = [ChunkedRequest(f"req-{i}", 0, chunks) for i in range(point.requests)]
-    return build_plan(requests, layout, rank_orders(requests, layout, windows), comm and comm.mode)
+    reorder = point.schedule in ("vpp_async", "vpp_pack")
+    orders = rank_orders(requests, layout, windows, reorder)
+    return build_plan(requests, layout, orders, comm and comm.mode)
 
 
 def _metrics(plan: Plan, dur: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict:
