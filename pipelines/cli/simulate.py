@@ -23,6 +23,8 @@ SCHEDULES = ("single", "cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
 FORMATS = ("ascend", "kineto", "chrome")
 DEFAULT_FORMATS = "ascend,chrome"
 SINGLE_MODEL = "llama3-8b"
+PIPELINE_MODEL = "deepseek-v3.1"
+PIPELINE_SEQ_LEN = 131072
 
 
 class ArgumentError(ValueError):
@@ -56,8 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--model",
         default=None,
-        help=f"model preset (default: {SINGLE_MODEL} for single, the simulator's default "
-        "preset otherwise)",
+        help=f"model preset (default: {SINGLE_MODEL} for single, {PIPELINE_MODEL} otherwise; "
+        "pipeline presets: deepseek-v3.1, glm-5.2, qwen3-coder-30b-a3b, llama3-8b)",
     )
     parser.add_argument(
         "--schedule",
@@ -70,8 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         metavar="TOKENS",
-        help="prompt length of each long request in tokens (default: 32768 for single, the "
-        "simulator's default otherwise)",
+        help="prompt length of each long request in tokens (default: 32768 for single, "
+        f"{PIPELINE_SEQ_LEN} otherwise)",
     )
     parser.add_argument(
         "--chunk",
@@ -79,7 +81,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="TOKENS",
         help="chunk size in tokens; for single the per-step token budget including decodes, 0 "
-        "for no chunking (default: 2048 for single, the simulator's default otherwise)",
+        "for no chunking; for dcpp the base size the dynamic sizes start from (default: 2048 "
+        "for single, 24576 otherwise)",
     )
     parser.add_argument(
         "--ranks",
@@ -215,33 +218,47 @@ def simulate_single_from_args(args: argparse.Namespace) -> tuple[SimResult, dict
 
 
 def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
-    """The pipeline-parallel run the options describe (pipelines.sim.run.simulate)."""
+    """The pipeline-parallel run the options describe (pipelines.sim.run.simulate): --requests
+    prompts of --seq-len tokens arriving --arrival-gap apart from t=0."""
     if args.cap is not None or args.interactive_first:
         raise ArgumentError("--cap and --interactive-first apply to --schedule single only")
     vp = args.vp if args.vp is not None else (2 if args.schedule.startswith("vpp") else 1)
     if not args.schedule.startswith("vpp") and vp != 1:
         raise ArgumentError(f"--vp {vp} needs a vpp* schedule, not {args.schedule}")
+    if args.chunk == 0:
+        raise ArgumentError("--chunk 0 (no chunking) applies to --schedule single only")
+    import polars as pl
+
+    from pipelines.sim import presets
     from pipelines.sim import run as sim_run
 
-    kwargs: dict[str, Any] = {
-        "schedule": args.schedule,
-        "pp": args.ranks if args.ranks is not None else 2,
-        "vp": vp,
-        "requests": args.requests,
-        "arrival_gap_ns": round(args.arrival_gap * 1e6),
-        "seed": args.seed,
-        "noise": args.noise,
-    }
-    if args.model is not None:
-        kwargs["model"] = args.model
-    if args.seq_len is not None:
-        kwargs["seq_len"] = args.seq_len
+    model = args.model or PIPELINE_MODEL
+    if model not in presets.PRESET_NAMES:
+        raise ArgumentError(
+            f"--model {model!r} is not a simulator preset; choose from "
+            f"{', '.join(presets.PRESET_NAMES)}"
+        )
+    gap_ns = round(args.arrival_gap * 1e6)
+    seq_len = args.seq_len or PIPELINE_SEQ_LEN
+    requests = pl.DataFrame(
+        {
+            "request_id": [f"req-{i}" for i in range(args.requests)],
+            "arrival_ns": [i * gap_ns for i in range(args.requests)],
+            "prompt_tokens": [seq_len] * args.requests,
+        }
+    )
+    options: dict[str, Any] = {"model": model, "pp": args.ranks or 2, "vp": vp}
     if args.chunk is not None:
-        kwargs["chunk_size"] = args.chunk
+        options["chunk_size"] = args.chunk
     try:
-        return sim_run.simulate(**kwargs)
-    except (KeyError, ValueError) as exc:
-        raise ArgumentError(str(exc).strip("'\"")) from exc
+        result = sim_run.simulate(
+            requests, args.schedule, noise=args.noise, seed=args.seed, **options
+        )
+    except ValueError as exc:
+        raise ArgumentError(str(exc)) from exc
+    link = presets.comm_model(model, result.meta.get("hardware"), result.meta.get("tp"))
+    result.meta.setdefault("bytes_per_token", float(link.bytes_per_token))
+    return result
 
 
 def summary(result: SimResult, extra: dict[str, Any]) -> dict[str, Any]:

@@ -63,6 +63,8 @@ def test_default_formats_and_text_summary(
         (["--schedule", "single", "--noise", "-1"], "--noise"),
         (["--schedule", "cpp", "--vp", "2"], "--vp 2 needs a vpp"),
         (["--schedule", "cpp", "--cap", "100"], "single only"),
+        (["--schedule", "cpp", "--chunk", "0"], "single only"),
+        (["--schedule", "vpp", "--model", "gpt-9"], "not a simulator preset"),
     ],
 )
 def test_bad_arguments_exit_2(
@@ -71,6 +73,53 @@ def test_bad_arguments_exit_2(
     code, _, err = _run(capsys, *argv)
     assert code == EXIT_BAD_INPUT
     assert message in err
+
+
+def test_pipeline_schedule_writes_every_rank(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(
+        capsys,
+        "--schedule",
+        "vpp",
+        "--ranks",
+        "2",
+        "--vp",
+        "2",
+        "--seq-len",
+        "65536",
+        "--chunk",
+        "16384",
+        "--requests",
+        "2",
+        "--arrival-gap",
+        "250",
+        "--format",
+        "ascend,kineto",
+        "--out",
+        str(tmp_path),
+        "--json",
+    )
+    assert code == EXIT_OK
+    report = json.loads(out)
+    assert (report["schedule"], report["ranks"], report["vp"], report["requests"]) == (
+        "vpp",
+        2,
+        2,
+        2,
+    )
+    assert report["chunk_size"] == 16384 and report["seq_len"] == 65536
+    assert 0 <= report["bubble_ratio"] < 1
+    folders = sorted(tmp_path.glob("*_ascend_pt"))
+    assert [f.name.split("-rank")[1][0] for f in folders] == ["0", "1"]
+    assert len(list((tmp_path / "kineto").glob("*.pt.trace.json"))) == 2
+    meta = json.loads((folders[0] / "profiler_metadata.json").read_text())
+    assert (meta["schedule"], meta["pp"], meta["vp"], meta["seq_len"]) == (
+        "vpp",
+        "2",
+        "2",
+        "65536",
+    )
 
 
 def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
