@@ -173,10 +173,8 @@ class RunAssembler:
             )
         for path in self.run.kineto_files:
             self._read_with(path, "kineto", "read_trace")
-        with_ranks = bool(self.run.ranks or self.run.kineto_files)
         for folder in self.run.cluster_dirs:
-            # per-rank exports carry exact comm ops; the cluster summary's are only a fallback
-            self._read_summary(folder, "cluster", "read_cluster", with_comm_ops=not with_ranks)
+            self._read_summary(folder, "cluster", "read_cluster")
         if self.run.topology_files:
             self._read_summary(list(self.run.topology_files), "topology", "read_topology")
 
@@ -257,9 +255,15 @@ class RunAssembler:
                 }
             )
         summary_ranks = self.extra_tables.pop("ranks", [])
+        read_ranks = [rank for rank, _ in ranks]
         for table, extra in self.extra_tables.items():
             tables.setdefault(table, [])
-            tables[table].extend(f.with_columns(pl.lit(self.run_id).alias("run_id")) for f in extra)
+            for frame in extra:
+                if table == "comm_ops":
+                    # a cluster summary's comm ops (µs-float times) only for ranks that have no
+                    # rank folder here: a rank's own export is exact
+                    frame = frame.filter(~pl.col("rank").is_in(read_ranks))
+                tables[table].append(frame.with_columns(pl.lit(self.run_id).alias("run_id")))
         out = {
             table: pl.concat(
                 [f.select([c for c in f.columns if c in SCHEMAS[table]]) for f in frames],
