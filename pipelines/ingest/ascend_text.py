@@ -70,15 +70,6 @@ def output_dir(rank_dir: Path) -> Path:
     return child if child.is_dir() else rank_dir
 
 
-def text_files(rank_dir: Path) -> list[Path]:
-    """The text inputs this reader consumes in a rank folder (for hashing and reporting)."""
-    out = output_dir(rank_dir)
-    found = [out / name for name in TEXT_FILES if (out / name).is_file()]
-    info = find_profiler_info(rank_dir)
-    meta = rank_dir / METADATA
-    return ([info] if info else []) + ([meta] if meta.is_file() else []) + found
-
-
 class _Attempts:
     """Runs each file reader, turning failures into quarantine records."""
 

@@ -25,8 +25,10 @@ from pipelines.ingest.profiler_info import load_json_file
 from pipelines.ingest.units import ms_to_ns, us_to_ns
 
 # P2P op names: msprof-analyze / MindSpore patterns plus batchSendRecv (PyTorch batch_isend_irecv).
-P2P_NAME = re.compile(r"^hcom_(send|receive|\w*sendrecv)|^(send|receive)-op", re.IGNORECASE)
-RECEIVE_NAME = re.compile(r"^hcom_receive", re.IGNORECASE)
+P2P_REGEX = r"(?i)^(hcom_(send|receive|\w*sendrecv)|(send|receive)-op)"
+RECEIVE_REGEX = r"(?i)^hcom_receive"
+P2P_NAME = re.compile(P2P_REGEX)
+RECEIVE_NAME = re.compile(RECEIVE_REGEX)
 _OP_NAME = re.compile(r"^hcom_(?P<type>[A-Za-z0-9]+?)_{1,2}(?P<g3>\d{3})_\d+", re.IGNORECASE)
 _STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)
 # Bandwidth types summed for an op's bytes: SDMA already is HCCS + PCIE + SIO.

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 import numpy as np
 import polars as pl
 
-from pipelines.ingest.communication import is_p2p_op, is_receive_op
+from pipelines.ingest.communication import P2P_REGEX, RECEIVE_REGEX
 from pipelines.ingest.interval_math import covered, difference, intersection
 
 OVERLAP_COLUMNS = {
@@ -80,11 +80,11 @@ def _groups(frame: pl.DataFrame, steps_known: bool) -> Iterable[tuple[int | None
 
 
 def _p2p_names(names: pl.Series) -> pl.Series:
-    return names.map_elements(is_p2p_op, return_dtype=pl.Boolean)
+    return names.str.contains(P2P_REGEX)
 
 
 def _receive_names(names: pl.Series) -> pl.Series:
-    return names.map_elements(is_receive_op, return_dtype=pl.Boolean)
+    return names.str.contains(RECEIVE_REGEX)
 
 
 def from_trace(slices: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
