@@ -39,7 +39,7 @@ TEXT_COLUMNS = (
     ("r2", "R2"),
     ("balance", "balance resid [CI]"),
     ("curv_p", "curv p"),
-    ("breakpoint", "break k"),
+    ("breakpoint", "break k (p_adj)"),
     ("verdict", "verdict"),
 )
 
@@ -162,7 +162,7 @@ def _text_row(row: dict) -> dict[str, str]:
         "breakpoint": (
             "-"
             if row["breakpoint_k"] is None or math.isnan(row["breakpoint_k"])
-            else f"{row['breakpoint_k']:.0f}"
+            else f"{row['breakpoint_k']:.0f} (p {_num(row['breakpoint_p'], 2)})"
         ),
         "verdict": row["verdict"],
     }
