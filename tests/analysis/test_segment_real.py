@@ -36,3 +36,22 @@ def test_profiler_step_busy_time_equals_the_profilers_computing(real_dir, level,
             slices, "b", PROFILER_STEP_REGEX, renumber=True, link="flow"
         )
         assert 0 < linked_only["busy_ns"].item() <= chunks["busy_ns"].item()
+
+
+@pytest.mark.real
+def test_kineto_profiler_steps_link_every_kernel_by_correlation(real_dir) -> None:
+    from pipelines.ingest.kineto import read_trace
+
+    frames = read_trace(
+        real_dir / "kineto/HolisticTraceAnalysis/tests/data/trace_filter/sampled_rank-0.json.gz"
+    )
+    slices = frames.tables["slices"].with_columns(
+        pl.lit(frames.rank, pl.Int32).alias("rank"), pl.lit("k").alias("run_id")
+    )
+    chunks, unassigned = segment_chunks(slices, "k", PROFILER_STEP_REGEX, renumber=True)
+    derived = dict(frames.tables["step_breakdown"].select("step", "computing_ns").iter_rows())
+    # ProfilerStep#551 and #552: busy time = the reader's derived Computing of each step
+    assert chunks.sort("chunk_idx")["busy_ns"].to_list() == [derived[551], derived[552]]
+    report = unassigned.row(0, named=True)
+    assert report["unassigned_ns"] == 0
+    assert report["n_flow_linked"] == report["n_device_slices"] > 1000
