@@ -500,3 +500,52 @@ def test_simulated_schedules_round_trip(tmp_path: Path, schedule: str) -> None:
         .sort(key)
     )
     assert got.cast(want.schema).equals(want)
+
+
+def test_ingest_paths_loads_one_run_per_simulation(tmp_path: Path, warehouse) -> None:
+    """`ingest_paths` on a folder of written rank folders loads exactly one run, nothing
+    quarantined, its run facts from profiler_metadata.json; re-ingesting changes nothing."""
+    from pipelines.ingest.load import ingest_paths
+    from pipelines.sim.run import simulate
+
+    result = simulate([65536], "vpp", chunk_size=16384, pp=2, vp=2)
+    out = tmp_path / "vpp_run"
+    write_ascend_pt(result, out)
+    report = ingest_paths([out], warehouse, progress=False)
+    assert report.quarantined == [] and len(report.runs) == 1
+    run = warehouse.execute(
+        "select run_id, schedule, chunk_size, seq_len, pp, vp from runs"
+    ).fetchall()
+    assert [r[1:] for r in run] == [("vpp", 16384, 65536, 2, 2)]
+    run_id = run[0][0]
+    ranks = warehouse.execute("select count(*) from ranks where run_id = ?", [run_id]).fetchone()[0]
+    assert ranks == 2
+    computing = warehouse.execute(
+        "select sum(computing_ns) from step_breakdown where run_id = ? and origin = 'profiler'",
+        [run_id],
+    ).fetchone()[0]
+    compute = result.tasks.filter(pl.col("kind") == "compute")
+    assert computing == int((compute["end_ns"] - compute["start_ns"]).sum())
+    again = ingest_paths([out], warehouse, progress=False)
+    assert again.quarantined == []
+    assert warehouse.execute("select count(*) from runs").fetchone()[0] == 1
+
+
+@pytest.mark.xfail(
+    reason="pipelines/ingest/discover.py counts the generic Chrome key displayTimeUnit as a "
+    "Kineto marker, so the Perfetto JSON next to the rank folders loads as an extra empty "
+    "kineto run",
+    strict=False,
+)
+def test_cli_output_folder_ingests_as_one_run(tmp_path: Path, warehouse) -> None:
+    """`tracereplay simulate --out DIR` (Ascend folders + Perfetto JSON) then ingesting DIR
+    gives one run and nothing quarantined."""
+    from pipelines.cli import main
+    from pipelines.ingest.load import ingest_paths
+
+    code = main(["simulate", "--schedule", "cpp", "--seq-len", "65536", "--chunk", "16384",
+                 "--out", str(tmp_path / "cli")])  # fmt: skip
+    assert code == 0
+    report = ingest_paths([tmp_path / "cli"], warehouse, progress=False)
+    assert report.quarantined == []
+    assert [r.source for r in report.runs] == ["ascend_pt"]
