@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "simulate",
         help="simulate a chunked-prefill schedule and write its traces",
-        description=(
+        description=textwrap.fill(
             "Simulate one chunked-prefill run and optionally write it as profiler traces. "
             "'single' is the single-device scheduler of seed 001: every step gives decode "
             "streams one token each first, then fills the --chunk token budget with prompt "
@@ -44,13 +45,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "on an H100). The other schedules run the pipeline-parallel simulator over --ranks "
             "stages: cpp (fixed chunks), dcpp (dynamic chunk sizes), vpp (virtual pipeline, "
             "--vp stages per rank), vpp_async (VPP with asynchronous sends), vpp_pack (VPP-Async "
-            "with cross-request packing)."
+            "with cross-request packing).",
+            width=100,
         ),
         epilog=(
             "examples:\n"
             "  tracereplay simulate --schedule single --chunk 2048 --interactive-first --json\n"
             "  tracereplay simulate --schedule vpp --ranks 2 --vp 2 --seq-len 131072 "
             "--chunk 16384 --out data/raw/sim_vpp\n"
+            "output with --out DIR:\n"
+            "  DIR/sim-<schedule>-rank<r>_<pid>_<stamp>_ascend_pt/   torch_npu text export per rank "
+            "(tracereplay ingest DIR)\n"
+            "  DIR/kineto/*.pt.trace.json                           Kineto trace per rank\n"
+            "  DIR/<schedule>.perfetto.json                          open in ui.perfetto.dev\n"
             "exit codes: 0 ok, 2 bad arguments"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
