@@ -54,10 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "  tracereplay simulate --schedule vpp --ranks 2 --vp 2 --seq-len 131072 "
             "--chunk 16384 --out data/raw/sim_vpp\n"
             "output with --out DIR:\n"
-            "  DIR/sim-<schedule>-rank<r>_<pid>_<stamp>_ascend_pt/   torch_npu text export per rank "
-            "(tracereplay ingest DIR)\n"
-            "  DIR/kineto/*.pt.trace.json                           Kineto trace per rank\n"
-            "  DIR/<schedule>.perfetto.json                          open in ui.perfetto.dev\n"
+            "  DIR/sim-<schedule>-rank<r>_<pid>_<stamp>_ascend_pt/  torch_npu text export per "
+            "rank (tracereplay ingest DIR)\n"
+            "  DIR/kineto/*.pt.trace.json                          Kineto trace per rank\n"
+            "  DIR/<schedule>.perfetto.json                        open in ui.perfetto.dev\n"
             "exit codes: 0 ok, 2 bad arguments"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
