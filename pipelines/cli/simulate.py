@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -149,6 +150,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write the traces under DIR (default: write nothing, print the summary)",
     )
     parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a run this command wrote earlier into --out (default: refuse, since "
+        "ingesting the folder would merge both runs' ranks)",
+    )
+    parser.add_argument(
         "--format",
         default=DEFAULT_FORMATS,
         metavar="LIST",
@@ -277,6 +284,47 @@ def summary(result: SimResult, extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def previous_outputs(out: Path) -> tuple[list[Path], list[Path]]:
+    """Trace output already under `out`: (written by this command earlier, anything else that
+    ingest would read together with a new run)."""
+    if not out.is_dir():
+        return [], []
+    ours: list[Path] = []
+    foreign: list[Path] = []
+    for path in sorted(out.glob("*_ascend_pt")):
+        (ours if path.name.startswith("sim-") else foreign).append(path)
+    for path in sorted((out / "kineto").glob("*.pt.trace.json")):
+        (ours if path.name.startswith("sim-") else foreign).append(path)
+    ours += sorted(out.glob("*.perfetto.json"))
+    return ours, foreign
+
+
+def check_out(out: Path, overwrite: bool) -> list[Path]:
+    """What must be removed from `out` before writing a new run there. Refuses to mix a new run
+    with earlier output (ingest would merge their ranks into one run): foreign profiler output
+    always, an earlier run of this command unless `overwrite`."""
+    ours, foreign = previous_outputs(out)
+    if foreign:
+        raise ArgumentError(
+            f"--out {out} already holds profiler output not written by this command "
+            f"({foreign[0].name}); choose another folder"
+        )
+    if ours and not overwrite:
+        raise ArgumentError(
+            f"--out {out} already holds a simulated run ({len(ours)} entries, e.g. "
+            f"{ours[0].name}); choose an empty folder or pass --overwrite"
+        )
+    return ours
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
 def write_outputs(result: SimResult, out: Path, formats: list[str]) -> list[Path]:
     """Write the requested trace formats under `out`; return what was written."""
     written: list[Path] = []
@@ -300,6 +348,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         _check_common(args)
         formats = parse_formats(args.format)
+        stale = check_out(args.out, args.overwrite) if args.out is not None else []
         if args.schedule == "single":
             result, extra = simulate_single_from_args(args)
         else:
@@ -307,7 +356,10 @@ def run(args: argparse.Namespace) -> int:
     except ArgumentError as exc:
         print(f"tracereplay simulate: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    written = write_outputs(result, args.out, formats) if args.out is not None else []
+    written = []
+    if args.out is not None:
+        _remove(stale)
+        written = write_outputs(result, args.out, formats)
     report = summary(result, extra)
     report["written"] = [str(p) for p in written]
     if args.json:

@@ -122,6 +122,24 @@ def test_pipeline_schedule_writes_every_rank(
     )
 
 
+def test_out_folder_holds_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second run into the same folder is refused (ingest would merge the ranks of both)
+    unless --overwrite, which replaces the earlier run; foreign traces are never touched."""
+    base = ["--seq-len", "32768", "--chunk", "16384", "--out", str(tmp_path), "--format"]
+    assert _run(capsys, "--schedule", "cpp", "--ranks", "4", *base, "ascend,kineto")[0] == 0
+    assert len(list(tmp_path.glob("*_ascend_pt"))) == 4
+    code, _, err = _run(capsys, "--schedule", "cpp", *base, "ascend")
+    assert code == EXIT_BAD_INPUT and "--overwrite" in err
+    assert len(list(tmp_path.glob("*_ascend_pt"))) == 4
+    assert _run(capsys, "--schedule", "cpp", *base, "ascend", "--overwrite")[0] == EXIT_OK
+    assert len(list(tmp_path.glob("*_ascend_pt"))) == 2
+    assert not list((tmp_path / "kineto").glob("*.json"))
+    (tmp_path / "rank9_ascend_pt").mkdir()
+    code, _, err = _run(capsys, "--schedule", "cpp", *base, "ascend", "--overwrite")
+    assert code == EXIT_BAD_INPUT and "rank9_ascend_pt" in err
+    assert (tmp_path / "rank9_ascend_pt").is_dir()
+
+
 def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["simulate", "--help"])
@@ -140,6 +158,7 @@ def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         "--noise",
         "--out",
         "--format",
+        "--overwrite",
         "--json",
     ):
         assert option in text
