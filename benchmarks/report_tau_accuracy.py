@@ -350,7 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   verdict not linear        {wilson(**_hn(g['not_linear']))}   target >= 95%")
     print(f"   offset/breakpoint given   {wilson(**_hn(g['offset_or_breakpoint_reported']))}")
     print(f"   verdicts                  {g['verdicts']}")
-    print(f"   a/b median {g['a_over_b_median']}, range {g['a_over_b_range']}")
+    if g["a_over_b_median"] is not None:
+        lo, hi = g["a_over_b_range"]
+        print(
+            f"   a/b of linear_offset      median {g['a_over_b_median']:.3g}, "
+            f"range [{lo:.3g}, {hi:.3g}]"
+        )
     print(f"   breakpoints at k          {g['breakpoints']}")
     print(f"\n3. constant tau + noise: {z['runs']} runs, {z['curves']} stage curves")
     print(f"   too_noisy or linear_offset {wilson(**_hn(z['too_noisy_or_offset']))}")
