@@ -25,9 +25,9 @@ DEFAULT_MARKER_REGEX = (
     r"(?=(?:[^\]]*,)?req=)(?=(?:[^\]]*,)?k=)(?=(?:[^\]]*,)?vs=)"
     r"(?!(?:.*(?:\[|,)req=){2})(?!(?:.*(?:\[|,)k=){2})(?!(?:.*(?:\[|,)vs=){2})"
     r"(?!(?:.*(?:\[|,)tokens=){2})(?!(?:.*(?:\[|,)prefix=){2})"
-    r"(?:req=(?P<req>[^,\]=\s]+)|k=(?P<k>\d+)|vs=(?P<vs>\d+)"
+    r"(?:req=(?P<req>[^,\]=\s]+)|k=(?P<k>\d+)|vs=(?P<vs>-?\d+)"
     r"|tokens=(?P<tokens>\d+)|prefix=(?P<prefix>\d+))"
-    r"(?:,(?:req=(?P<req2>[^,\]=\s]+)|k=(?P<k2>\d+)|vs=(?P<vs2>\d+)"
+    r"(?:,(?:req=(?P<req2>[^,\]=\s]+)|k=(?P<k2>\d+)|vs=(?P<vs2>-?\d+)"
     r"|tokens=(?P<tokens2>\d+)|prefix=(?P<prefix2>\d+))){2,4}"
     r"\]$"
 )

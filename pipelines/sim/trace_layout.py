@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from pipelines.ingest.profiler_info import double_hash
 from pipelines.sim.result import SimResult
 
 DEFAULT_EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z: t=0 of a simulated run
@@ -122,15 +123,6 @@ def compute_tasks(result: SimResult, rank: int) -> pl.DataFrame:
     )
     tasks = tasks.with_columns(pl.Series("step", assign_step(tasks["start_ns"], steps)))
     return tasks.with_columns(is_chunk.alias("is_chunk"), marker.alias("marker"))
-
-
-def double_hash(text: str) -> int:
-    """HCCL group hash (msprof-analyze): two 32-bit polynomial hashes (x29, x131), high|low."""
-    h29 = h131 = 0
-    for ch in text:
-        h29 = (h29 * 29 + ord(ch)) & 0xFFFFFFFF
-        h131 = (h131 * 131 + ord(ch)) & 0xFFFFFFFF
-    return (h29 << 32) | h131
 
 
 @dataclass(frozen=True)

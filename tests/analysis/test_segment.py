@@ -54,6 +54,12 @@ def test_marker_grammar_accepts_design_form_in_any_order() -> None:
         assert parse_marker(bad) is None, bad
 
 
+def test_marker_of_single_device_run_has_stage_minus_one() -> None:
+    fields = parse_marker("chunk[req=r0,k=3,vs=-1,tokens=2048,prefix=6144]")
+    assert fields is not None
+    assert (fields.request_id, fields.chunk_idx, fields.vstage) == ("r0", 3, -1)
+
+
 def test_time_containment_unions_overlapping_streams_and_reports_leftovers() -> None:
     slices = _slices(
         [
