@@ -44,9 +44,24 @@ def curves_of(fits: pl.DataFrame, patterns: list[str]) -> pl.DataFrame:
     return fits.filter(pl.col("model").is_in(matched))
 
 
-def _load_fits(warehouse: WarehouseResource) -> pl.DataFrame:
+def _load_fits(warehouse: WarehouseResource) -> pl.DataFrame | None:
+    """The fit table, or None when tau_fits has never been materialised in this warehouse."""
+    if not warehouse.file.exists():
+        return None
     with warehouse.connect(read_only=True) as con:
-        return con.execute(f"select * from {FIT_TABLE}").pl()
+        found = con.execute(
+            "select count(*) from information_schema.tables where table_name = ?", [FIT_TABLE]
+        ).fetchone()[0]
+        return con.execute(f"select * from {FIT_TABLE}").pl() if found else None
+
+
+def _missing(config: ModelVerdictConfig, severity: dg.AssetCheckSeverity) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        passed=False,
+        severity=severity,
+        description=f"no {FIT_TABLE} table in the warehouse: materialise tau_fits first",
+        metadata={"models": ", ".join(config.models)},
+    )
 
 
 def _shown(frame: pl.DataFrame) -> pl.DataFrame:
@@ -90,7 +105,10 @@ def _result(
 def dense_models_linear(
     config: DenseLinearConfig, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
-    covered = curves_of(_load_fits(warehouse), config.models)
+    fits = _load_fits(warehouse)
+    if fits is None:
+        return _missing(config, dg.AssetCheckSeverity.ERROR)
+    covered = curves_of(fits, config.models)
     offending = covered.filter(pl.col("verdict").is_in(config.flagged_verdicts))
     return _result(
         offending.is_empty(),
@@ -110,7 +128,10 @@ def dense_models_linear(
 def dsa_models_flagged(
     config: DsaFlaggedConfig, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
-    covered = curves_of(_load_fits(warehouse), config.models)
+    fits = _load_fits(warehouse)
+    if fits is None:
+        return _missing(config, dg.AssetCheckSeverity.WARN)
+    covered = curves_of(fits, config.models)
     decided = covered.filter(~pl.col("verdict").is_in(INCONCLUSIVE_VERDICTS))
     offending = decided.filter(~pl.col("verdict").is_in(config.flagged_verdicts))
     return _result(
