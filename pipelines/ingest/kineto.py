@@ -26,6 +26,7 @@ import polars as pl
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
 from pipelines.ingest.overlap import assign_steps, derive_breakdown
+from pipelines.ingest.profiler_info import CONVENTION_KEYS
 
 # reason codes (quarantine.reason)
 EMPTY_FILE = "empty_file"
@@ -76,6 +77,14 @@ class _Trace(msgspec.Struct):
     deviceProperties: list[dict[str, Any]] | None = None
     baseTimeNanoseconds: int | None = None
     schemaVersion: int | None = None
+    # run conventions (DESIGN.md) set with torch.profiler's prof.add_metadata(key, value)
+    model: str | int | None = None
+    schedule: str | int | None = None
+    chunk_size: str | int | None = None
+    seq_len: str | int | None = None
+    tp: str | int | None = None
+    pp: str | int | None = None
+    vp: str | int | None = None
 
 
 def read_trace(path: Path) -> RankFrames:
@@ -264,6 +273,8 @@ def _info(trace: _Trace, events: pl.DataFrame) -> dict[str, Any]:
     if dist.get("backend"):
         software["backend"] = str(dist["backend"])
     info["software"] = software
+    conventions = {k: getattr(trace, k) for k in CONVENTION_KEYS}
+    info["conventions"] = {k: str(v) for k, v in conventions.items() if v not in (None, "")}
     first = events.get_column("ts_ns").min()
     if first is not None:
         info["collected_at"] = datetime.fromtimestamp(first / 1e9, tz=UTC).replace(tzinfo=None)

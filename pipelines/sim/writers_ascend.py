@@ -33,6 +33,7 @@ from typing import Any
 
 import polars as pl
 
+from pipelines.ingest.profiler_info import CONVENTION_KEYS
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import (
     OVERLAP_LANES,
@@ -52,7 +53,6 @@ from pipelines.sim.trace_layout import (
 SORT_PYTHON, SORT_HARDWARE, SORT_HCCL, SORT_OVERLAP = 0, 13, 15, 23
 COMPUTE_STREAM, COMM_STREAM = 2, 4
 UINT32_NA = 4294967295
-CONVENTION_KEYS = ("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp")
 EXTRA_META_KEYS = ("hardware", "seed", "noise", "policy")
 KERNEL_HEADER = [
     "Step Id",

@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from pipelines.ingest.profiler_info import CONVENTION_KEYS
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import (
     P2P_GROUP_KIND,
@@ -154,6 +155,8 @@ def kineto_trace(result: SimResult, rank: int, base_time_ns: int, epoch_ns: int)
         "displayTimeUnit": "ns",
         "traceEvents": ev.events,
         "traceName": f"rank{rank}",
+        # what torch.profiler's prof.add_metadata(key, value) writes: top-level string keys
+        **{k: str(result.meta[k]) for k in CONVENTION_KEYS if result.meta.get(k) is not None},
     }
 
 

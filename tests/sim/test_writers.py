@@ -425,6 +425,9 @@ def test_kineto_round_trip_through_reader(tmp_path: Path) -> None:
             exp["preparing"],
         )
         assert frames.tables["comm_ops"].height == 3
+        conventions = frames.info["conventions"]
+        assert conventions["schedule"] == str(result.meta["schedule"])
+        assert conventions["pp"] == str(result.meta["pp"])
 
 
 @pytest.mark.parametrize("which", ["single", "pipeline"])
