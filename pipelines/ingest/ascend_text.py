@@ -292,8 +292,6 @@ def read_rank(rank_dir: Path) -> RankFrames:
     if breakdown.height:
         tables["step_breakdown"] = breakdown
     run_info = _info(info, metadata)
-    if trace is not None:
-        run_info["counters_skipped"] = trace.counters_skipped
     return RankFrames(
         rank=rank,
         device_id=device_id,

@@ -40,7 +40,6 @@ def test_lanes_and_exact_timestamps(b1_rank0) -> None:
     assert allreduce["step"] == 50
     assert json.loads(allreduce["args"])["alg_type"] == "MESH-RING"
     assert b1_rank0.device_id == 0  # pid 3170820512 = 3096504 << 10 | 13 << 5 | 0
-    assert b1_rank0.counters_skipped == 4431
 
 
 def test_rank1_device_from_pid_and_level0_unnamed_pid(real_dir: Path) -> None:
@@ -93,7 +92,7 @@ def test_object_form_numeric_ts_and_unnamed_pid(tmp_path: Path) -> None:
     assert rows["k"]["step"] == 4 and rows["late"]["step"] is None
     assert rows["orphan"]["lane"] == "other"
     assert trace.device_id == 3
-    assert trace.counters_skipped == 1
+    assert "HBM" not in rows  # counters are not slices
 
 
 def test_lane_names() -> None:
