@@ -194,7 +194,11 @@ def _scan(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         where ph in ('X', 'M')
         """
     ).to_arrow_reader(batch_size=_BATCH_ROWS)
-    return pl.from_arrow(reader, rechunk=False)
+    schema = reader.schema
+    try:
+        return pl.from_arrow(reader, rechunk=False)
+    except ValueError:  # no batch at all: an empty result
+        return pl.from_arrow(schema.empty_table())
 
 
 def _device_id(meta: pl.DataFrame, process: pl.DataFrame) -> int | None:
