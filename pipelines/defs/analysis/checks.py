@@ -39,7 +39,7 @@ class DsaFlaggedConfig(ModelVerdictConfig):
 def curves_of(fits: pl.DataFrame, patterns: list[str]) -> pl.DataFrame:
     """Fit rows whose model matches one of the glob patterns (case-insensitive)."""
     lowered = [p.lower() for p in patterns]
-    models = [m for m in fits["model"].drop_nulls().unique().to_list() if m is not None]
+    models = fits["model"].drop_nulls().unique().to_list()
     matched = [m for m in models if any(fnmatch(m.lower(), p) for p in lowered)]
     return fits.filter(pl.col("model").is_in(matched))
 

@@ -61,7 +61,8 @@ def raw_run_folders(context: dg.SensorEvaluationContext, raw_dir: RawDirResource
     partition_requests = [runs_partitions.build_add_request(new_keys)] if new_keys else []
     if not requests and not partition_requests:
         return dg.SensorResult(
-            skip_reason=f"no new or changed run folder in {raw_dir.root}", cursor=json.dumps(cursor)
+            skip_reason=f"no new or changed run folder in {raw_dir.root}",
+            cursor=json.dumps(cursor, sort_keys=True),
         )
     return dg.SensorResult(
         run_requests=requests,
