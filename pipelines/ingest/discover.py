@@ -62,7 +62,6 @@ KINETO_MARKERS = (
     b'"schemaVersion"',
     b'"deviceProperties"',
     b'"distributedInfo"',
-    b'"displayTimeUnit"',
     b'"baseTimeNanoseconds"',
     b'"traceName"',
     b'"cuda_runtime"',

@@ -64,3 +64,13 @@ def test_kineto_folder_and_stray_json(tmp_path: Path, real_dir: Path) -> None:
     assert [(Path(q.path).name, q.reason) for q in found.quarantined] == [
         ("notes.json", "unrecognised_input")
     ]
+
+
+def test_plain_chrome_json_beside_rank_folders_is_not_a_kineto_run(tmp_path: Path) -> None:
+    job = good_run(tmp_path)
+    (job / "timeline.perfetto.json").write_text(
+        json.dumps({"displayTimeUnit": "ns", "traceEvents": [{"ph": "X", "name": "a"}]})
+    )
+    found = discover([job])
+    assert [r.source for r in found.runs] == ["ascend_pt"]
+    assert not found.quarantined
