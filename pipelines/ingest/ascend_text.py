@@ -29,15 +29,13 @@ import polars as pl
 
 from pipelines.ingest import step_breakdown
 from pipelines.ingest.communication import (
-    is_p2p_op,
-    op_group_suffix,
-    op_type,
     peer_from_links,
     read_communication,
     read_communication_matrix,
 )
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
+from pipelines.ingest.hccl import is_p2p_op, op_group_suffix, op_type
 from pipelines.ingest.kernel_details import KernelDetails, read_kernel_details
 from pipelines.ingest.profiler_info import (
     ParallelGroup,

@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 import duckdb
 import polars as pl
 
-from pipelines.ingest.communication import is_p2p_op, op_type
 from pipelines.ingest.csv_text import as_int_sql, open_csv, pick, quoted, require, trimmed
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RunFrames
+from pipelines.ingest.hccl import is_p2p_op, op_type
 from pipelines.ingest.profiler_info import load_json_file
 from pipelines.ingest.step_trace import COLUMN_HEADERS
 from pipelines.ingest.topology import Group, ranks_frame, read_communication_group

@@ -24,12 +24,6 @@ from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.profiler_info import load_json_file
 from pipelines.ingest.units import ms_to_ns, us_to_ns
 
-# P2P op names: msprof-analyze / MindSpore patterns plus batchSendRecv (PyTorch batch_isend_irecv).
-P2P_REGEX = r"(?i)^(hcom_(send|receive|\w*sendrecv)|(send|receive)-op)"
-RECEIVE_REGEX = r"(?i)^hcom_receive"
-P2P_NAME = re.compile(P2P_REGEX)
-RECEIVE_NAME = re.compile(RECEIVE_REGEX)
-_OP_NAME = re.compile(r"^hcom_(?P<type>[A-Za-z0-9]+?)_{1,2}(?P<g3>\d{3})_\d+", re.IGNORECASE)
 _STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)
 # Bandwidth types summed for an op's bytes: SDMA already is HCCS + PCIE + SIO.
 _BYTE_LINKS = ("RDMA", "SDMA")
@@ -57,28 +51,6 @@ LINK_SCHEMA = {
     "transport": pl.String,
     "bytes": pl.Int64,
 }
-
-
-def is_p2p_op(name: str) -> bool:
-    """True for point-to-point ops: hcom_send*, hcom_receive*, hcom_*SendRecv* (any case)."""
-    return P2P_NAME.match(name) is not None
-
-
-def is_receive_op(name: str) -> bool:
-    """The profiler's `Bubble` counts only ops whose name starts with hcom_receive."""
-    return RECEIVE_NAME.match(name) is not None
-
-
-def op_type(name: str) -> str | None:
-    """`hcom_allReduce__586_0_1` -> `allReduce`."""
-    match = _OP_NAME.match(name)
-    return match.group("type") if match else None
-
-
-def op_group_suffix(name: str) -> str | None:
-    """`hcom_allReduce__586_0_1` -> `586`, the last three digits of the group hash."""
-    match = _OP_NAME.match(name)
-    return match.group("g3") if match else None
 
 
 def _step_of(key: str) -> tuple[bool, int | None]:

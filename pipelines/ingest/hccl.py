@@ -12,9 +12,37 @@ import polars as pl
 
 from pipelines.ingest.profiler_info import double_hash
 
-# Point-to-point op names (msprof-analyze / MindSpore patterns, matched case-insensitively).
-P2P_PATTERN = r"(?i)^(hcom_\w*sendrecv_|hcom_send_|hcom_receive_|send-op|receive-op)"
-_OP_NAME = re.compile(r"^hcom_(?P<type>[A-Za-z0-9]+?)_+(?P<g3>\d+)_(?P<idx>\d+)(?:_(?P<k>\d+))?$")
+# P2P op names: msprof-analyze / MindSpore patterns plus batchSendRecv (PyTorch batch_isend_irecv).
+P2P_REGEX = r"(?i)^(hcom_(send|receive|\w*sendrecv)|(send|receive)-op)"
+# The profiler's `Bubble` counts only ops whose name starts with hcom_receive.
+RECEIVE_REGEX = r"(?i)^hcom_receive"
+P2P_NAME = re.compile(P2P_REGEX)
+RECEIVE_NAME = re.compile(RECEIVE_REGEX)
+_OP_NAME = re.compile(
+    r"^hcom_(?P<type>[A-Za-z0-9]+?)_{1,2}(?P<g3>\d+)_(?P<idx>\d+)(?:_(?P<k>\d+))?", re.IGNORECASE
+)
+
+
+def is_p2p_op(name: str) -> bool:
+    """True for point-to-point ops: hcom_send*, hcom_receive*, hcom_*SendRecv* (any case)."""
+    return P2P_NAME.match(name) is not None
+
+
+def is_receive_op(name: str) -> bool:
+    """True for the ops the profiler's `Bubble` counts (hcom_receive*)."""
+    return RECEIVE_NAME.match(name) is not None
+
+
+def op_type(name: str) -> str | None:
+    """`hcom_allReduce__586_0_1` -> `allReduce`."""
+    match = _OP_NAME.match(name)
+    return match.group("type") if match else None
+
+
+def op_group_suffix(name: str) -> str | None:
+    """`hcom_allReduce__586_0_1` -> `586`, the last digits of the group hash."""
+    match = _OP_NAME.match(name)
+    return match.group("g3") if match else None
 
 
 def group_hash(group_id: str | None) -> str | None:
@@ -34,14 +62,14 @@ def op_type_expr(column: str) -> pl.Expr:
 
 def is_p2p_expr(column: str) -> pl.Expr:
     """True for point-to-point ops (send, receive, batchSendRecv ...)."""
-    return pl.col(column).str.contains(P2P_PATTERN).fill_null(False)
+    return pl.col(column).str.contains(P2P_REGEX).fill_null(False)
 
 
 def strip_group_digits(name: str) -> str:
     """`hcom_allReduce__210_0_1` -> `hcom_allReduce__G_0_1`: the op name without the group-hash
     digits, so the same op of two runs with different communicators compares equal."""
     m = _OP_NAME.match(name)
-    if not m:
+    if not m or m.end() != len(name):
         return name
     tail = f"_{m['k']}" if m["k"] is not None else ""
     return f"hcom_{m['type']}__G_{m['idx']}{tail}"

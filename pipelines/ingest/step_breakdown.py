@@ -33,7 +33,7 @@ from collections.abc import Iterable
 import numpy as np
 import polars as pl
 
-from pipelines.ingest.communication import P2P_REGEX, RECEIVE_REGEX
+from pipelines.ingest.hccl import P2P_REGEX, RECEIVE_REGEX
 from pipelines.ingest.interval_math import covered, difference, intersection
 
 OVERLAP_COLUMNS = {
