@@ -534,12 +534,6 @@ def test_ingest_paths_loads_one_run_per_simulation(tmp_path: Path, warehouse) ->
     assert warehouse.execute("select count(*) from runs").fetchone()[0] == 1
 
 
-@pytest.mark.xfail(
-    reason="pipelines/ingest/discover.py counts the generic Chrome key displayTimeUnit as a "
-    "Kineto marker, so the Perfetto JSON next to the rank folders loads as an extra empty "
-    "kineto run",
-    strict=False,
-)
 def test_cli_output_folder_ingests_as_one_run(tmp_path: Path, warehouse) -> None:
     """`tracereplay simulate --out DIR` (Ascend folders + Perfetto JSON) then ingesting DIR
     gives one run and nothing quarantined."""
