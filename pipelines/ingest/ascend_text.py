@@ -34,7 +34,7 @@ from pipelines.ingest.communication import (
     read_communication_matrix,
 )
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.frames import Quarantined, RankFrames
+from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames
 from pipelines.ingest.hccl import is_p2p_op, op_group_suffix, op_type
 from pipelines.ingest.kernel_details import KernelDetails, read_kernel_details
 from pipelines.ingest.profiler_info import (
@@ -195,21 +195,7 @@ def build_comm_ops(
                 "sync_ns": row.get("sync_ns"),
             }
         )
-    schema = {
-        "step": pl.Int32,
-        "op": pl.String,
-        "op_type": pl.String,
-        "group_name": pl.String,
-        "group_kind": pl.String,
-        "is_p2p": pl.Boolean,
-        "peer": pl.Int32,
-        "bytes": pl.Int64,
-        "start_ns": pl.Int64,
-        "dur_ns": pl.Int64,
-        "wait_ns": pl.Int64,
-        "transit_ns": pl.Int64,
-        "sync_ns": pl.Int64,
-    }
+    schema = {k: v for k, v in SCHEMAS["comm_ops"].items() if k not in ("run_id", "rank")}
     return pl.DataFrame(rows, schema=schema).filter(pl.col("start_ns").is_not_null())
 
 

@@ -22,7 +22,7 @@ import polars as pl
 
 from pipelines.ingest.csv_text import as_int_sql, open_csv, pick, quoted, require, trimmed
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.frames import Quarantined, RunFrames
+from pipelines.ingest.frames import SCHEMAS, Quarantined, RunFrames
 from pipelines.ingest.hccl import is_p2p_op, op_type
 from pipelines.ingest.profiler_info import load_json_file
 from pipelines.ingest.step_trace import COLUMN_HEADERS
@@ -187,22 +187,7 @@ def read_cluster_communication(path: Path) -> pl.DataFrame:
                     if not str(rank).isdigit() or not isinstance(info, dict):
                         continue
                     rows.append(_op_row(int(rank), step, op, group_hash, is_p2p_group, info))
-    schema = {
-        "rank": pl.Int32,
-        "step": pl.Int32,
-        "op": pl.String,
-        "op_type": pl.String,
-        "group_name": pl.String,
-        "group_kind": pl.String,
-        "is_p2p": pl.Boolean,
-        "peer": pl.Int32,
-        "bytes": pl.Int64,
-        "start_ns": pl.Int64,
-        "dur_ns": pl.Int64,
-        "wait_ns": pl.Int64,
-        "transit_ns": pl.Int64,
-        "sync_ns": pl.Int64,
-    }
+    schema = {k: v for k, v in SCHEMAS["comm_ops"].items() if k not in ("run_id",)}
     return pl.DataFrame(rows, schema=schema, orient="row").sort("rank", "start_ns")
 
 
