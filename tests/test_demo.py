@@ -1,0 +1,97 @@
+"""`tracereplay demo --quick` end to end, in-process: simulated Ascend folders -> warehouse ->
+chunks -> fits; the DSA model's curves are flagged, the dense ones linear; a second run adds no
+rows. The two demo runs take about 10 s together (marked slow)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import main
+from pipelines.demo import DEMO_MODELS, check_curves, is_dsa
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory) -> tuple[Path, dict, dict]:
+    out = tmp_path_factory.mktemp("demo")
+    argv = ["demo", "--quick", "--out", str(out), "--json"]
+    results = []
+    for _ in range(2):
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            code = main(argv)
+        assert code == 0
+        results.append(json.loads(buffer.getvalue()))
+    return out, results[0], results[1]
+
+
+@pytest.mark.slow
+def test_campaign_is_written_as_ascend_folders_and_ingested(demo_runs) -> None:
+    out, first, _ = demo_runs
+    runs = sorted(p.name for p in (out / "raw").iterdir())
+    assert len(runs) == len(DEMO_MODELS) * 3 == first["runs"]  # quick: cpp at 128K, 3 repeats
+    assert all(len(list((out / "raw" / r).glob("*_ascend_pt"))) == 2 for r in runs)  # pp=2
+    assert (out / "warehouse.duckdb").is_file() and first["warehouse"].startswith(str(out))
+    assert first["quarantined"] == []
+    assert first["chunks"] == first["runs"] * 8 * 2  # 128K / 16K chunks x 2 stages
+    assert first["unassigned_fraction_max"] == 0.0
+
+
+@pytest.mark.slow
+def test_dsa_curves_are_flagged_and_dense_curves_linear(demo_runs) -> None:
+    _, first, _ = demo_runs
+    curves = first["curves"]
+    assert len(curves) == len(DEMO_MODELS) * 2  # one curve per model and stage
+    for curve in curves:
+        assert curve["n_runs"] == 3 and curve["n_points"] == 3 * 8
+        if is_dsa(curve["model"]):
+            assert curve["model"] == "glm-5.2"
+            assert curve["verdict"] != "linear", curve
+        else:
+            assert curve["verdict"] == "linear", curve
+    assert first["check"]["ok"] and first["check"]["dsa_flagged"] == first["check"]["dsa_total"]
+
+
+@pytest.mark.slow
+def test_second_run_adds_no_rows_and_fits_the_same(demo_runs) -> None:
+    _, first, second = demo_runs
+    assert sum(first["rows_added"].values()) > 0
+    assert all(n == 0 for n in second["rows_added"].values()), second["rows_added"]
+    assert second["run_ids"] == first["run_ids"]
+    assert second["curves"] == first["curves"]
+
+
+@pytest.mark.slow
+def test_replay_of_the_first_deepseek_cpp_run(demo_runs) -> None:
+    _, first, _ = demo_runs
+    replay = first["replay"]
+    assert replay["model"] == "deepseek-v3.1" and replay["replay_of"] in first["run_ids"]
+    by_schedule = {r["schedule"]: r for r in replay["rows"] if r["kind"] == "replay"}
+    assert set(by_schedule) == {"cpp", "vpp", "vpp_pack"}
+    assert by_schedule["cpp"]["speedup"] == 1.0
+    assert by_schedule["vpp_pack"]["speedup"] > 1.0
+
+
+def test_self_check_fails_when_a_dsa_curve_is_linear() -> None:
+    import polars as pl
+
+    curves = pl.DataFrame(
+        {
+            "model": ["glm-5.2", "deepseek-v3.1"],
+            "schedule": ["cpp", "cpp"],
+            "seq_len": [131072, 131072],
+            "vstage": [0, 0],
+            "verdict": ["linear", "linear"],
+        }
+    )
+    check = check_curves(curves)
+    assert not check.ok and check.failures == [
+        "DSA curve judged linear: glm-5.2 cpp s131072 vs0: linear"
+    ]
+    dense_kinked = check_curves(curves.with_columns(pl.Series("verdict", ["kinked", "convex"])))
+    assert not dense_kinked.ok and len(dense_kinked.failures) == 1
+    assert "dense-attention curve not linear" in dense_kinked.failures[0]
