@@ -153,3 +153,12 @@ def test_no_write_compares_without_writing(measured, capsys) -> None:
         assert pl.DataFrame(rows)["makespan_ns"].min() > 0
     finally:
         check.close()
+
+
+def test_fits_leave_the_reruns_out(measured) -> None:
+    from pipelines.cli.fit import load_chunks
+
+    _, con, run_id, _ = measured
+    replay_run(con, run_id, SCHEDULES)
+    chunks, _ = load_chunks(con, segment=False)
+    assert set(chunks["run_id"]) == {run_id}  # reruns re-use measured tau: no new repeats

@@ -77,10 +77,16 @@ def load_chunks(
 ) -> tuple[pl.DataFrame, list[str]]:
     """sql/intermediate/int_chunk_tau.sql on the warehouse's chunks and runs, plus (`segment`)
     the chunks of runs that have chunk markers in their slices but no chunk rows yet, segmented
-    in memory with the default marker rule. Returns (rows, run ids segmented here)."""
+    in memory with the default marker rule. Simulated reruns of a run (`tracereplay replay`,
+    replay_of set) are left out: their chunks re-use measured tau, they are no new repeats.
+    Returns (rows, run ids segmented here)."""
     from pipelines.warehouse import sql_text
 
-    frame = con.execute(sql_text("int_chunk_tau", "intermediate")).pl()
+    frame = (
+        con.execute(sql_text("int_chunk_tau", "intermediate"))
+        .pl()
+        .filter(pl.col("replay_of").is_null())
+    )
     segmented: list[str] = []
     if segment:
         extra = _segment_unchunked(con)
