@@ -138,3 +138,16 @@ def measure(
     measurement.rows = run.result.pop("rows", None)
     measurement.extra = run.result
     return measurement
+
+
+def median_of(runs: list[Measurement]) -> Measurement:
+    """The run with the median wall time (a failed run wins: failures must show); every wall
+    time is kept in extra['walls_s']."""
+    failed = [m for m in runs if not m.ok]
+    if failed or len(runs) == 1:
+        return failed[0] if failed else runs[0]
+    ordered = sorted(runs, key=lambda m: m.wall_s or 0.0)
+    chosen = ordered[(len(ordered) - 1) // 2]
+    chosen.extra["walls_s"] = [round(m.wall_s or 0.0, 3) for m in runs]
+    chosen.extra["peak_rss_mb_max"] = max(m.peak_rss_mb or 0.0 for m in runs)
+    return chosen

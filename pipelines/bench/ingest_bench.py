@@ -36,7 +36,7 @@ from pipelines.bench.generate import (
     generate_rank,
     to_kineto,
 )
-from pipelines.bench.harness import Measurement, measure
+from pipelines.bench.harness import Measurement, measure, median_of
 from pipelines.paths import PROJECT_ROOT
 
 HTA_PYTHON_ENV = "TRACEREPLAY_HTA_PYTHON"
@@ -183,9 +183,11 @@ def run_ingest_bench(
     hta_python: str | None = None,
     hta_mb: float | None = None,
     source_rank_dir: Path = SOURCE_RANK_DIR,
+    repeat: int = 1,
     log: Callable[[str], None] | None = None,
 ) -> IngestBenchReport:
-    """Generate the trace, measure every path, compute the targets; cleans up unless keep."""
+    """Generate the trace, measure every path (all but HTA `repeat` times, reporting the run
+    with the median wall time), compute the targets; cleans up unless keep."""
     say = log or (lambda _msg: None)
     created = workdir is None
     root = Path(tempfile.mkdtemp(prefix="tracereplay-bench-")) if workdir is None else workdir
@@ -194,7 +196,7 @@ def run_ingest_bench(
     for path in owned:
         _remove(path)
     try:
-        return _run(root, size_mb, skip_hta, hta_python, hta_mb, source_rank_dir, say)
+        return _run(root, size_mb, skip_hta, hta_python, hta_mb, source_rank_dir, repeat, say)
     finally:
         if not keep:
             if created:
@@ -219,6 +221,7 @@ def _run(
     hta_python: str | None,
     hta_mb: float | None,
     source_rank_dir: Path,
+    repeat: int,
     say: Callable[[str], None],
 ) -> IngestBenchReport:
     load = {"load1_start": _load()}
@@ -227,13 +230,18 @@ def _run(
     trace = generate_rank(root, size_mb, source_rank_dir)
     setup: dict[str, Any] = {"workdir": str(root), "generate_s": time.perf_counter() - start}
     say(f"  {trace.mb:.1f} MB, {trace.events:,} events, {trace.copies} copies")
+    setup["repeat"] = repeat
     measurements = [
-        _measure_ours(trace, root, say),
-        _measure_plain("duckdb", trace, root / "duckdb.duckdb", say),
-        _measure_plain("msgspec", trace, None, say),
+        median_of([_measure_ours(trace, root, say) for _ in range(repeat)]),
+        median_of(
+            [_measure_plain("duckdb", trace, root / "duckdb.duckdb", say) for _ in range(repeat)]
+        ),
+        median_of([_measure_plain("msgspec", trace, None, say) for _ in range(repeat)]),
     ]
     if importlib.util.find_spec("orjson") is not None:
-        measurements.append(_measure_plain("orjson", trace, None, say))
+        measurements.append(
+            median_of([_measure_plain("orjson", trace, None, say) for _ in range(repeat)])
+        )
     else:
         measurements.append(_skipped("orjson", trace, "skipped: orjson not installed"))
     measurements.append(_measure_hta(trace, root, skip_hta, hta_python, hta_mb, setup, say))
@@ -271,6 +279,8 @@ def _skipped(path: str, trace: GeneratedTrace, note: str) -> Measurement:
 
 def _measure_ours(trace: GeneratedTrace, root: Path, say: Callable[[str], None]) -> Measurement:
     say("measuring ours (ingest_paths into a fresh warehouse)")
+    for path in (root / "ours.duckdb", root / "ours.duckdb.wal"):
+        _remove(path)
     load1 = _load()
     result = measure(
         "ours",
@@ -294,6 +304,9 @@ def _measure_plain(
     kind: str, trace: GeneratedTrace, out: Path | None, say: Callable[[str], None]
 ) -> Measurement:
     say(f"measuring {kind}")
+    if out is not None:
+        for path in (out, out.with_name(out.name + ".wal")):
+            _remove(path)
     load1 = _load()
     args = [trace.trace_path] + ([out] if out is not None else [])
     result = measure(

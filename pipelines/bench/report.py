@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipelines.bench.ingest_bench import IngestBenchReport
 
-COLUMNS = ("path", "MB", "events", "wall s", "MB/s", "events/s", "peak RSS MB", "note")
+COLUMNS = ("path", "MB", "events", "wall s", "MB/s", "events/s", "peak RSS MB", "load", "note")
 
 
 def _num(value: float | int | None, digits: int = 1) -> str:
@@ -29,6 +29,7 @@ def format_report(report: IngestBenchReport) -> str:
                 _num(m.mb_per_s),
                 _num(round(m.events_per_s)) if m.events_per_s else "-",
                 _num(m.peak_rss_mb, 0) if m.ok else "-",
+                _num(m.extra.get("load1"), 2),
                 note,
             )
         )
@@ -56,9 +57,13 @@ def format_report(report: IngestBenchReport) -> str:
         bound = f"{'>=' if t.at_least else '<='} {t.bound:g}x"
         out.append(f"  {t.description:<36} {value:>9}  (target {bound})  {t.status}")
     load = report.load
+    repeat = report.setup.get("repeat", 1)
     out += [
         "",
-        f"load (1-min avg): {load.get('load1_start')} at start, {load.get('load1_end')} at end;"
-        f" {load.get('uptime', '')}",
+        "wall s = the probe's own work (imports excluded); peak RSS = ru_maxrss of its process;"
+        " load = 1-min load average when the probe started"
+        + (f"; median of {repeat} runs (HTA: 1)" if repeat > 1 else ""),
+        f"load at start {load.get('load1_start')}, at end {load.get('load1_end')};"
+        f" uptime: {load.get('uptime', '')}",
     ]
     return "\n".join(out)

@@ -62,6 +62,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="give HTA only the first MB of events (default: all, unless that would take HTA"
         " more than 3 minutes at its expected ~7.5 MB/s)",
     )
+    ingest.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run every path but HTA N times and report the median (default 1)",
+    )
     add_json_option(ingest)
     ingest.set_defaults(func=run_ingest)
     parser.set_defaults(func=lambda _args: _usage(parser))
@@ -76,8 +83,8 @@ def run_ingest(args: argparse.Namespace) -> int:
     from pipelines.bench.ingest_bench import run_ingest_bench
     from pipelines.bench.report import format_report
 
-    if args.size_mb <= 0 or (args.hta_mb is not None and args.hta_mb <= 0):
-        print("tracereplay bench ingest: sizes must be positive", file=sys.stderr)
+    if args.size_mb <= 0 or (args.hta_mb is not None and args.hta_mb <= 0) or args.repeat < 1:
+        print("tracereplay bench ingest: sizes and --repeat must be positive", file=sys.stderr)
         return EXIT_BAD_ARGS
 
     def log(message: str) -> None:
@@ -91,6 +98,7 @@ def run_ingest(args: argparse.Namespace) -> int:
             skip_hta=args.skip_hta,
             hta_python=args.hta_python,
             hta_mb=args.hta_mb,
+            repeat=args.repeat,
             log=log,
         )
     except FileNotFoundError as exc:
