@@ -39,6 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="chunk-marker rule: a regex with named groups req, k and optionally vs, tokens, "
         "prefix (default: the chunk[...] convention)",
     )
+    parser.add_argument(
+        "--profiler-steps",
+        action="store_true",
+        help="rule for traces without chunk markers: each ProfilerStep#N window is one chunk "
+        "(k renumbered from 0 per rank)",
+    )
     add_warehouse_option(parser)
     add_json_option(parser)
     parser.set_defaults(func=run)
@@ -68,14 +74,22 @@ def format_report(frame) -> str:
 def run(args: argparse.Namespace) -> int:
     from pipelines import warehouse
     from pipelines.analysis.chunk_store import extract_chunks
+    from pipelines.analysis.segment import PROFILER_STEP_REGEX
 
+    if args.profiler_steps and args.marker_regex:
+        print(
+            "tracereplay chunks: --profiler-steps and --marker-regex exclude each other",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    regex = PROFILER_STEP_REGEX if args.profiler_steps else args.marker_regex
     path = warehouse.warehouse_path(args.warehouse)
     if not Path(path).exists():
         print(f"tracereplay chunks: no warehouse at {path}", file=sys.stderr)
         return EXIT_BAD_INPUT
     con = warehouse.connect(path)
     try:
-        report = extract_chunks(con, args.run, args.marker_regex)
+        report = extract_chunks(con, args.run, regex, renumber=args.profiler_steps)
     finally:
         con.close()
     for run_id in report.unknown:

@@ -10,6 +10,7 @@ import pytest
 
 from pipelines import warehouse as wh
 from pipelines.analysis.chunk_store import extract_chunks
+from pipelines.analysis.segment import PROFILER_STEP_REGEX
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.metrics import chunks_frame
@@ -110,3 +111,22 @@ def test_chunks_command(ingested, tmp_path: Path, capsys) -> None:
     assert main(["chunks", "--warehouse", str(path), "--run", "missing"]) == 2
     assert "no run 'missing'" in capsys.readouterr().err
     assert main(["chunks", "--warehouse", str(tmp_path / "absent.duckdb")]) == 2
+    # one ProfilerStep window per rank in a simulated trace: one chunk per rank
+    assert main(["chunks", "--warehouse", str(path), "--profiler-steps", "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["runs"][0]
+    assert (steps["chunks"], steps["unassigned_ns"]) == (2, 0)
+
+
+@pytest.mark.real
+def test_real_export_without_markers_segments_by_profiler_step(real_dir, warehouse) -> None:
+    folder = real_dir / "msinsight" / "test" / "data" / "pytorch" / "text" / "level1"
+    run_id = ingest_paths([folder], warehouse, progress=False).runs[0].run_id
+    plain = extract_chunks(warehouse).runs[0]
+    assert (plain.run_id, plain.chunks, plain.markers) == (run_id, 0, 0)
+    assert plain.unassigned_fraction == 1.0
+    by_step = extract_chunks(warehouse, [run_id], PROFILER_STEP_REGEX, renumber=True).runs[0]
+    assert by_step.chunks == by_step.markers == 2 and by_step.unassigned_ns == 0
+    stored = _stored(warehouse, run_id)
+    # ProfilerStep#50 on both ranks, renumbered k=0
+    assert stored["rank"].to_list() == [0, 1] and stored["chunk_idx"].to_list() == [0, 0]
+    assert (stored["busy_ns"] > 0).all()
