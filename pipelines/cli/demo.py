@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from pipelines.cli import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
@@ -67,7 +68,7 @@ def config_from_args(args: argparse.Namespace):
     if args.quick:
         config = config.quick()
     if args.no_replay:
-        config = DemoConfig(**{**config.__dict__, "replay_schedules": ()})
+        config = replace(config, replay_schedules=())
     return config
 
 
