@@ -13,11 +13,16 @@ task), each fitted per run and virtual stage with pipelines.analysis.curves.fit_
    offset a/b or the breakpoint reported.
 3. noise: a cost model constant in the prefix (tau_k = const), same grid. Target: `too_noisy`
    or `linear_offset`, never `linear`.
-4. balance: one DeepSeek-V3.1 256K request at 16K chunks (16 chunks) whose per-chunk latency
-   is made non-affine by a controlled amount (shaped_curve: per-chunk roughness, zigzag, a step,
-   convex/concave bends, a slope collapse), simulated under VPP (pp=2, vp=2, free transfers),
-   3 seeds per point. Target: Spearman correlation of the measured balance residual (of the
-   per-chunk total over the four virtual stages) with the run's VPP bubble ratio >= 0.9.
+4. balance: shaped curves (shaped_curve: per-chunk roughness, zigzag, a step, convex/concave
+   bends, a slope collapse, each at several amounts, plus the unshaped base curve) of the
+   per-chunk latency of six strata (BALANCE_STRATA: model, length and chunk size fix N and the
+   base curve), each simulated under VPP (pp=2, vp=2, free transfers) RUNS_PER_CURVE times, 3
+   seeds per point. Spearman rho (bootstrap 95% CI) of the balance residual of the pooled curve
+   with (a) the runs' whole-run VPP bubble ratio (the issue's acceptance, target >= 0.9) and
+   (b) their steady-state bubble ratio (between the fill and the drain), per stratum, pooled
+   over the strata, per family, with one run per curve and without noise. Also checked: the
+   exact idle identity (vpp_idle_identity) and how well it predicts the whole-run bubble from
+   the measured curve.
 
 Every rate is printed with n and a 95% Wilson interval.
 """
@@ -36,7 +41,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from pipelines.analysis.curves import fit_curves
-from pipelines.analysis.fits import fit_curve
+from pipelines.analysis.fits import balance_residual, fit_curve
 from pipelines.sim.measured import FittedCost, TabulatedCost
 from pipelines.sim.metrics import chunks_frame, summarize
 from pipelines.sim.run import simulate
@@ -211,6 +216,7 @@ def noise_campaign(runs: int, rng: np.random.Generator) -> dict:
 def shaped_curve(line: np.ndarray, family: str, amount: float, seed: int) -> np.ndarray:
     """The line tau_k (k = 0..N-1) made non-affine by `amount` (0 = unchanged):
 
+    base     the line itself
     rough    each chunk off the line by amount x N(0,1) of itself (per-chunk irregularity:
              expert-load imbalance, allocator stalls)
     zigzag   every other chunk amount above / below the line
@@ -225,6 +231,8 @@ def shaped_curve(line: np.ndarray, family: str, amount: float, seed: int) -> np.
     slope = (line[-1] - line[0]) / (n - 1)
     middle = n // 2
     bend = 4 * k * (n - 1 - k) / (n - 1) ** 2  # 0 at both ends, 1 in the middle
+    if family == "base":
+        return line.copy()
     if family == "rough":
         z = np.random.default_rng(seed).standard_normal(n)
         return line * (1 + amount * z)
@@ -242,80 +250,188 @@ def shaped_curve(line: np.ndarray, family: str, amount: float, seed: int) -> np.
 
 
 BALANCE_FAMILIES = {
-    "rough": (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3),
-    "zigzag": (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3),
-    "step": (0.0, 0.05, 0.1, 0.2, 0.4, 0.8),
-    "convex": (0.0, 0.1, 0.2, 0.4),
-    "concave": (0.0, 0.1, 0.2, 0.4),
-    "collapse": (0.0, 0.3, 0.6, 0.9),
+    "rough": (0.02, 0.05, 0.1, 0.15, 0.2, 0.3),
+    "zigzag": (0.02, 0.05, 0.1, 0.15, 0.2, 0.3),
+    "step": (0.05, 0.1, 0.2, 0.4, 0.8),
+    "convex": (0.1, 0.2, 0.4),
+    "concave": (0.1, 0.2, 0.4),
+    "collapse": (0.3, 0.6, 0.9),
 }
+"""Amounts > 0 per shape family; amount 0 is the unshaped base curve, simulated once per stratum
+and seed (family "base") and shared by every family's correlation."""
+
+BALANCE_STRATA = (
+    ("deepseek-v3.1", 128 * K, 16 * K),
+    ("deepseek-v3.1", 256 * K, 16 * K),
+    ("deepseek-v3.1", 512 * K, 32 * K),
+    ("deepseek-v3.1", 1024 * K, 32 * K),
+    ("qwen3-coder-30b-a3b", 256 * K, 16 * K),
+    ("glm-5.2", 256 * K, 16 * K),
+)
+"""(model, seq_len, chunk): the paper's models, lengths and chunk budgets, with chunk sizes that
+divide the length (every chunk full); each fixes the chunk count N and the base curve (a/b)."""
+
+RUNS_PER_CURVE = 4
+"""Runs per shaped curve, as the paper averages 4 runs per configuration: the residual is that
+of the pooled curve (fit_curve with runs), the bubble the mean over the runs."""
 
 
-LOCAL_FAMILIES = ("rough", "zigzag", "step")
-"""Shapes that change tau from one chunk to the next (what eq. 3b balances); the smooth bends
-and the slope collapse stay locally affine and move VPP's bubble only through fill and drain."""
+def base_curve(model: str, seq_len: int, chunk: int) -> np.ndarray:
+    """Noise-free per-chunk latency (sum over the stages) of the preset under CPP."""
+    run = simulate(seq_len, "cpp", model=model, chunk_size=chunk, noise=0.0)
+    per_chunk = chunks_frame(run, "base").group_by("chunk_idx").agg(pl.col("busy_ns").sum())
+    return per_chunk.sort("chunk_idx")["busy_ns"].to_numpy().astype(float)
+
+
+def vpp_idle_identity(tau: np.ndarray) -> float:
+    """Idle (ns, both ranks) of one request under VPP (pp=2, vp=2, equal stages, free
+    transfers) with per-chunk latency tau: steady-state cycle k runs s3(k-1)+s0(k+1) on rank 0
+    against s1(k)+s2(k) on rank 1 and both ranks start each cycle together, so the lighter rank
+    idles |tau_{k-1}+tau_{k+1}-2tau_k|/4 per cycle; fill and drain add the same expression at
+    k = 0 and N-1 with tau_{-1} = tau_N = 0, plus (tau_0 + tau_{N-1})/4. Exact (tested)."""
+    padded = np.concatenate(([0.0], tau, [0.0]))
+    second = padded[:-2] + padded[2:] - 2 * padded[1:-1]
+    return float((tau[0] + tau[-1] + np.abs(second).sum()) / 4)
+
+
+def steady_state_bubble(result) -> float:
+    """Bubble ratio of the steady state of a single-request VPP (pp=2, vp=2) run: both ranks
+    between the start of cycle 1 (rank 0's s3(0)) and the start of the last cycle (s3(N-2)),
+    i.e. without the fill and the drain."""
+    compute = result.tasks.filter(pl.col("kind") == "compute")
+    last_stage, n = int(compute["vstage"].max()), int(compute["chunk_idx"].max()) + 1
+    exits = compute.filter(pl.col("vstage") == last_stage).sort("chunk_idx")["start_ns"]
+    t0, t1 = int(exits[0]), int(exits[n - 2])
+    start = compute["start_ns"].to_numpy().clip(t0, t1)
+    end = compute["end_ns"].to_numpy().clip(t0, t1)
+    ranks = compute["rank"].n_unique()
+    return 1.0 - float((end - start).sum()) / (ranks * (t1 - t0))
+
+
+def spearman_ci(x: np.ndarray, y: np.ndarray, n_boot: int = 1000, seed: int = 0) -> list[float]:
+    """[rho, lo, hi]: Spearman rho with a percentile bootstrap 95% interval over the points."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    rho = float(stats.spearmanr(x, y)[0])
+    pick = np.random.default_rng(seed).integers(0, len(x), (n_boot, len(x)))
+    rx, ry = stats.rankdata(x[pick], axis=1), stats.rankdata(y[pick], axis=1)
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot = (rx * ry).sum(axis=1) / np.sqrt((rx**2).sum(axis=1) * (ry**2).sum(axis=1))
+    lo, hi = np.nanquantile(boot, [0.025, 0.975])
+    return [rho, float(lo), float(hi)]
+
+
+def balance_curve(chunk: int, tau: np.ndarray, seed: int) -> dict:
+    """Simulate one shaped curve under VPP RUNS_PER_CURVE times with noise and once without."""
+    n = len(tau)
+    cost = TabulatedCost(
+        table={chunk: (np.arange(n, dtype=float) * chunk, tau)},
+        fallback=FittedCost(alpha_ns=float(tau.mean()) / chunk, beta_ns=0.0),
+    )
+
+    def run(noise: float, run_seed: int):
+        return simulate(
+            n * chunk, "vpp", model=cost, chunk_size=chunk, comm=None, noise=noise, seed=run_seed
+        )
+
+    results = [run(NOISE, seed * RUNS_PER_CURVE + r) for r in range(RUNS_PER_CURVE)]
+    per_chunk = (
+        pl.concat([chunks_frame(res, f"r{i}") for i, res in enumerate(results)])
+        .group_by(["run_id", "chunk_idx"])
+        .agg(pl.col("busy_ns").sum())
+        .sort(["run_id", "chunk_idx"])
+    )
+    k = per_chunk["chunk_idx"].to_numpy()
+    fit = fit_curve(k, per_chunk["busy_ns"].to_numpy(), per_chunk["run_id"].to_numpy(), n_boot=0)
+    mean_curve = per_chunk.group_by("chunk_idx").agg(pl.col("busy_ns").mean()).sort("chunk_idx")
+    measured = mean_curve["busy_ns"].to_numpy().astype(float)
+    idle = vpp_idle_identity(measured)
+    one = per_chunk.filter(pl.col("run_id") == "r0")
+    clean = run(0.0, 0)
+    clean_summary = summarize(clean)
+    clean_idle = 2 * (clean_summary["makespan_ns"] - clean_summary["compute_ns"])  # both ranks
+    return {
+        "balance": fit.balance,
+        "whole": float(np.mean([summarize(res)["bubble_ratio"] for res in results])),
+        "steady": float(np.mean([steady_state_bubble(res) for res in results])),
+        "predicted": idle / (measured.sum() + idle),
+        "balance_1run": balance_residual(
+            one["chunk_idx"].to_numpy().astype(float), one["busy_ns"].to_numpy().astype(float)
+        ),
+        "whole_1run": summarize(results[0])["bubble_ratio"],
+        "steady_1run": steady_state_bubble(results[0]),
+        "balance_clean": balance_residual(np.arange(n, dtype=float), tau),
+        "whole_clean": clean_summary["bubble_ratio"],
+        "steady_clean": steady_state_bubble(clean),
+        "identity_error_ns": abs(clean_idle - vpp_idle_identity(tau)),
+    }
+
+
+TARGETS = {"whole": "VPP bubble ratio, whole run", "steady": "steady-state bubble ratio"}
+
+
+def balance_frame(seeds_per_point: int) -> pl.DataFrame:
+    """One row per shaped curve: stratum, family, amount, seed and balance_curve's measures."""
+    rows = []
+    for model, seq_len, chunk in BALANCE_STRATA:
+        line = base_curve(model, seq_len, chunk)
+        k = np.arange(len(line), dtype=float)
+        slope, intercept = np.polyfit(k, line, 1)
+        stratum = f"{model} {seq_len // K}K/{chunk // K}K N={len(line)} a/b={intercept / slope:.3g}"
+        for family, amounts in {"base": (0.0,), **BALANCE_FAMILIES}.items():
+            for amount in amounts:
+                for s in range(seeds_per_point):
+                    seed = 30_000 + len(rows)
+                    tau = shaped_curve(line, family, amount, seed)
+                    row = {"stratum": stratum, "family": family, "amount": amount, "seed": s}
+                    rows.append(row | balance_curve(chunk, tau, seed))
+    return pl.DataFrame(rows)
 
 
 def balance_campaign(seeds_per_point: int) -> dict:
-    seq_len, chunk = 256 * K, 16 * K
-    line_run = simulate(seq_len, "cpp", model="deepseek-v3.1", chunk_size=chunk, noise=0.0)
-    full = chunks_frame(line_run, "base").group_by("chunk_idx").agg(pl.col("busy_ns").sum())
-    line = full.sort("chunk_idx")["busy_ns"].to_numpy().astype(float)
-    prefixes = np.arange(len(line), dtype=float) * chunk
-    rows = []
-    for family, amounts in BALANCE_FAMILIES.items():
-        for amount in amounts:
-            for s in range(seeds_per_point):
-                seed = 30_000 + len(rows)
-                tau = shaped_curve(line, family, amount, seed)
-                cost = TabulatedCost(
-                    table={chunk: (prefixes, tau)},
-                    fallback=FittedCost(alpha_ns=float(tau.mean()) / chunk, beta_ns=0.0),
-                )
-                result = simulate(
-                    seq_len, "vpp", model=cost, chunk_size=chunk, comm=None, noise=NOISE, seed=seed
-                )
-                per_chunk = (
-                    chunks_frame(result, "b")
-                    .group_by("chunk_idx")
-                    .agg(pl.col("busy_ns").sum())
-                    .sort("chunk_idx")
-                )
-                fit = fit_curve(
-                    per_chunk["chunk_idx"].to_numpy(), per_chunk["busy_ns"].to_numpy(), n_boot=200
-                )
-                rows.append(
-                    {
-                        "family": family,
-                        "amount": amount,
-                        "seed": s,
-                        "balance": fit.balance,
-                        "balance_floor": fit.balance_floor,
-                        "vpp_bubble_ratio": summarize(result)["bubble_ratio"],
-                    }
-                )
-    frame = pl.DataFrame(rows)
-    bal, bub = frame["balance"].to_numpy(), frame["vpp_bubble_ratio"].to_numpy()
-    rho, p = stats.spearmanr(bal, bub)
-    boot = np.random.default_rng(0).integers(0, frame.height, (2000, frame.height))
-    lo, hi = np.quantile([stats.spearmanr(bal[i], bub[i])[0] for i in boot], [0.025, 0.975])
-    by_family = {
-        family: float(stats.spearmanr(group["balance"], group["vpp_bubble_ratio"])[0])
-        for (family,), group in frame.group_by(["family"], maintain_order=True)
+    frame = balance_frame(seeds_per_point)
+    bal = frame["balance"].to_numpy()
+
+    def rhos(group: pl.DataFrame, suffix: str = "", n_boot: int = 1000) -> dict:
+        x = group[f"balance{suffix}"].to_numpy()
+        return {t: spearman_ci(x, group[f"{t}{suffix}"].to_numpy(), n_boot) for t in TARGETS}
+
+    strata = {
+        name: {"n": group.height, **rhos(group)}
+        for (name,), group in frame.group_by(["stratum"], maintain_order=True)
     }
-    local = frame.filter(pl.col("family").is_in(LOCAL_FAMILIES))
-    rho_local = stats.spearmanr(local["balance"], local["vpp_bubble_ratio"])[0]
+    # noise floor per stratum: the median residual of its unshaped curves (amount 0)
+    floor = frame.group_by("stratum").agg(
+        pl.col("balance").filter(pl.col("amount") == 0).median().alias("floor")
+    )
+    below_floor = frame.join(floor, on="stratum").filter(pl.col("balance_clean") < pl.col("floor"))
+    families = {}
+    for family in BALANCE_FAMILIES:  # each family with the base curves (its amount 0)
+        group = frame.filter(pl.col("family").is_in(["base", family]))
+        families[family] = {
+            "n": group.height,
+            **rhos(group, n_boot=200),
+            "no_noise": {t: v[0] for t, v in rhos(group, "_clean", 1).items()},
+            "shape_below_floor": int(below_floor["family"].is_in(["base", family]).sum()),
+        }
     return {
-        "runs": frame.height,
-        "chunks": len(line),
-        "spearman": float(rho),
-        "spearman_p": float(p),
-        "spearman_ci": [float(lo), float(hi)],
-        "spearman_by_family": by_family,
-        "spearman_local_families": float(rho_local),
-        "local_families": list(LOCAL_FAMILIES),
-        "runs_local": local.height,
-        "bubble_range": [float(bub.min()), float(bub.max())],
+        "curves": frame.height,
+        "runs_per_curve": RUNS_PER_CURVE,
+        "pooled": {"n": frame.height, **rhos(frame)},
+        "strata": strata,
+        "families": families,
+        "one_run": {t: v[0] for t, v in rhos(frame, "_1run", 1).items()},
+        "no_noise": {t: v[0] for t, v in rhos(frame, "_clean", 1).items()},
+        "predicted_whole": spearman_ci(frame["predicted"], frame["whole"]),
+        "predicted_whole_min_stratum": min(
+            float(stats.spearmanr(g["predicted"], g["whole"])[0])
+            for _, g in frame.group_by(["stratum"])
+        ),
+        "identity_max_error_ns": float(frame["identity_error_ns"].max()),
+        "shape_below_floor": below_floor.height,
+        "bubble_range": [float(frame["whole"].min()), float(frame["whole"].max())],
+        "steady_range": [float(frame["steady"].min()), float(frame["steady"].max())],
         "balance_range": [float(bal.min()), float(bal.max())],
     }
 
@@ -361,20 +477,42 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   too_noisy or linear_offset {wilson(**_hn(z['too_noisy_or_offset']))}")
     print(f"   linear (must be 0)         {wilson(**_hn(z['linear']))}")
     print(f"   verdicts                   {z['verdicts']}")
-    print(f"\n4. balance residual vs VPP bubble ratio: {b['runs']} runs")
-    lo, hi = b["spearman_ci"]
     print(
-        f"   Spearman rho = {b['spearman']:.3f} [bootstrap 95% CI {lo:.3f}, {hi:.3f}], "
-        f"p = {b['spearman_p']:.2g}   target >= 0.9"
-    )
-    print(f"   per family                {_round(b['spearman_by_family'])}")
-    print(
-        f"   local shapes only ({', '.join(b['local_families'])}, {b['runs_local']} runs): "
-        f"rho = {b['spearman_local_families']:.3f}"
+        f"\n4. balance residual vs VPP bubble (pp=2, vp=2, free transfers): {b['curves']} shaped "
+        f"curves, {b['runs_per_curve']} runs each"
     )
     print(
-        f"   bubble ratio range {_round(b['bubble_range'])}, "
-        f"residual range {_round(b['balance_range'])}"
+        f"   identity, no noise: idle = edge terms + sum|d2 tau|/4, max error "
+        f"{b['identity_max_error_ns']:.0f} ns (task times rounded to whole ns)"
+    )
+    print("   Spearman rho [bootstrap 95% CI] of the balance residual with the VPP bubble ratio")
+    width = max(len(name) for name in [*b["strata"], *b["families"]]) + 2
+    header = f"   {{:<{width}}} {'n':<6}{'whole run':<27}{'steady state':<27}"
+    print(header.format("stratum").rstrip())
+    for name, r in [*b["strata"].items(), ("pooled (mixed N, a/b)", b["pooled"])]:
+        print(f"   {name:<{width}} {r['n']:<6}{_rho(r['whole']):<27}{_rho(r['steady'])}")
+    for t, label in TARGETS.items():
+        rho, lo, _ = b["pooled"][t]
+        verdict = "met" if lo >= 0.9 else ("point estimate only" if rho >= 0.9 else "NOT met")
+        print(f"   target rho >= 0.9, {label}: {verdict}")
+    print(header.format("family (with the base curves)") + "steady, no noise  shape < floor")
+    for name, r in b["families"].items():
+        print(
+            f"   {name:<{width}} {r['n']:<6}{_rho(r['whole']):<27}{_rho(r['steady']):<27}"
+            f"{r['no_noise']['steady']:<18.3f}{r['shape_below_floor']}/{r['n']}"
+        )
+    print(f"   one run per curve: {_round(b['one_run'])};  no noise: {_round(b['no_noise'])}")
+    print(
+        f"   identity from the measured curve vs whole-run bubble: {_rho(b['predicted_whole'])}, "
+        f"lowest stratum {b['predicted_whole_min_stratum']:.3f}"
+    )
+    print(
+        f"   shape below floor (residual of the noise-free curve < median residual of the "
+        f"stratum's base curves): {b['shape_below_floor']}/{b['curves']} curves"
+    )
+    print(
+        f"   ranges: bubble {_round(b['bubble_range'])}, steady {_round(b['steady_range'])}, "
+        f"residual {_round(b['balance_range'])}"
     )
     print(f"\n{report['seconds']} s")
     return 0
@@ -382,6 +520,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _hn(r: dict) -> dict:
     return {"hits": r["hits"], "n": r["n"]}
+
+
+def _rho(r: list[float]) -> str:
+    return f"{r[0]:.3f} [{r[1]:.3f}, {r[2]:.3f}]"
 
 
 def _round(x):
