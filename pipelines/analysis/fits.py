@@ -111,7 +111,11 @@ def vpp_gain_affine(ratio: float, n_chunks: int) -> float:
 
 
 def balance_residual(k: np.ndarray, tau: np.ndarray) -> float:
-    """sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k over k whose two neighbours are present."""
+    """sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k over k whose two neighbours are present.
+
+    The steady-state bubble ratio VPP (P=2, vp=2, equal stages, free transfers) leaves for this
+    curve is R / (2 (1 + R+)) ~ R/2 without noise, R+ the same sum over the positive second
+    differences only; fill and drain add terms set by the end chunks (docs/tau_k.md §6.1)."""
     terms = _balance_terms(k, tau)
     if terms is None:
         return NAN
