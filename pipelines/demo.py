@@ -279,9 +279,9 @@ def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
 def fit_campaign(con, run_ids: list[str]) -> pl.DataFrame:
     """fit_curves over the chunks of the campaign's runs (not replays, not other runs)."""
     from pipelines.analysis.curves import fit_curves
-    from pipelines.cli.fit import load_chunks
+    from pipelines.analysis.tau_points import load_tau_points
 
-    chunks, _ = load_chunks(con, segment=False)
+    chunks, _ = load_tau_points(con, segment=False)
     return fit_curves(chunks.filter(pl.col("run_id").is_in(run_ids)))
 
 

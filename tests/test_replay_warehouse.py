@@ -156,9 +156,9 @@ def test_no_write_compares_without_writing(measured, capsys) -> None:
 
 
 def test_fits_leave_the_reruns_out(measured) -> None:
-    from pipelines.cli.fit import load_chunks
+    from pipelines.analysis.tau_points import load_tau_points
 
     _, con, run_id, _ = measured
     replay_run(con, run_id, SCHEDULES)
-    chunks, _ = load_chunks(con, segment=False)
+    chunks, _ = load_tau_points(con, segment=False)
     assert set(chunks["run_id"]) == {run_id}  # reruns re-use measured tau: no new repeats

@@ -69,66 +69,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-RUN_CONFIG = ("source", "model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware")
-
-
-def load_chunks(
-    con, model: str | None = None, schedule: str | None = None, segment: bool = True
-) -> tuple[pl.DataFrame, list[str]]:
-    """sql/intermediate/int_chunk_tau.sql on the warehouse's chunks and runs, plus (`segment`)
-    the chunks of runs that have chunk markers in their slices but no chunk rows yet, segmented
-    in memory with the default marker rule. Simulated reruns of a run (`tracereplay replay`,
-    replay_of set) are left out: their chunks re-use measured tau, they are no new repeats.
-    Returns (rows, run ids segmented here)."""
-    from pipelines.warehouse import sql_text
-
-    frame = (
-        con.execute(sql_text("int_chunk_tau", "intermediate"))
-        .pl()
-        .filter(pl.col("replay_of").is_null())
-    )
-    segmented: list[str] = []
-    if segment:
-        extra = _segment_unchunked(con)
-        if extra.height:
-            segmented = sorted(extra["run_id"].unique().to_list())
-            frame = pl.concat([frame, extra], how="diagonal_relaxed")
-    if model:
-        frame = frame.filter(pl.col("model") == model)
-    if schedule:
-        frame = frame.filter(pl.col("schedule") == schedule)
-    return frame, segmented
-
-
-def _segment_unchunked(con) -> pl.DataFrame:
-    from pipelines.analysis.curves import mark_partial
-    from pipelines.analysis.segment import segment_chunks
-
-    run_ids = [
-        row[0]
-        for row in con.execute(
-            "select distinct s.run_id from slices as s"
-            " where s.lane = 'host' and s.name like 'chunk[%'"
-            " and not exists (select 1 from chunks as c where c.run_id = s.run_id)"
-            " order by 1"
-        ).fetchall()
-    ]
-    parts = []
-    for run_id in run_ids:
-        slices = con.execute("select * from slices where run_id = ?", [run_id]).pl()
-        chunks, _ = segment_chunks(slices, run_id)
-        parts.append(chunks)
-    if not parts:
-        return pl.DataFrame()
-    chunks = pl.concat(parts)
-    config = con.execute(
-        f"select run_id, {', '.join(RUN_CONFIG)} from runs where run_id in "
-        f"(select unnest(?::varchar[]))",
-        [run_ids],
-    ).pl()
-    return mark_partial(chunks.join(config, on="run_id", how="left")).rename({"busy_ns": "tau_ns"})
-
-
 def _ms(x: float) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
@@ -192,6 +132,7 @@ def _json_value(x):
 def run(args: argparse.Namespace) -> int:
     from pipelines import warehouse
     from pipelines.analysis.curves import fit_curves
+    from pipelines.analysis.tau_points import load_tau_points
 
     path = warehouse.warehouse_path(args.warehouse)
     if not Path(path).exists():
@@ -199,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     con = warehouse.connect(path, read_only=True)
     try:
-        chunks, segmented = load_chunks(con, args.model, args.schedule, not args.no_segment)
+        chunks, segmented = load_tau_points(con, args.model, args.schedule, not args.no_segment)
     finally:
         con.close()
     if segmented:

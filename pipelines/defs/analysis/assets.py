@@ -12,8 +12,9 @@ from typing import Literal
 import dagster as dg
 import polars as pl
 
-from pipelines import warehouse as wh
-from pipelines.analysis.segment import DEFAULT_MARKER_REGEX, segment_chunks
+from pipelines.analysis.chunk_store import extract_chunks
+from pipelines.analysis.segment import DEFAULT_MARKER_REGEX
+from pipelines.analysis.tau_points import load_tau_points
 from pipelines.defs.ingest.lookup import runs_under
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_frame
@@ -60,39 +61,26 @@ def chunks(
     raw_dir: RawDirResource,
 ) -> dg.MaterializeResult:
     folder = raw_dir.folder(context.partition_key)
-    per_run = []
     with warehouse.connect() as con:
-        for run_id in runs_under(con, folder):
-            slices = con.execute("select * from slices where run_id = ?", [run_id]).pl()
-            found, unassigned = segment_chunks(
-                slices,
-                run_id,
-                config.marker_regex,
-                include_comm=config.include_comm,
-                link=config.link,
-                renumber=config.renumber,
-            )
-            con.execute("begin transaction")
-            try:
-                con.execute("delete from chunks where run_id = ?", [run_id])
-                wh.insert_frame(con, "chunks", found)
-                con.execute("commit")
-            except Exception:
-                con.execute("rollback")
-                raise
-            device = int(unassigned["device_busy_ns"].sum())
-            per_run.append(
-                {
-                    "run_id": run_id,
-                    "chunks": found.height,
-                    "markers": int(unassigned["n_markers"].sum()),
-                    "empty_markers": int(unassigned["n_empty_markers"].sum()),
-                    "unassigned_fraction": (
-                        int(unassigned["unassigned_ns"].sum()) / device if device else None
-                    ),
-                }
-            )
+        report = extract_chunks(
+            con,
+            runs_under(con, folder),
+            config.marker_regex,
+            include_comm=config.include_comm,
+            link=config.link,
+            renumber=config.renumber,
+        )
         total = con.execute("select count(*) from chunks").fetchone()[0]
+    per_run = [
+        {
+            "run_id": run.run_id,
+            "chunks": run.chunks,
+            "markers": run.markers,
+            "empty_markers": run.empty_markers,
+            "unassigned_fraction": run.unassigned_fraction,
+        }
+        for run in report.runs
+    ]
     for row in per_run:
         if row["markers"] == 0:
             context.log.warning(
@@ -152,7 +140,7 @@ def tau_fits(
     from pipelines.analysis.curves import fit_curves
 
     with warehouse.connect() as con:
-        points = con.execute(wh.sql_text("int_chunk_tau", "intermediate")).pl()
+        points, _ = load_tau_points(con, segment=False)
         fits = fit_curves(
             points,
             drop_partial=not config.keep_partial,
