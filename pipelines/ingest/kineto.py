@@ -85,6 +85,7 @@ class _Trace(msgspec.Struct):
     tp: str | int | None = None
     pp: str | int | None = None
     vp: str | int | None = None
+    hardware: str | None = None
 
 
 def read_trace(path: Path) -> RankFrames:

@@ -188,7 +188,8 @@ def chunks_frame(result: SimResult, run_id: str) -> pl.DataFrame:
     """Compute tasks of the run's requests in the canonical `chunks` schema (single-device decode
     pieces are not chunks); busy_ns is the task's compute time."""
     compute = result.tasks.filter(
-        (pl.col("kind") == "compute") & pl.col("request_id").is_in(result.requests["request_id"])
+        (pl.col("kind") == "compute")
+        & pl.col("request_id").is_in(result.requests["request_id"].implode())
     )
     frame = compute.select(
         pl.lit(run_id).alias("run_id"),

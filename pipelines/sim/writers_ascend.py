@@ -53,7 +53,7 @@ from pipelines.sim.trace_layout import (
 SORT_PYTHON, SORT_HARDWARE, SORT_HCCL, SORT_OVERLAP = 0, 13, 15, 23
 COMPUTE_STREAM, COMM_STREAM = 2, 4
 UINT32_NA = 4294967295
-EXTRA_META_KEYS = ("hardware", "seed", "noise", "policy")
+EXTRA_META_KEYS = ("seed", "noise", "policy")
 KERNEL_HEADER = [
     "Step Id",
     "Model ID",

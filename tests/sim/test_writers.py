@@ -517,9 +517,9 @@ def test_ingest_paths_loads_one_run_per_simulation(tmp_path: Path, warehouse) ->
     report = ingest_paths([out], warehouse, progress=False)
     assert report.quarantined == [] and len(report.runs) == 1
     run = warehouse.execute(
-        "select run_id, schedule, chunk_size, seq_len, pp, vp from runs"
+        "select run_id, schedule, chunk_size, seq_len, pp, vp, hardware from runs"
     ).fetchall()
-    assert [r[1:] for r in run] == [("vpp", 16384, 65536, 2, 2)]
+    assert [r[1:] for r in run] == [("vpp", 16384, 65536, 2, 2, result.meta["hardware"])]
     run_id = run[0][0]
     ranks = warehouse.execute("select count(*) from ranks where run_id = ?", [run_id]).fetchone()[0]
     assert ranks == 2
