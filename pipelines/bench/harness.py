@@ -31,6 +31,7 @@ class Measurement:
     events: int
     status: str = "ok"
     wall_s: float | None = None
+    cpu_s: float | None = None
     peak_rss_mb: float | None = None
     process_wall_s: float | None = None
     rows: int | None = None
@@ -46,6 +47,10 @@ class Measurement:
         return self.events / self.wall_s if self.ok and self.wall_s else None
 
     @property
+    def mb_per_cpu_s(self) -> float | None:
+        return self.mb / self.cpu_s if self.ok and self.cpu_s else None
+
+    @property
     def ok(self) -> bool:
         return self.status == "ok"
 
@@ -53,6 +58,7 @@ class Measurement:
         out = asdict(self)
         out["mb_per_s"] = self.mb_per_s
         out["events_per_s"] = self.events_per_s
+        out["mb_per_cpu_s"] = self.mb_per_cpu_s
         return out
 
 
@@ -135,6 +141,8 @@ def measure(
         measurement.note = f"{why}: " + " | ".join(tail)
         return measurement
     measurement.wall_s = float(run.result.pop("wall_s"))
+    cpu = run.result.pop("cpu_s", None)
+    measurement.cpu_s = None if cpu is None else float(cpu)
     measurement.rows = run.result.pop("rows", None)
     measurement.extra = run.result
     return measurement

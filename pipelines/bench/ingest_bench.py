@@ -73,6 +73,16 @@ class Target:
         }
 
 
+def cpu_ratios(measurements: list[Measurement]) -> dict[str, float | None]:
+    """The rate ratios on CPU time instead of wall time (less sensitive to a shared machine's
+    load; informational, the targets use wall time)."""
+    rates = {m.path: m.mb_per_cpu_s for m in measurements}
+    return {
+        "ours_vs_duckdb_cpu": _ratio(rates.get("ours"), rates.get("duckdb")),
+        "ours_vs_hta_cpu": _ratio(rates.get("ours"), rates.get("hta")),
+    }
+
+
 @dataclass
 class IngestBenchReport:
     """Everything one benchmark run measured."""
@@ -97,6 +107,7 @@ class IngestBenchReport:
             "load": self.load,
             "measurements": [m.as_json() for m in self.measurements],
             "targets": [t.as_json() for t in self.targets],
+            "cpu_ratios": cpu_ratios(self.measurements),
         }
 
 

@@ -1,6 +1,6 @@
 """Child-process entry points of the ingest benchmark: each parses one file one way and prints
-one result line, `BENCH_RESULT {json}`, with the wall time of the work alone (imports excluded)
-and the number of events or rows it produced.
+one result line, `BENCH_RESULT {json}`, with the wall and CPU time (all threads) of the work
+alone (imports excluded) and the number of events or rows it produced.
 
 Run as `python -m pipelines.bench.probes KIND PATH [OUT]`; the parent measures peak RSS from the
 child's rusage. Kinds:
@@ -13,6 +13,7 @@ child's rusage. Kinds:
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from collections.abc import Callable
@@ -104,6 +105,12 @@ def _orjson(path: Path, out: Path | None) -> Callable[[], dict[str, Any]]:
     return work
 
 
+def cpu_seconds() -> float:
+    """User + system CPU time of this process so far (all its threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 PROBES: dict[str, Callable[[Path, Any], Callable[[], dict[str, Any]]]] = {
     "ours": _ours,
     "duckdb": _duckdb,
@@ -116,9 +123,11 @@ def main(argv: list[str]) -> int:
     kind, path = argv[0], Path(argv[1])
     out = Path(argv[2]) if len(argv) > 2 else None
     work = PROBES[kind](path, out)  # imports happen here, outside the timed part
+    cpu = cpu_seconds()
     start = time.perf_counter()
     result = work()
     result["wall_s"] = time.perf_counter() - start
+    result["cpu_s"] = cpu_seconds() - cpu
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     return 0
 

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from pipelines.bench.ingest_bench import IngestBenchReport
+from pipelines.bench.ingest_bench import IngestBenchReport, cpu_ratios
 
-COLUMNS = ("path", "MB", "events", "wall s", "MB/s", "events/s", "peak RSS MB", "load", "note")
+COLUMNS = (
+    "path",
+    "MB",
+    "events",
+    "wall s",
+    "MB/s",
+    "events/s",
+    "peak RSS MB",
+    "cpu s",
+    "load",
+    "note",
+)
 
 
 def _num(value: float | int | None, digits: int = 1) -> str:
@@ -29,6 +40,7 @@ def format_report(report: IngestBenchReport) -> str:
                 _num(m.mb_per_s),
                 _num(round(m.events_per_s)) if m.events_per_s else "-",
                 _num(m.peak_rss_mb, 0) if m.ok else "-",
+                _num(m.cpu_s, 2),
                 _num(m.extra.get("load1"), 2),
                 note,
             )
@@ -56,11 +68,20 @@ def format_report(report: IngestBenchReport) -> str:
         value = "-" if t.value is None else f"{t.value:.2f}x"
         bound = f"{'>=' if t.at_least else '<='} {t.bound:g}x"
         out.append(f"  {t.description:<36} {value:>9}  (target {bound})  {t.status}")
+    cpu = cpu_ratios(report.measurements)
+    out.append(
+        "  (on CPU time instead: ours/DuckDB "
+        + ("-" if cpu["ours_vs_duckdb_cpu"] is None else f"{cpu['ours_vs_duckdb_cpu']:.2f}x")
+        + ", ours/HTA "
+        + ("-" if cpu["ours_vs_hta_cpu"] is None else f"{cpu['ours_vs_hta_cpu']:.2f}x")
+        + "; informational)"
+    )
     load = report.load
     repeat = report.setup.get("repeat", 1)
     out += [
         "",
-        "wall s = the probe's own work (imports excluded); peak RSS = ru_maxrss of its process;"
+        "wall s / cpu s = the probe's own work (imports excluded; cpu = all threads);"
+        " peak RSS = ru_maxrss of its process;"
         " load = 1-min load average when the probe started"
         + (f"; median of {repeat} runs (HTA: 1)" if repeat > 1 else ""),
         f"load at start {load.get('load1_start')}, at end {load.get('load1_end')};"

@@ -102,7 +102,8 @@ def test_bench_ingest_smoke(tmp_path: Path, source: Path, capsys: pytest.Capture
     for name in ("ours", "duckdb", "msgspec"):
         m = by_path[name]
         assert m["status"] == "ok", m["note"]
-        for key in ("mb", "events", "wall_s", "mb_per_s", "events_per_s", "peak_rss_mb"):
+        keys = ("mb", "events", "wall_s", "cpu_s", "mb_per_s", "events_per_s", "peak_rss_mb")
+        for key in keys:
             assert m[key] > 0, (name, key)
     assert by_path["ours"]["rows"] == trace["complete_events"]
     assert by_path["ours"]["note"] == ""  # nothing quarantined, every slice stored
@@ -115,5 +116,7 @@ def test_bench_ingest_smoke(tmp_path: Path, source: Path, capsys: pytest.Capture
     ]
     assert {t["status"] for t in report["targets"]} <= {"met", "not met", "n/a"}
     assert report["targets"][1]["status"] == "n/a"
+    assert report["cpu_ratios"]["ours_vs_duckdb_cpu"] > 0
+    assert report["cpu_ratios"]["ours_vs_hta_cpu"] is None
     assert report["load"]["load1_start"] >= 0
     assert not (workdir / "run").exists()  # generated files removed without --keep
