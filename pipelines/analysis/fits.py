@@ -18,6 +18,9 @@ configuration, possibly pooled over several runs. Inference:
 * balance residual sum|tau_{k-1}+tau_{k+1}-2 tau_k| / sum 2 tau_k on the mean curve (mean tau per
   k): percentile bootstrap over runs when there are at least ``min_runs_for_run_bootstrap`` runs,
   otherwise over the interior chunk positions k (a ratio-of-sums bootstrap).
+* predicted whole-run bubble ratio of VPP (P=2, vp=2, equal stages, free transfers, one request)
+  from the mean curve by an exact identity (`vpp_bubble_ratio`), with the same bootstrap as the
+  balance residual; VPP's predicted gain = CPP's bubble (`cpp_bubble_ratio`) minus VPP's.
 """
 
 from __future__ import annotations
@@ -63,7 +66,10 @@ class CurveFit:
     balance_hi: float
     balance_method: str
     balance_floor: float
-    vpp_gain_affine: float
+    vpp_bubble_pred: float
+    vpp_bubble_lo: float
+    vpp_bubble_hi: float
+    vpp_gain_pred: float
     curvature: float
     curvature_p: float
     curvature_effect: float
@@ -98,16 +104,39 @@ def fieller(
     return (b - root) / a, (b + root) / a
 
 
-def vpp_gain_affine(ratio: float, n_chunks: int) -> float:
-    """Bubble share VPP removes relative to CPP for affine tau_k = a + b k, a/b = `ratio`, with
-    two ranks, free transfers and one request of `n_chunks` chunks: CPP's bubble
-    tau_{N-1} / (sum tau + tau_{N-1}) minus VPP's drain 1/(N+1) (research/schedules.md §4.5),
-    = (N-1)(N/2) / ((N+1)((N+1) r + (N-1)(N+2)/2)); 2/(N+3) - 1/(N+1) at r = 1."""
-    n = n_chunks
-    if n < 2 or not math.isfinite(ratio):
-        return 0.0 if n >= 2 and math.isinf(ratio) and ratio > 0 else NAN
-    denominator = (n + 1) * ((n + 1) * ratio + (n - 1) * (n + 2) / 2)
-    return (n - 1) * (n / 2) / denominator if denominator > 0 else NAN
+def vpp_bubble_ratio(tau: np.ndarray) -> float:
+    """Whole-run bubble ratio of VPP (P = 2, vp = 2, equal stages, free transfers) for one
+    request whose consecutive chunks 0..N-1 take tau_k (the whole chunk, or one stage when every
+    stage has the same shape: the ratio does not depend on the scale). Exact identity: cycle k
+    runs s3(k-1)+s0(k+1) on rank 0 against s1(k)+s2(k) on rank 1, both ranks start each cycle
+    together, so the lighter one idles |tau_{k-1}+tau_{k+1}-2 tau_k|/4 per cycle and
+
+        idle (both ranks) = (tau_0 + tau_{N-1} + sum_k |tau_{k-1}+tau_{k+1}-2 tau_k|) / 4,
+
+    tau_{-1} = tau_N = 0; ratio = idle / (sum tau + idle) (= idle / (2 x makespan)).
+    Checked against the simulator in tests/analysis/test_balance_vpp.py (docs/tau_k.md §6.2)."""
+    tau = np.asarray(tau, dtype=float)
+    return float(_vpp_bubble_rows(tau[None, :])[0]) if tau.size else NAN
+
+
+def _vpp_bubble_rows(tau: np.ndarray) -> np.ndarray:
+    """vpp_bubble_ratio of every row of a (curves, N) array."""
+    pad = np.zeros((tau.shape[0], 1))
+    padded = np.concatenate([pad, tau, pad], axis=1)
+    second = np.abs(padded[:, :-2] + padded[:, 2:] - 2 * padded[:, 1:-1]).sum(axis=1)
+    idle = (tau[:, 0] + tau[:, -1] + second) / 4
+    return idle / (tau.sum(axis=1) + idle)
+
+
+def cpp_bubble_ratio(tau: np.ndarray) -> float:
+    """Whole-run bubble ratio of CPP with two ranks (equal stages, free transfers) for one
+    request whose chunks take tau_k: a two-machine flow shop with tau_k/2 on each rank, so the
+    makespan is (sum tau + max tau)/2, the idle of both ranks max tau and the ratio
+    max tau / (sum tau + max tau). Exact (tests/analysis/test_balance_vpp.py)."""
+    tau = np.asarray(tau, dtype=float)
+    if not tau.size:
+        return NAN
+    return float(tau.max() / (tau.sum() + tau.max()))
 
 
 def balance_residual(k: np.ndarray, tau: np.ndarray) -> float:
@@ -115,7 +144,8 @@ def balance_residual(k: np.ndarray, tau: np.ndarray) -> float:
 
     The steady-state bubble ratio VPP (P=2, vp=2, equal stages, free transfers) leaves for this
     curve is R / (2 (1 + R+)) ~ R/2 without noise, R+ the same sum over the positive second
-    differences only; fill and drain add terms set by the end chunks (docs/tau_k.md §6.1)."""
+    differences only; fill and drain add terms set by the end chunks (docs/tau_k.md §6.1), which
+    `vpp_bubble_ratio` includes: that, not this linearity score, predicts the whole-run bubble."""
     terms = _balance_terms(k, tau)
     if terms is None:
         return NAN
@@ -227,11 +257,24 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale):
     return out
 
 
-def _bootstrap_balance(k, y, runs, k_grid, n_boot, seed, min_runs):
-    """Percentile interval of the balance residual and the resampling unit used."""
+def _interval(values: np.ndarray) -> tuple[float, float]:
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return NAN, NAN
+    lo, hi = np.quantile(values, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def _bootstrap(k, y, runs, k_grid, n_boot, seed, min_runs):
+    """Percentile intervals of the balance residual and of the predicted VPP bubble ratio, and
+    the resampling unit: runs (each resample's mean curve; the VPP bubble only when it has every
+    k of a contiguous k_grid), else the interior chunk positions (ratio of sums; the VPP
+    bubble's edge terms, chunks k_min and k_max, held fixed).
+    Returns (balance_lo, balance_hi, vpp_lo, vpp_hi, method)."""
     rng = np.random.default_rng(seed)
     run_ids, run_index = np.unique(runs, return_inverse=True)
     k_index = np.searchsorted(k_grid, k)
+    contiguous = bool(np.all(np.diff(k_grid) == 1))
     if len(run_ids) >= min_runs:
         sums = np.zeros((len(run_ids), len(k_grid)))
         counts = np.zeros_like(sums)
@@ -239,28 +282,28 @@ def _bootstrap_balance(k, y, runs, k_grid, n_boot, seed, min_runs):
         np.add.at(counts, (run_index, k_index), 1.0)
         weights = rng.multinomial(len(run_ids), np.full(len(run_ids), 1 / len(run_ids)), n_boot)
         total, count = weights @ sums, weights @ counts
-        values = []
+        balance = []
         for t, c in zip(total, count, strict=True):
             present = c > 0
-            values.append(balance_residual(k_grid[present], t[present] / c[present]))
-        method = "bootstrap(runs)"
-    else:
-        means = np.array([y[k_index == i].mean() for i in range(len(k_grid))])
-        terms = _balance_terms(k_grid, means)
-        if terms is None:
-            return NAN, NAN, "none"
-        diff, weight = terms
-        if len(diff) < 2:
-            return NAN, NAN, "none"
-        pick = rng.integers(0, len(diff), (n_boot, len(diff)))
-        values = diff[pick].sum(axis=1) / weight[pick].sum(axis=1)
-        method = "bootstrap(k)"
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return NAN, NAN, "none"
-    lo, hi = np.quantile(values, [0.025, 0.975])
-    return float(lo), float(hi), method
+            balance.append(balance_residual(k_grid[present], t[present] / c[present]))
+        full = (count > 0).all(axis=1) if contiguous else np.zeros(len(count), dtype=bool)
+        vpp = _vpp_bubble_rows(total[full] / count[full]) if full.any() else np.array([])
+        return (*_interval(np.array(balance)), *_interval(vpp), "bootstrap(runs)")
+    means = np.array([y[k_index == i].mean() for i in range(len(k_grid))])
+    terms = _balance_terms(k_grid, means)
+    if terms is None or len(terms[0]) < 2:
+        return NAN, NAN, NAN, NAN, "none"
+    diff, weight = terms
+    pick = rng.integers(0, len(diff), (n_boot, len(diff)))
+    balance = diff[pick].sum(axis=1) / weight[pick].sum(axis=1)
+    vpp = np.array([])
+    if contiguous:  # the interior positions are k_min+1 .. k_max-1, in order
+        padded = np.concatenate(([0.0], means, [0.0]))
+        second = np.abs(padded[:-2] + padded[2:] - 2 * padded[1:-1])
+        edge_idle = (means[0] + means[-1] + second[0] + second[-1]) / 4
+        idle = edge_idle + diff[pick].sum(axis=1) / 4
+        vpp = idle / (means[0] + means[-1] + weight[pick].sum(axis=1) / 2 + idle)
+    return (*_interval(balance), *_interval(vpp), "bootstrap(k)")
 
 
 def fit_curve(
@@ -329,9 +372,11 @@ def fit_curve(
     means = np.array([y[k == kk].mean() for kk in k_grid])
     counts = np.array([(k == kk).sum() for kk in k_grid])
     balance = balance_residual(k_grid, means)
-    lo, hi, method = _bootstrap_balance(
+    lo, hi, vpp_lo, vpp_hi, method = _bootstrap(
         k, y, runs, k_grid, n_boot, seed, min_runs_for_run_bootstrap
     )
+    # the identities need the request's consecutive chunks: none missing between k_min, k_max
+    contiguous = bool(np.all(np.diff(k_grid) == 1))
     floor = NAN
     terms = _balance_terms(k_grid, means)
     if terms is not None:
@@ -372,7 +417,10 @@ def fit_curve(
         balance_hi=hi,
         balance_method=method,
         balance_floor=floor,
-        vpp_gain_affine=vpp_gain_affine(float(a / b) if b != 0 else math.inf, len(k_grid)),
+        vpp_bubble_pred=vpp_bubble_ratio(means) if contiguous else NAN,
+        vpp_bubble_lo=vpp_lo,
+        vpp_bubble_hi=vpp_hi,
+        vpp_gain_pred=cpp_bubble_ratio(means) - vpp_bubble_ratio(means) if contiguous else NAN,
         curvature=curvature,
         curvature_p=curvature_p,
         curvature_effect=curvature_effect,

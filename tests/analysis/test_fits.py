@@ -1,4 +1,5 @@
-"""Statistics of one curve: balance residual, Fieller ratio, cluster pooling, breakpoint search."""
+"""Statistics of one curve: balance residual, predicted VPP bubble, Fieller ratio, cluster
+pooling, breakpoint search."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import pytest
 from scipy import stats
 
 from pipelines.analysis.curves import fit_curves
-from pipelines.analysis.fits import balance_residual, fieller, fit_curve
+from pipelines.analysis.fits import (
+    balance_residual,
+    cpp_bubble_ratio,
+    fieller,
+    fit_curve,
+    vpp_bubble_ratio,
+)
+from pipelines.cli.fit import format_table
 from tests.analysis import fixtures
 
 
@@ -51,8 +59,13 @@ def test_pooling_runs_uses_cluster_robust_intervals_and_run_bootstrap() -> None:
     assert pooled.ci_method == "cluster(run)"
     assert pooled.balance_method == "bootstrap(runs)"
     assert pooled.balance_lo <= pooled.balance <= pooled.balance_hi
+    assert pooled.vpp_bubble_lo <= pooled.vpp_bubble_pred <= pooled.vpp_bubble_hi
     single = fit_curve(*curves[0], n_boot=200)
     assert single.balance_method == "bootstrap(k)"
+    assert single.vpp_bubble_lo < single.vpp_bubble_hi
+    # one run's curve is noisier than the mean of six: a wider interval of the VPP bubble
+    pooled_width = pooled.vpp_bubble_hi - pooled.vpp_bubble_lo
+    assert single.vpp_bubble_hi - single.vpp_bubble_lo > pooled_width
     # pooling six runs narrows the slope interval
     assert pooled.slope_hi - pooled.slope_lo < single.slope_hi - single.slope_lo
 
@@ -108,3 +121,36 @@ def test_fit_curves_groups_configs_pools_repeats_and_drops_the_remainder_chunk()
     assert second["verdict"] == "linear_offset" and second["n_k"] == 12
     kept = fit_curves(pl.DataFrame(rows), n_boot=100, drop_partial=False)
     assert kept.filter(pl.col("seq_len") == 830).row(0, named=True)["k_max"] == 8
+
+
+def test_vpp_bubble_prediction_is_the_identity_on_the_mean_curve() -> None:
+    curves = [fixtures.linear(n=10, seed=s) for s in range(3)]
+    k = np.concatenate([c[0] for c in curves])
+    tau = np.concatenate([c[1] for c in curves])
+    fit = fit_curve(k, tau, np.repeat(np.arange(3), 10), n_boot=0)
+    mean = np.mean([c[1] for c in curves], axis=0)
+    assert fit.vpp_bubble_pred == pytest.approx(vpp_bubble_ratio(mean), rel=1e-12)
+    assert fit.vpp_gain_pred == pytest.approx(cpp_bubble_ratio(mean) - vpp_bubble_ratio(mean))
+    # tau = (k+1) t without noise: VPP leaves 1/(N+1), CPP 2/(N+3) (research/schedules.md §4.5)
+    exact = fit_curve(np.arange(10.0), np.arange(1.0, 11.0) * 1e6, n_boot=0)
+    assert exact.vpp_bubble_pred == pytest.approx(1 / 11, rel=1e-12)
+    assert exact.vpp_gain_pred == pytest.approx(2 / 13 - 1 / 11, rel=1e-12)
+    # a missing chunk index: the request's consecutive chunks are unknown, no prediction
+    gapped = fit_curve(np.delete(k[:10], 4), np.delete(tau[:10], 4), n_boot=50)
+    assert math.isnan(gapped.vpp_bubble_pred) and math.isnan(gapped.vpp_bubble_hi)
+    assert math.isfinite(gapped.balance)
+
+
+def test_fit_table_and_printout_carry_the_vpp_prediction() -> None:
+    rows = []
+    for s in range(2):
+        _, tau = fixtures.linear(n=8, seed=s)
+        rows += _chunk_rows(f"run{s}", 800, tau, last_tokens=100)
+    table = fit_curves(pl.DataFrame(rows), n_boot=50)
+    assert {"vpp_bubble_pred", "vpp_bubble_lo", "vpp_bubble_hi", "vpp_gain_pred"} <= set(
+        table.columns
+    )
+    row = table.row(0, named=True)
+    assert 0.09 < row["vpp_bubble_pred"] < 0.2 and 0 < row["vpp_gain_pred"] < 0.1
+    text = format_table(table)
+    assert "VPP bubble pred" in text and f"{row['vpp_bubble_pred']:.1%}" in text
