@@ -22,7 +22,9 @@ hardware, virtual stage), pooling repeated runs of the same configuration, and c
 curve: linear, linear_offset (intercept dominates: VPP has little to balance), kinked (with the
 breakpoint k), convex/concave, too_noisy, too_short. Intervals are 95%: HC3 for one run,
 cluster-robust by run when runs are pooled; a/b by Fieller; the VPP balance residual
-sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k with a bootstrap interval (docs/tau_k.md).
+sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k with a bootstrap interval; the whole-run bubble
+ratio VPP would leave for the curve (pp=2, vp=2, equal stages, free transfers, one request; exact
+identity, same bootstrap) and VPP's gain, CPP's bubble minus VPP's (docs/tau_k.md §6.2).
 Times are printed in ms. Exit status 0 (verdicts are reported, not enforced)."""
 
 TEXT_COLUMNS = (
@@ -38,6 +40,8 @@ TEXT_COLUMNS = (
     ("ab", "a/b [CI]"),
     ("r2", "R2"),
     ("balance", "balance resid [CI]"),
+    ("vpp_bubble", "VPP bubble pred [CI]"),
+    ("vpp_gain", "VPP gain"),
     ("curv_p", "curv p"),
     ("breakpoint", "break k (p_adj)"),
     ("verdict", "verdict"),
@@ -85,6 +89,12 @@ def _num(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def _pct(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:.1%}"
+
+
 def _text_row(row: dict) -> dict[str, str]:
     return {
         "model": str(row.get("model")),
@@ -104,6 +114,11 @@ def _text_row(row: dict) -> dict[str, str]:
             f"{_num(row['balance'], 2)} [{_num(row['balance_lo'], 2)}, "
             f"{_num(row['balance_hi'], 2)}]"
         ),
+        "vpp_bubble": (
+            f"{_pct(row['vpp_bubble_pred'])} [{_pct(row['vpp_bubble_lo'])}, "
+            f"{_pct(row['vpp_bubble_hi'])}]"
+        ),
+        "vpp_gain": _pct(row["vpp_gain_pred"]),
         "curv_p": _num(row["curvature_p"], 2),
         "breakpoint": (
             "-"
