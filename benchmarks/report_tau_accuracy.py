@@ -312,20 +312,22 @@ def spearman_ci(x: np.ndarray, y: np.ndarray, n_boot: int = 1000, seed: int = 0)
     return [rho, float(lo), float(hi)]
 
 
-def balance_curve(chunk: int, tau: np.ndarray, seed: int) -> dict:
-    """Simulate one shaped curve under VPP RUNS_PER_CURVE times with noise and once without."""
+def vpp_runs(chunk: int, tau: np.ndarray, noise: float, seeds: range) -> list:
+    """One request with per-chunk latency tau (equal stages) under VPP (pp=2, vp=2, free
+    transfers), once per seed."""
     n = len(tau)
     cost = TabulatedCost(
         table={chunk: (np.arange(n, dtype=float) * chunk, tau)},
         fallback=FittedCost(alpha_ns=float(tau.mean()) / chunk, beta_ns=0.0),
     )
+    return [
+        simulate(n * chunk, "vpp", model=cost, chunk_size=chunk, comm=None, noise=noise, seed=s)
+        for s in seeds
+    ]
 
-    def run(noise: float, run_seed: int):
-        return simulate(
-            n * chunk, "vpp", model=cost, chunk_size=chunk, comm=None, noise=noise, seed=run_seed
-        )
 
-    results = [run(NOISE, seed * RUNS_PER_CURVE + r) for r in range(RUNS_PER_CURVE)]
+def pooled_fit(results: list, n_boot: int) -> tuple:
+    """fit_curve of the runs' per-chunk totals (clusters = runs) and those totals."""
     per_chunk = (
         pl.concat([chunks_frame(res, f"r{i}") for i, res in enumerate(results)])
         .group_by(["run_id", "chunk_idx"])
@@ -333,9 +335,18 @@ def balance_curve(chunk: int, tau: np.ndarray, seed: int) -> dict:
         .sort(["run_id", "chunk_idx"])
     )
     k = per_chunk["chunk_idx"].to_numpy()
-    fit = fit_curve(k, per_chunk["busy_ns"].to_numpy(), per_chunk["run_id"].to_numpy(), n_boot=0)
+    runs = per_chunk["run_id"].to_numpy()
+    return fit_curve(k, per_chunk["busy_ns"].to_numpy(), runs, n_boot=n_boot), per_chunk
+
+
+def balance_curve(chunk: int, tau: np.ndarray, seed: int) -> dict:
+    """Simulate one shaped curve under VPP RUNS_PER_CURVE times with noise and once without."""
+    n = len(tau)
+    seeds = range(seed * RUNS_PER_CURVE, (seed + 1) * RUNS_PER_CURVE)
+    results = vpp_runs(chunk, tau, NOISE, seeds)
+    fit, per_chunk = pooled_fit(results, n_boot=0)
     one = per_chunk.filter(pl.col("run_id") == "r0")
-    clean = run(0.0, 0)
+    (clean,) = vpp_runs(chunk, tau, 0.0, range(1))
     clean_summary = summarize(clean)
     return {
         "balance": fit.balance,
@@ -356,6 +367,44 @@ def balance_curve(chunk: int, tau: np.ndarray, seed: int) -> dict:
 
 
 TARGETS = {"whole": "VPP bubble ratio, whole run", "steady": "steady-state bubble ratio"}
+
+COVERAGE_SHAPES = (("base", 0.0), ("rough", 0.1), ("step", 0.2), ("concave", 0.2))
+COVERAGE_RUNS = 8
+"""Runs pooled per fit in the interval check: enough for the bootstrap over runs (>= 5)."""
+
+
+def interval_coverage(reps: int) -> dict:
+    """How often the fit table's 95% interval of vpp_bubble_pred (bootstrap over
+    COVERAGE_RUNS pooled runs) holds (a) the noise-free curve's VPP bubble and (b) the mean
+    simulated bubble of those same runs, per COVERAGE_SHAPES curve of every stratum, `reps`
+    replications each; plus the mean offsets of the prediction from both."""
+    hits = {"clean": 0, "runs": 0}
+    offsets = {"clean": [], "runs": []}
+    widths = []
+    for model, seq_len, chunk in BALANCE_STRATA:
+        line = base_curve(model, seq_len, chunk)
+        for family, amount in COVERAGE_SHAPES:
+            tau = shaped_curve(line, family, amount, seed=1)
+            clean = vpp_bubble_ratio(tau)
+            for r in range(reps):
+                seeds = range(50_000 + 100 * r, 50_000 + 100 * r + COVERAGE_RUNS)
+                results = vpp_runs(chunk, tau, NOISE, seeds)
+                fit, _ = pooled_fit(results, n_boot=500)
+                whole = float(np.mean([summarize(res)["bubble_ratio"] for res in results]))
+                for key, truth in (("clean", clean), ("runs", whole)):
+                    hits[key] += fit.vpp_bubble_lo <= truth <= fit.vpp_bubble_hi
+                    offsets[key].append(fit.vpp_bubble_pred - truth)
+                widths.append(fit.vpp_bubble_hi - fit.vpp_bubble_lo)
+    n = len(widths)
+    return {
+        "fits": n,
+        "runs_per_fit": COVERAGE_RUNS,
+        "covers_clean": rate(hits["clean"], n),
+        "covers_runs": rate(hits["runs"], n),
+        "mean_offset_clean": float(np.mean(offsets["clean"])),
+        "mean_offset_runs": float(np.mean(offsets["runs"])),
+        "median_width": float(np.median(widths)),
+    }
 
 
 def balance_frame(seeds_per_point: int) -> pl.DataFrame:
@@ -443,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         "dsa": dsa_campaign(max(args.runs // 2, 1), rng),
         "noise_only": noise_campaign(args.runs, rng),
         "balance": balance_campaign(seeds_per_point=3),
+        "vpp_interval": interval_coverage(reps=5),
     }
     report["seconds"] = round(time.perf_counter() - started, 1)
     if args.json:
@@ -509,6 +559,20 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"   vpp_bubble_pred - whole-run bubble: mean {err['mean']:+.4f}, max |.| "
         f"{err['max_abs']:.4f}; lowest stratum rho {lowest:.3f}"
+    )
+    c = report["vpp_interval"]
+    print(
+        f"   95% interval of vpp_bubble_pred ({c['runs_per_fit']} runs pooled, bootstrap over "
+        f"runs; {len(COVERAGE_SHAPES)} shapes x {len(BALANCE_STRATA)} strata): median width "
+        f"{c['median_width']:.4f}"
+    )
+    print(
+        f"     holds the noise-free curve's bubble {wilson(**_hn(c['covers_clean']))}, "
+        f"pred - it {c['mean_offset_clean']:+.4f} on average"
+    )
+    print(
+        f"     holds the same runs' simulated bubble {wilson(**_hn(c['covers_runs']))}, "
+        f"pred - it {c['mean_offset_runs']:+.4f} on average"
     )
     print(
         f"   shape below floor (residual of the noise-free curve < median residual of the "
