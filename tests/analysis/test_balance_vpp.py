@@ -62,6 +62,14 @@ def test_cpp_and_vpp_bubble_identities_are_exact_for_any_tau(n: int) -> None:
             assert identity(tau) == pytest.approx(float(exact), abs=1e-9)  # ns rounding
 
 
+def test_vpp_can_leave_more_bubble_than_cpp_for_an_irregular_curve() -> None:
+    tau = np.random.default_rng(16).uniform(1e8, 5e9, 16)
+    vpp, cpp = (summarize(_run(tau, s))["bubble_ratio"] for s in ("vpp", "cpp"))
+    assert vpp > 0.25 > 0.15 > cpp
+    fit = fit_curve(np.arange(16.0), tau, n_boot=0)
+    assert fit.vpp_gain_pred == pytest.approx(cpp - vpp, abs=1e-8) and fit.vpp_gain_pred < 0
+
+
 def test_vpp_bubble_identity_is_a_whole_fraction_of_integer_ns() -> None:
     """With integer stage times the identity gives the simulator's fraction exactly."""
     result = _vpp_run(np.array([3e8, 9e8, 4e8, 1.2e9, 1.1e9, 5e8]))
