@@ -6,6 +6,7 @@ Run as `python -m pipelines.bench.probes KIND PATH [OUT]`; the parent measures p
 child's rusage. Kinds:
   ours          ingest_paths([PATH = rank folder], fresh warehouse OUT)
   duckdb        DuckDB read_json(PATH, format='array', explicit columns) -> table in OUT
+  duckdb_1t     the same with `set threads = 1`
   msgspec       msgspec typed decode of PATH (args left raw), no table
   orjson        orjson.loads(PATH bytes), no table (when orjson is installed)
 """
@@ -52,13 +53,15 @@ def _ours(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
     return work
 
 
-def _duckdb(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
+def _duckdb(path: Path, out: Path, threads: int | None = None) -> Callable[[], dict[str, Any]]:
     import duckdb
 
     escaped = str(path).replace("'", "''")
 
     def work() -> dict[str, Any]:
         con = duckdb.connect(str(out))
+        if threads is not None:
+            con.execute(f"set threads = {threads}")
         try:
             con.execute(
                 "create table events as select * from read_json("
@@ -114,6 +117,7 @@ def cpu_seconds() -> float:
 PROBES: dict[str, Callable[[Path, Any], Callable[[], dict[str, Any]]]] = {
     "ours": _ours,
     "duckdb": _duckdb,
+    "duckdb_1t": lambda path, out: _duckdb(path, out, threads=1),
     "msgspec": _msgspec,
     "orjson": _orjson,
 }

@@ -19,7 +19,8 @@ level1 rank0 torch_npu export (timestamps, ProfilerStep numbers and flow ids shi
 metadata kept once), then parse it, each path in its own process:
 
   ours      ingest_paths([rank folder]) into a fresh DuckDB warehouse
-  duckdb    DuckDB read_json(format='array', explicit columns) into a table (plain parse)
+  duckdb    DuckDB read_json(format='array', explicit columns) into a table (plain parse);
+            duckdb_1t the same on one thread (the target uses the faster of the two)
   msgspec   typed msgspec decode (no table); orjson when installed
   hta       Holistic Trace Analysis on the same events in Kineto form (.json.gz); HTA lives in
             its own venv, named by --hta-python or $TRACEREPLAY_HTA_PYTHON, e.g.

@@ -78,8 +78,9 @@ def test_kineto_slice_keeps_metadata_and_numeric_ts(tmp_path: Path, source: Path
 def test_targets_need_both_rates() -> None:
     ours = Measurement("ours", mb=100, events=1, wall_s=4, peak_rss_mb=150)
     duck = Measurement("duckdb", mb=100, events=1, wall_s=2)
+    duck_1t = Measurement("duckdb_1t", mb=100, events=1, wall_s=3)  # slower: not the baseline
     hta = Measurement("hta", mb=10, events=1, status="skipped")
-    targets = {t.name: t for t in targets_of([ours, duck, hta], file_mb=100)}
+    targets = {t.name: t for t in targets_of([ours, duck, duck_1t, hta], file_mb=100)}
     assert targets["ours_vs_duckdb_rate"].value == pytest.approx(0.5)
     assert targets["ours_vs_duckdb_rate"].status == "met"
     assert targets["ours_vs_hta_rate"].status == "n/a"
@@ -98,8 +99,8 @@ def test_bench_ingest_smoke(tmp_path: Path, source: Path, capsys: pytest.Capture
     trace = report["trace"]
     assert trace["mb"] >= 2 and trace["events"] > trace["complete_events"] > 0
     by_path = {m["path"]: m for m in report["measurements"]}
-    assert set(by_path) == {"ours", "duckdb", "msgspec", "orjson", "hta"}
-    for name in ("ours", "duckdb", "msgspec"):
+    assert set(by_path) == {"ours", "duckdb", "duckdb_1t", "msgspec", "orjson", "hta"}
+    for name in ("ours", "duckdb", "duckdb_1t", "msgspec"):
         m = by_path[name]
         assert m["status"] == "ok", m["note"]
         keys = ("mb", "events", "wall_s", "cpu_s", "mb_per_s", "events_per_s", "peak_rss_mb")
@@ -108,6 +109,7 @@ def test_bench_ingest_smoke(tmp_path: Path, source: Path, capsys: pytest.Capture
     assert by_path["ours"]["rows"] == trace["complete_events"]
     assert by_path["ours"]["note"] == ""  # nothing quarantined, every slice stored
     assert by_path["duckdb"]["rows"] == by_path["msgspec"]["rows"] == trace["events"]
+    assert by_path["duckdb_1t"]["rows"] == trace["events"]
     assert by_path["hta"]["status"] == "skipped"
     assert [t["name"] for t in report["targets"]] == [
         "ours_vs_duckdb_rate",
