@@ -67,7 +67,9 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
     aligned = frame.select(
         [pl.col(c) if c in frame.columns else pl.lit(None).alias(c) for c in columns]
     )
-    con.register("_incoming", aligned.to_arrow())
+    # Arrow string views are Polars' own layout: no copy of every string (a 986k-slice run with
+    # 200 MB of args: insert 1.6 s instead of 2.3-3.1 s, ~300 MB less peak RSS; bench ingest).
+    con.register("_incoming", aligned.to_arrow(compat_level=pl.CompatLevel.newest()))
     try:
         con.execute(f"insert into {table} select * from _incoming")
     finally:
