@@ -25,3 +25,25 @@ def test_unknown_column_is_rejected():
     frames = RunFrames(run={"run_id": "r1"}, tables={"ranks": pl.DataFrame({"bogus": [1]})})
     with pytest.raises(ValueError, match="bogus"):
         frames.conformed()
+
+
+def test_insert_frame_spanning_several_row_groups_keeps_every_row_in_order(warehouse):
+    n = 2 * wh.INSERT_BATCH_ROWS + 7  # three statements, the last one partial
+    frame = pl.DataFrame(
+        {
+            "run_id": ["r"] * n,
+            "rank": [0] * n,
+            "lane": ["host"] * n,
+            "name": [f"op{i}" for i in range(n)],
+            "start_ns": list(range(n)),
+            "dur_ns": [1] * n,
+            "args": [f'{{"i": {i}}}' for i in range(n)],
+        }
+    )
+    assert wh.insert_frame(warehouse, "slices", frame) == n
+    rows = warehouse.execute(
+        "select count(*), count(distinct start_ns), min(start_ns), max(start_ns),"
+        " count(*) filter (where name = 'op' || start_ns and args = '{\"i\": ' || start_ns || '}')"
+        " from slices"
+    ).fetchone()
+    assert rows == (n, n, 0, n - 1, n)
