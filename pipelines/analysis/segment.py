@@ -18,6 +18,7 @@ from typing import Literal
 import polars as pl
 
 from pipelines.ingest.frames import SCHEMAS, conform
+from pipelines.intervals import length_by
 
 DEFAULT_MARKER_REGEX = (
     r"^chunk\["
@@ -204,19 +205,6 @@ def _contained(anchors: pl.DataFrame, markers: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(out)
 
 
-def union_ns(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Length of the union of intervals [start_ns, end_ns) per group `by` (column `busy_ns`)."""
-    if frame.is_empty():
-        return frame.select(*by).with_columns(pl.lit(0, pl.Int64).alias("busy_ns")).head(0)
-    ordered = frame.select(*by, "start_ns", "end_ns").sort([*by, "start_ns"])
-    reach = pl.col("end_ns").cum_max().shift(1).over(by)
-    ordered = ordered.with_columns(
-        (reach.is_null() | (pl.col("start_ns") > reach)).cum_sum().over(by).alias("_piece")
-    )
-    pieces = ordered.group_by([*by, "_piece"]).agg(pl.col("start_ns").min(), pl.col("end_ns").max())
-    return pieces.group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"))
-
-
 def _device_work(frame: pl.DataFrame, include_comm: bool) -> pl.DataFrame:
     """Device slices that are work: compute-lane kernels (annotations, stream waits and the
     transfers of HCCL ops left out), plus the comm lane when `include_comm`."""
@@ -301,7 +289,7 @@ def segment_chunks(
     key = ["rank", "request_id", "vstage", "chunk_idx"]
     assigned = device.join(owner, on="row_id", how="inner")
 
-    busy = union_ns(assigned, key)
+    busy = length_by(assigned, key)
     spans = assigned.group_by(key).agg(pl.col("start_ns").min(), pl.col("end_ns").max())
     chunks = (
         markers.join(spans, on=key, how="inner")
@@ -311,8 +299,8 @@ def segment_chunks(
     )
     chunks = conform("chunks", chunks.select(c for c in SCHEMAS["chunks"] if c in chunks.columns))
 
-    per_rank_all = union_ns(device, ["rank"]).rename({"busy_ns": "device_busy_ns"})
-    per_rank_assigned = union_ns(assigned, ["rank"]).rename({"busy_ns": "assigned_busy_ns"})
+    per_rank_all = length_by(device, ["rank"]).rename({"busy_ns": "device_busy_ns"})
+    per_rank_assigned = length_by(assigned, ["rank"]).rename({"busy_ns": "assigned_busy_ns"})
     counts = device.group_by("rank").agg(pl.len().alias("n_device_slices"))
     counts_assigned = assigned.group_by("rank").agg(pl.len().alias("n_assigned"))
     marker_counts = markers.group_by("rank").agg(pl.len().alias("n_markers"))

@@ -14,28 +14,9 @@ from __future__ import annotations
 import polars as pl
 
 from pipelines.ingest.intervals import overlap_lanes
+from pipelines.intervals import assign_steps
 
 RECEIVE_PREFIX = "hcom_receive"
-
-
-def assign_steps(frame: pl.DataFrame, steps: pl.DataFrame, *, at: str = "start_ns") -> pl.DataFrame:
-    """Add (or replace) an Int32 `step` column: the step whose [start_ns, end_ns) window contains
-    `frame[at]`, null outside every window. `steps` has columns step, start_ns, end_ns."""
-    base = frame.drop("step", strict=False).with_row_index("_row")
-    if steps.is_empty() or frame.is_empty():
-        return base.drop("_row").with_columns(pl.lit(None, dtype=pl.Int32).alias("step"))
-    windows = steps.select(
-        pl.col("step").cast(pl.Int32),
-        pl.col("start_ns").cast(pl.Int64).alias("_step_start"),
-        pl.col("end_ns").cast(pl.Int64).alias("_step_end"),
-    ).sort("_step_start")
-    keyed = base.select("_row", pl.col(at).cast(pl.Int64).alias("_at")).sort("_at")
-    matched = keyed.join_asof(windows, left_on="_at", right_on="_step_start", strategy="backward")
-    matched = matched.select(
-        "_row",
-        pl.when(pl.col("_at") < pl.col("_step_end")).then(pl.col("step")).alias("step"),
-    )
-    return base.join(matched, on="_row", how="left").sort("_row").drop("_row")
 
 
 def derive_breakdown(

@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.ingest.hccl import P2P_REGEX, RECEIVE_REGEX
-from pipelines.ingest.interval_math import covered, difference, intersection
+from pipelines.intervals import difference, intersection, length
 
 OVERLAP_COLUMNS = {
     "Computing": "computing_ns",
@@ -143,13 +143,13 @@ def from_kernels(kernels: pl.DataFrame) -> pl.DataFrame:
         bubble = int(comm_rows.filter(_receive_names(comm_rows["name"]))["dur_ns"].sum())
         starts, ends = _spans(part)
         window = int(ends.max() - starts.min())
-        communication = covered(*comm)
+        communication = length(*comm)
         not_overlapped = communication - intersection(comm, compute)
         sums = {
-            "computing_ns": covered(*compute),
+            "computing_ns": length(*compute),
             "communication_ns": communication,
             "comm_not_overlapped_ns": not_overlapped,
-            "free_ns": window - covered(starts, ends),
+            "free_ns": window - length(starts, ends),
         }
         rows.append(
             _row(step, sums, window, bubble, preparing=None, p2p_bubble=difference(p2p, compute))

@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.ingest.frames import SCHEMAS
+from pipelines.intervals import coverage
 from pipelines.sim.result import SimResult
 
 RANK_COLUMNS = (
@@ -47,74 +48,38 @@ RANK_COLUMNS = (
 )
 
 
-def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted union of intervals [start, end)."""
-    keep = ends > starts
-    starts, ends = starts[keep], ends[keep]
-    if len(starts) == 0:
-        return starts, ends
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
-    reach = np.maximum.accumulate(ends)
-    new = np.empty(len(starts), dtype=bool)
-    new[0] = True
-    new[1:] = starts[1:] > reach[:-1]
-    group = np.cumsum(new) - 1
-    merged_end = np.zeros(group[-1] + 1, dtype=ends.dtype)
-    np.maximum.at(merged_end, group, ends)
-    return starts[new], merged_end
-
-
-def _measure_below(starts: np.ndarray, ends: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Measure of the disjoint union (starts, ends) that lies below each x."""
-    if len(starts) == 0:
-        return np.zeros(len(x), dtype=np.int64)
-    cum = np.concatenate(([0], np.cumsum(ends - starts)))
-    i = np.searchsorted(starts, x, side="right") - 1
-    inside = np.where(i >= 0, np.minimum(x, ends[np.maximum(i, 0)]) - starts[np.maximum(i, 0)], 0)
-    return np.where(i >= 0, cum[np.maximum(i, 0)] + np.maximum(inside, 0), 0)
-
-
-def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
-    """Measure of the intersection of two disjoint unions."""
-    if len(a[0]) == 0 or len(b[0]) == 0:
-        return 0
-    return int((_measure_below(*a, b[1]) - _measure_below(*a, b[0])).sum())
-
-
 def ranks_frame(result: SimResult) -> pl.DataFrame:
     """One row per rank: window, compute, comm, overlapped, exposed comm, bubble, edge idle (the
     part of the bubble before the rank's first or after its last operation), tasks (ns)."""
     tasks = result.tasks
-    window_start = int(tasks["start_ns"].min())
-    window = int(tasks["end_ns"].max()) - window_start
-    rows = []
-    for (rank,), group in tasks.group_by(["rank"], maintain_order=False):
-        kind = group["kind"].to_numpy()
-        s = group["start_ns"].to_numpy()
-        e = group["end_ns"].to_numpy()
-        is_compute = kind == "compute"
-        compute = _merge(s[is_compute], e[is_compute])
-        comm = _merge(s[~is_compute], e[~is_compute])
-        compute_ns = int((compute[1] - compute[0]).sum())
-        comm_ns = int((comm[1] - comm[0]).sum())
-        overlapped = _overlap(compute, comm)
-        exposed = comm_ns - overlapped
-        rows.append(
-            (
-                int(rank),
-                window,
-                compute_ns,
-                comm_ns,
-                overlapped,
-                exposed,
-                window - compute_ns - exposed,
-                window - (int(e.max()) - int(s.min())),
-                int(is_compute.sum()),
-            )
-        )
-    frame = pl.DataFrame(rows, schema=list(RANK_COLUMNS), orient="row")
-    return frame.cast({c: pl.Int64 for c in RANK_COLUMNS if c != "rank"}).sort("rank")
+    window = int(tasks["end_ns"].max()) - int(tasks["start_ns"].min())
+    is_compute = (tasks["kind"] == "compute").to_numpy()
+    rank = tasks["rank"].to_numpy()
+    cov = coverage(
+        rank,
+        tasks["start_ns"].to_numpy(),
+        tasks["end_ns"].to_numpy(),
+        {"compute": is_compute, "comm": ~is_compute},
+    )
+    compute, comm = cov.kinds["compute"], cov.kinds["comm"]
+    slot = np.searchsorted(cov.groups, rank)  # each task's row
+    compute_ns = cov.totals(compute)
+    overlapped = cov.totals(compute & comm)
+    exposed = cov.totals(comm) - overlapped
+    frame = pl.DataFrame(
+        {
+            "rank": cov.groups,
+            "window_ns": np.full(cov.groups.size, window),
+            "compute_ns": compute_ns,
+            "comm_ns": cov.totals(comm),
+            "overlapped_ns": overlapped,
+            "exposed_comm_ns": exposed,
+            "bubble_ns": window - compute_ns - exposed,
+            "edge_idle_ns": window - (cov.window_end - cov.window_start),
+            "tasks": np.bincount(slot[is_compute], minlength=cov.groups.size),
+        }
+    )
+    return frame.cast({c: pl.Int64 for c in RANK_COLUMNS}).sort("rank")
 
 
 def bubble_ratio_exact(result: SimResult) -> Fraction:

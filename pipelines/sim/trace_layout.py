@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.ingest.profiler_info import double_hash
+from pipelines.intervals import assign_steps
 from pipelines.sim.result import SimResult
 
 DEFAULT_EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z: t=0 of a simulated run
@@ -80,14 +81,9 @@ def step_windows(result: SimResult) -> pl.DataFrame:
     )
 
 
-def assign_step(starts: pl.Series | np.ndarray, steps: pl.DataFrame) -> np.ndarray:
-    """Step number of each start time (the window holding it, [start, end)); 0 outside all."""
-    t = np.asarray(starts, dtype=np.int64)
-    w_start = steps["start_ns"].to_numpy()
-    w_end = steps["end_ns"].to_numpy()
-    idx = np.searchsorted(w_start, t, side="right") - 1
-    inside = (idx >= 0) & (t < w_end[np.clip(idx, 0, None)])
-    return np.where(inside, steps["step"].to_numpy()[np.clip(idx, 0, None)], 0).astype(np.int32)
+def _with_step(frame: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with an Int32 `step` column: the window holding its start, 0 outside all."""
+    return assign_steps(frame, steps).with_columns(pl.col("step").fill_null(0))
 
 
 def chunk_marker_name(
@@ -121,7 +117,7 @@ def compute_tasks(result: SimResult, rank: int) -> pl.DataFrame:
         )
         .otherwise(pl.format("{}[step={},tokens={}]", "request_id", "step", "tokens"))
     )
-    tasks = tasks.with_columns(pl.Series("step", assign_step(tasks["start_ns"], steps)))
+    tasks = _with_step(tasks, steps)
     return tasks.with_columns(is_chunk.alias("is_chunk"), marker.alias("marker"))
 
 
@@ -190,7 +186,7 @@ def comm_ops(result: SimResult) -> pl.DataFrame:
         ).alias("op"),
     )
     out = out.drop("_hop", "_src", "_dst", "_first").sort("start_ns", "end_ns", "rank")
-    return out.with_columns(pl.Series("step", assign_step(out["start_ns"], steps)))
+    return _with_step(out, steps)
 
 
 @dataclass(frozen=True)
@@ -236,8 +232,8 @@ def _runs(left: np.ndarray, right: np.ndarray, mask: np.ndarray) -> list[tuple[i
 def overlap_lanes(compute: pl.DataFrame, comm: pl.DataFrame, steps: pl.DataFrame) -> OverlapLanes:
     """Overlap lanes of one rank. `compute` and `comm` have start_ns, end_ns (comm also `op`);
     `steps` has step, start_ns, end_ns (host windows)."""
-    c_step = assign_step(compute["start_ns"], steps)
-    m_step = assign_step(comm["start_ns"], steps)
+    c_step = _with_step(compute, steps)["step"].to_numpy()
+    m_step = _with_step(comm, steps)["step"].to_numpy()
     c_s, c_e = compute["start_ns"].to_numpy(), compute["end_ns"].to_numpy()
     m_s, m_e = comm["start_ns"].to_numpy(), comm["end_ns"].to_numpy()
     receive = (

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from pipelines.ingest.intervals import overlap_lanes, union
-from pipelines.ingest.overlap import assign_steps, derive_breakdown
+from pipelines.ingest.intervals import overlap_lanes
+from pipelines.ingest.overlap import derive_breakdown
+from pipelines.intervals import assign_steps
+from pipelines.intervals import union_by as union
 
 
 def _covered(points: np.ndarray, intervals: list[tuple[int, int]]) -> np.ndarray:

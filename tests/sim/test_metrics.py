@@ -6,8 +6,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipelines.intervals import intersection as _overlap
+from pipelines.intervals import union as _merge
 from pipelines.sim.measured import FittedCost
-from pipelines.sim.metrics import _merge, _overlap, ranks_frame, summarize
+from pipelines.sim.metrics import ranks_frame, summarize
 from pipelines.sim.result import REQUEST_SCHEMA, TASK_SCHEMA, SimResult
 from pipelines.sim.run import simulate
 
