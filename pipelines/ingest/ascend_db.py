@@ -21,7 +21,6 @@ import polars as pl
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
 from pipelines.ingest.hccl import group_hash, is_p2p_expr, op_type_expr
-from pipelines.ingest.overlap import derive_breakdown
 from pipelines.ingest.profiler_info import (
     ProfilerInfo,
     ProfilerMetadata,
@@ -30,6 +29,7 @@ from pipelines.ingest.profiler_info import (
     read_profiler_info,
     read_profiler_metadata,
 )
+from pipelines.ingest.step_breakdown import derive_breakdown
 from pipelines.intervals import assign_steps
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"

@@ -25,8 +25,8 @@ import polars as pl
 
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
-from pipelines.ingest.overlap import derive_breakdown
 from pipelines.ingest.profiler_info import CONVENTION_KEYS
+from pipelines.ingest.step_breakdown import derive_breakdown
 from pipelines.intervals import assign_steps
 
 # reason codes (quarantine.reason)

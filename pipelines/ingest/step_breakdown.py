@@ -11,10 +11,17 @@ preparing = first Computing/Communication start - ProfilerStep#N start.
 On the real exports this reproduces step_trace_time.csv: the sums to the nanosecond, stage and
 preparing to within the profiler's float64 rounding of microsecond timestamps (< 1 µs).
 
-From kernel_details alone (no trace): the same columns by interval-union arithmetic over the
-kernel rows of each `Step Id`: computing = |∪ compute kernels|, communication = |∪ comm ops|,
-comm_not_overlapped = |∪ comm − ∪ compute|, free = device window − |∪ all|, bubble = Σ hcom_receive
-durations, stage = window − bubble. preparing needs the host step start and stays NULL.
+From device intervals, where there are no Overlap Analysis lanes to sum (kernel_details alone,
+Ascend SQLite exports, Kineto traces, and the simulator's trace writer, which draws these lanes):
+one derivation, `overlap_lanes`, following the Ascend profiler (torch_npu trace step parser /
+msprof overlap analysis). Per step: Computing = ∪ compute tasks, Communication = ∪ communication
+ops, Communication(Not Overlapped) = Communication − Computing, overlapped = Communication ∩
+Computing, Free = the gaps inside the step's device window [first start, last end);
+bubble = Σ `hcom_receive*` durations, stage = window − bubble, preparing = first device start −
+host step start (NULL without a host step). A device event belongs to the step whose host window
+holds its start (`derive_breakdown`) or to its kernel_details `Step Id` (`from_kernels`).
+Verified to reproduce analysis.db StepTraceTime exactly on the real SQLite export
+(tests/ingest/test_ascend_db.py) and step_trace_time.csv from kernel_details (real set A).
 
 `p2p_bubble_ns` (ours): the time of the step during which the rank is inside a point-to-point op
 (`hcom_send*`, `hcom_receive*`, `hcom_*SendRecv*`, any case) and computes nothing:
@@ -22,8 +29,7 @@ durations, stage = window − bubble. preparing needs the host step start and st
 waiting for (or exposing the transfer of) activations from its neighbour — the pipeline bubble
 as the rank experiences it — whatever the P2P API. The profiler's `Bubble` counts only
 `hcom_receive*`, so it is 0 for `batch_isend_irecv` (`hcom_batchSendRecv`) pipelines (set A).
-Compute intervals are the Overlap Analysis `Computing` slices (trace) or the non-communication
-kernel rows (kernel_details).
+Compute intervals are the Overlap Analysis `Computing` slices (trace) or the compute tasks.
 """
 
 from __future__ import annotations
@@ -34,14 +40,21 @@ import numpy as np
 import polars as pl
 
 from pipelines.ingest.hccl import P2P_REGEX, RECEIVE_REGEX
-from pipelines.intervals import difference, intersection, length
+from pipelines.intervals import Coverage, assign_steps, coverage, difference, group_ids
 
+# The four overlap lanes, as the Ascend profiler's "Overlap Analysis" process names them, and the
+# step_breakdown column each one sums into.
+COMPUTING = "Computing"
+COMMUNICATION = "Communication"
+NOT_OVERLAPPED = "Communication(Not Overlapped)"
+FREE = "Free"
 OVERLAP_COLUMNS = {
-    "Computing": "computing_ns",
-    "Communication": "communication_ns",
-    "Communication(Not Overlapped)": "comm_not_overlapped_ns",
-    "Free": "free_ns",
+    COMPUTING: "computing_ns",
+    COMMUNICATION: "communication_ns",
+    NOT_OVERLAPPED: "comm_not_overlapped_ns",
+    FREE: "free_ns",
 }
+OVERLAP_LANES = tuple(OVERLAP_COLUMNS)
 DEVICE_LANES = ("compute", "comm", "overlap")
 BREAKDOWN_COLUMNS = (
     "step",
@@ -57,6 +70,7 @@ BREAKDOWN_COLUMNS = (
     "preparing_ns",
     "p2p_bubble_ns",
 )
+WINDOW_COLUMNS = ("window_start_ns", "window_end_ns")
 _SCHEMA = {
     c: (pl.String if c == "origin" else pl.Int32 if c == "step" else pl.Int64)
     for c in BREAKDOWN_COLUMNS
@@ -130,31 +144,216 @@ def from_trace(slices: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=_SCHEMA)
 
 
+def overlap_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The four overlap lanes and their totals from compute and communication device intervals,
+    per group (a step; null groups form a group of their own).
+
+    `events` has columns group, kind ('compute' | 'comm' | 'p2p'), start_ns, end_ns; 'p2p' rows
+    repeat the point-to-point subset of the comm rows and only feed `p2p_bubble_ns`. Returns
+    (`lanes`: group, name, start_ns, dur_ns — the lane intervals; `totals`: one row per group, by
+    group with nulls last, with computing_ns, communication_ns, comm_not_overlapped_ns,
+    overlapped_ns, free_ns, p2p_bubble_ns (|p2p − compute|), window_start_ns, window_end_ns).
+    Computing = ∪ compute, Communication = ∪ comm, Not Overlapped = comm −
+    compute, Free = window − (compute ∪ comm), window = [first start, last end)."""
+    cov, keys = _coverage(events)
+    parts = []
+    for name, mask in _lane_masks(cov).items():
+        group, start, end = cov.runs(mask)
+        parts.append(
+            keys.select(pl.col("group").gather(group)).with_columns(
+                pl.lit(name).alias("name"),
+                pl.Series("start_ns", start),
+                pl.Series("dur_ns", end - start),
+            )
+        )
+    return pl.concat(parts), _totals(cov, keys)
+
+
+def _coverage(
+    events: pl.DataFrame, kinds: dict[str, pl.Expr] | None = None
+) -> tuple[Coverage, pl.DataFrame]:
+    """The sweep of `events` (group, start_ns, end_ns) per group, and the group keys; `kinds`:
+    compute / comm / p2p membership as boolean expressions (default: from the `kind` column)."""
+    if kinds is None:
+        kinds = {k: pl.col("kind") == k for k in ("compute", "comm", "p2p")}
+    ids, keys = group_ids(events, ["group"])
+    flags = events.select(
+        pl.col("start_ns").cast(pl.Int64),
+        pl.col("end_ns").cast(pl.Int64),
+        *(expr.fill_null(False).alias(name) for name, expr in kinds.items()),
+    )
+    cov = coverage(
+        ids,
+        flags.get_column("start_ns").to_numpy(),
+        flags.get_column("end_ns").to_numpy(),
+        {name: flags.get_column(name).to_numpy() for name in kinds},
+    )
+    return cov, keys
+
+
+def _lane_masks(cov: Coverage) -> dict[str, np.ndarray]:
+    comp, comm = cov.kinds["compute"], cov.kinds["comm"]
+    return {
+        COMPUTING: comp,
+        COMMUNICATION: comm,
+        NOT_OVERLAPPED: comm & ~comp,
+        FREE: ~comm & ~comp,
+    }
+
+
+def _totals(cov: Coverage, keys: pl.DataFrame) -> pl.DataFrame:
+    lanes = _lane_masks(cov)
+    comp, comm, p2p = cov.kinds["compute"], cov.kinds["comm"], cov.kinds["p2p"]
+    return (
+        keys.select(pl.col("group").gather(cov.groups))
+        .with_columns(
+            pl.Series("computing_ns", cov.totals(lanes[COMPUTING])),
+            pl.Series("communication_ns", cov.totals(lanes[COMMUNICATION])),
+            pl.Series("comm_not_overlapped_ns", cov.totals(lanes[NOT_OVERLAPPED])),
+            pl.Series("overlapped_ns", cov.totals(comm & comp)),
+            pl.Series("free_ns", cov.totals(lanes[FREE])),
+            pl.Series("p2p_bubble_ns", cov.totals(p2p & ~comp)),
+            pl.Series("window_start_ns", cov.window_start),
+            pl.Series("window_end_ns", cov.window_end),
+        )
+        .sort("group", nulls_last=True, maintain_order=True)
+    )
+
+
+def breakdown_rows(
+    totals: pl.DataFrame,
+    receive: pl.DataFrame | None = None,
+    host_start: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """step_breakdown rows (origin 'derived', then the window columns) from `overlap_lanes`
+    totals, the `hcom_receive*` ops of each group (group, dur_ns: bubble = their total duration;
+    None: no bubble) and the host step starts (group, start_ns: preparing = window start − host
+    start; None or a group without one: NULL)."""
+    bubbles = (
+        (
+            pl.DataFrame(schema={"group": totals.schema["group"], "dur_ns": pl.Int64})
+            if receive is None
+            else receive.select(pl.col("group").cast(totals.schema["group"]), "dur_ns")
+        )
+        .group_by("group")
+        .agg(pl.col("dur_ns").sum().alias("bubble_ns"))
+    )
+    host = (
+        pl.DataFrame(schema={"group": totals.schema["group"], "_host_start": pl.Int64})
+        if host_start is None
+        else host_start.select(
+            pl.col("group").cast(totals.schema["group"]), pl.col("start_ns").alias("_host_start")
+        )
+    )
+    return (
+        totals.join(bubbles, on="group", how="left", nulls_equal=True)
+        .join(host, on="group", how="left", nulls_equal=True)
+        .with_columns(pl.col("bubble_ns").fill_null(0))
+        .select(
+            pl.col("group").cast(pl.Int32).alias("step"),
+            pl.lit("derived").alias("origin"),
+            "computing_ns",
+            "communication_ns",
+            "comm_not_overlapped_ns",
+            "overlapped_ns",
+            "free_ns",
+            (pl.col("window_end_ns") - pl.col("window_start_ns") - pl.col("bubble_ns")).alias(
+                "stage_ns"
+            ),
+            "bubble_ns",
+            (pl.col("comm_not_overlapped_ns") - pl.col("bubble_ns")).alias(
+                "comm_not_overlapped_excl_receive_ns"
+            ),
+            (pl.col("window_start_ns") - pl.col("_host_start")).alias("preparing_ns"),
+            "p2p_bubble_ns",
+            *WINDOW_COLUMNS,
+        )
+    )
+
+
+def derive_breakdown(
+    device: pl.DataFrame,
+    steps: pl.DataFrame,
+    comm_ops: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Overlap-lane slices and step_breakdown rows (origin='derived') of one rank, from its device
+    intervals; for traces without Overlap Analysis lanes (Ascend SQLite exports, Kineto).
+
+    `device`: columns kind ('compute' | 'comm'), start_ns, dur_ns — compute tasks and
+    communication ops of the device; each belongs to the step whose window holds its start
+    (events outside every window are left out). `steps`: step, start_ns, end_ns (may be empty:
+    then the whole trace is one row with a null step). `comm_ops`: canonical comm_ops rows (op,
+    is_p2p, start_ns, dur_ns) for the bubble columns.
+
+    Returns (`slices`: lane='overlap' rows with thread = lane name, category 'derived';
+    `step_breakdown`: canonical columns without run_id/rank)."""
+    events = device.select(
+        pl.col("kind"),
+        pl.col("start_ns").cast(pl.Int64),
+        (pl.col("start_ns") + pl.col("dur_ns")).cast(pl.Int64).alias("end_ns"),
+    )
+    has_ops = comm_ops is not None and not comm_ops.is_empty()
+    if has_ops:
+        p2p = comm_ops.filter(pl.col("is_p2p")).select(
+            pl.lit("p2p").alias("kind"),
+            pl.col("start_ns").cast(pl.Int64),
+            (pl.col("start_ns") + pl.col("dur_ns")).cast(pl.Int64).alias("end_ns"),
+        )
+        events = pl.concat([events, p2p])
+    has_steps = not steps.is_empty()
+    events = assign_steps(events, steps)
+    if has_steps:
+        events = events.filter(pl.col("step").is_not_null())
+    lanes, totals = overlap_lanes(events.rename({"step": "group"}))
+    slices = lanes.select(
+        pl.lit("overlap").alias("lane"),
+        pl.col("name").alias("thread"),
+        pl.col("name"),
+        pl.lit("derived").alias("category"),
+        pl.col("start_ns"),
+        pl.col("dur_ns"),
+        pl.col("group").cast(pl.Int32).alias("step"),
+    ).sort("start_ns", "thread")
+    receive = None
+    if has_ops:
+        ops = assign_steps(comm_ops.select("op", "start_ns", "dur_ns"), steps)
+        if has_steps:
+            ops = ops.filter(pl.col("step").is_not_null())
+        receive = ops.filter(_receive_names(ops["op"])).select(
+            pl.col("step").alias("group"), "dur_ns"
+        )
+    host_start = steps.select(pl.col("step").alias("group"), "start_ns")
+    breakdown = breakdown_rows(totals, receive, host_start).select(BREAKDOWN_COLUMNS)
+    return slices, breakdown
+
+
 def from_kernels(kernels: pl.DataFrame) -> pl.DataFrame:
-    """Derived rows from kernel rows (name, start_ns, dur_ns, step, is_comm) by union arithmetic."""
+    """Derived rows from kernel rows (name, start_ns, dur_ns, step, is_comm): each kernel belongs
+    to its own `step` (null: a step of its own); preparing needs the host step start and stays
+    NULL. Rows in order of each step's first kernel."""
     if kernels.is_empty():
         return _empty()
-    rows = []
-    for step, part in _groups(kernels, steps_known=False):
-        compute = _spans(part.filter(~pl.col("is_comm")))
-        comm_rows = part.filter(pl.col("is_comm"))
-        comm = _spans(comm_rows)
-        p2p = _spans(comm_rows.filter(_p2p_names(comm_rows["name"])))
-        bubble = int(comm_rows.filter(_receive_names(comm_rows["name"]))["dur_ns"].sum())
-        starts, ends = _spans(part)
-        window = int(ends.max() - starts.min())
-        communication = length(*comm)
-        not_overlapped = communication - intersection(comm, compute)
-        sums = {
-            "computing_ns": length(*compute),
-            "communication_ns": communication,
-            "comm_not_overlapped_ns": not_overlapped,
-            "free_ns": window - length(starts, ends),
-        }
-        rows.append(
-            _row(step, sums, window, bubble, preparing=None, p2p_bubble=difference(p2p, compute))
-        )
-    return pl.DataFrame(rows, schema=_SCHEMA)
+    comm = pl.col("is_comm")
+    events = kernels.select(
+        pl.col("step").alias("group"),
+        "start_ns",
+        (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
+        "is_comm",
+        (comm & pl.col("name").str.contains(P2P_REGEX)).alias("is_p2p"),
+    )
+    totals = _totals(*_coverage(events, {"compute": ~comm, "comm": comm, "p2p": pl.col("is_p2p")}))
+    receive = kernels.filter(comm & pl.col("name").str.contains(RECEIVE_REGEX)).select(
+        pl.col("step").alias("group"), "dur_ns"
+    )
+    order = kernels.select(pl.col("step").cast(pl.Int32).unique(maintain_order=True))
+    order = order.with_row_index("_first")
+    return (
+        breakdown_rows(totals, receive)
+        .join(order, on="step", how="left", nulls_equal=True)
+        .sort("_first")
+        .select(BREAKDOWN_COLUMNS)
+        .cast(_SCHEMA)
+    )
 
 
 def _row(

@@ -17,7 +17,8 @@ Conventions shared by the Ascend, Kineto and Chrome writers:
 - overlap lanes follow the Ascend profiler (ascend_formats §3.5, §4): device events belong to the
   step whose window holds their start; per step, Computing = union of compute tasks,
   Communication = union of comm ops, Communication(Not Overlapped) = Communication minus
-  Computing, Free = the gaps inside [first event start, last event end) covered by neither.
+  Computing, Free = the gaps inside [first event start, last event end) covered by neither
+  (the readers' derivation, pipelines/ingest/step_breakdown.overlap_lanes).
 """
 
 from __future__ import annotations
@@ -27,18 +28,16 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from pipelines.ingest.hccl import RECEIVE_REGEX
 from pipelines.ingest.profiler_info import double_hash
+from pipelines.ingest.step_breakdown import breakdown_rows
+from pipelines.ingest.step_breakdown import overlap_lanes as derive_lanes
 from pipelines.intervals import assign_steps
 from pipelines.sim.result import SimResult
 
 DEFAULT_EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z: t=0 of a simulated run
 BASE_OS_PID = 200_000
 DEVICES_PER_HOST = 8
-COMPUTING = "Computing"
-COMMUNICATION = "Communication"
-NOT_OVERLAPPED = "Communication(Not Overlapped)"
-FREE = "Free"
-OVERLAP_LANES = (COMPUTING, COMMUNICATION, NOT_OVERLAPPED, FREE)
 P2P_GROUP_KIND = "pp"
 
 
@@ -199,91 +198,30 @@ class OverlapLanes:
     steps: pl.DataFrame
 
 
-def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals (touching ones merge) as sorted disjoint (starts, ends)."""
-    if len(starts) == 0:
-        return starts, ends
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    reach = np.maximum.accumulate(e)
-    new = np.concatenate(([True], s[1:] > reach[:-1]))
-    first = np.flatnonzero(new)
-    return s[first], np.maximum.reduceat(e, first)
-
-
-def _covered(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Whether each point lies inside one of the disjoint sorted intervals [start, end)."""
-    if len(starts) == 0:
-        return np.zeros(len(points), dtype=bool)
-    idx = np.searchsorted(starts, points, side="right") - 1
-    return (idx >= 0) & (points < ends[np.clip(idx, 0, None)])
-
-
-def _runs(left: np.ndarray, right: np.ndarray, mask: np.ndarray) -> list[tuple[int, int]]:
-    """Merge the selected consecutive elementary segments into maximal intervals."""
-    a, b = left[mask], right[mask]
-    if len(a) == 0:
-        return []
-    new = np.concatenate(([True], a[1:] != b[:-1]))
-    last = np.concatenate((new[1:], [True]))
-    return list(zip(a[new].tolist(), b[last].tolist(), strict=True))
-
-
 def overlap_lanes(compute: pl.DataFrame, comm: pl.DataFrame, steps: pl.DataFrame) -> OverlapLanes:
     """Overlap lanes of one rank. `compute` and `comm` have start_ns, end_ns (comm also `op`);
-    `steps` has step, start_ns, end_ns (host windows)."""
-    c_step = _with_step(compute, steps)["step"].to_numpy()
-    m_step = _with_step(comm, steps)["step"].to_numpy()
-    c_s, c_e = compute["start_ns"].to_numpy(), compute["end_ns"].to_numpy()
-    m_s, m_e = comm["start_ns"].to_numpy(), comm["end_ns"].to_numpy()
-    receive = (
-        comm["op"].str.starts_with("hcom_receive").to_numpy()
-        if comm.height
-        else np.zeros(0, dtype=bool)
+    `steps` has step, start_ns, end_ns (host windows). Tasks outside every window are left out."""
+    events = pl.concat(
+        [
+            compute.select(pl.lit("compute").alias("kind"), "start_ns", "end_ns"),
+            comm.select(pl.lit("comm").alias("kind"), "start_ns", "end_ns"),
+        ]
     )
-    host_start = dict(zip(steps["step"].to_list(), steps["start_ns"].to_list(), strict=True))
-    lane_rows: list[tuple[int, str, int, int]] = []
-    step_rows: list[dict[str, int]] = []
-    for step in np.unique(np.concatenate([c_step, m_step])):
-        if step == 0:
-            continue
-        cs, ce = _union(c_s[c_step == step], c_e[c_step == step])
-        ms, me = _union(m_s[m_step == step], m_e[m_step == step])
-        points = np.unique(np.concatenate([cs, ce, ms, me]))
-        left, right = points[:-1], points[1:]
-        in_c, in_m = _covered(left, cs, ce), _covered(left, ms, me)
-        lanes = {
-            COMPUTING: _runs(left, right, in_c),
-            COMMUNICATION: _runs(left, right, in_m),
-            NOT_OVERLAPPED: _runs(left, right, in_m & ~in_c),
-            FREE: _runs(left, right, ~in_m & ~in_c),
-        }
-        totals = {name: sum(b - a for a, b in iv) for name, iv in lanes.items()}
-        for name, intervals in lanes.items():
-            lane_rows.extend((int(step), name, a, b) for a, b in intervals)
-        window_start, window_end = int(points[0]), int(points[-1])
-        rec = m_step == step
-        bubble = int((m_e[rec & receive] - m_s[rec & receive]).sum())
-        step_rows.append(
-            {
-                "step": int(step),
-                "computing_ns": totals[COMPUTING],
-                "communication_ns": totals[COMMUNICATION],
-                "comm_not_overlapped_ns": totals[NOT_OVERLAPPED],
-                "overlapped_ns": totals[COMMUNICATION] - totals[NOT_OVERLAPPED],
-                "free_ns": totals[FREE],
-                "bubble_ns": bubble,
-                "stage_ns": window_end - window_start - bubble,
-                "comm_not_overlapped_excl_receive_ns": totals[NOT_OVERLAPPED] - bubble,
-                "preparing_ns": window_start - int(host_start[int(step)]),
-                "window_start_ns": window_start,
-                "window_end_ns": window_end,
-            }
-        )
-    slices = pl.DataFrame(
-        lane_rows,
-        schema={"step": pl.Int32, "name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64},
-        orient="row",
+    events = assign_steps(events, steps).filter(pl.col("step").is_not_null())
+    lanes, totals = derive_lanes(events.rename({"step": "group"}))
+    receive = assign_steps(comm.filter(pl.col("op").str.contains(RECEIVE_REGEX)), steps)
+    rows = breakdown_rows(
+        totals,
+        receive.select(
+            pl.col("step").alias("group"), (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")
+        ),
+        steps.select(pl.col("step").alias("group"), "start_ns"),
+    )
+    slices = lanes.select(
+        pl.col("group").cast(pl.Int32).alias("step"),
+        "name",
+        "start_ns",
+        (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
     ).sort("start_ns", "name")
     columns = [
         "step",
@@ -299,8 +237,7 @@ def overlap_lanes(compute: pl.DataFrame, comm: pl.DataFrame, steps: pl.DataFrame
         "window_start_ns",
         "window_end_ns",
     ]
-    frame = pl.DataFrame(step_rows, schema=dict.fromkeys(columns, pl.Int64), orient="row")
-    return OverlapLanes(slices=slices, steps=frame.with_columns(pl.col("step").cast(pl.Int32)))
+    return OverlapLanes(slices=slices, steps=rows.select(columns))
 
 
 def rank_overlap(result: SimResult, rank: int) -> OverlapLanes:

@@ -34,9 +34,9 @@ from typing import Any
 import polars as pl
 
 from pipelines.ingest.profiler_info import CONVENTION_KEYS
+from pipelines.ingest.step_breakdown import OVERLAP_LANES
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import (
-    OVERLAP_LANES,
     P2P_GROUP_KIND,
     comm_ops,
     compute_tasks,

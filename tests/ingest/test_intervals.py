@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from pipelines.ingest.intervals import overlap_lanes
-from pipelines.ingest.overlap import derive_breakdown
+from pipelines.ingest.step_breakdown import derive_breakdown, overlap_lanes
 from pipelines.intervals import assign_steps
 from pipelines.intervals import union_by as union
 
