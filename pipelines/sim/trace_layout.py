@@ -191,8 +191,8 @@ def comm_ops(result: SimResult) -> pl.DataFrame:
 @dataclass(frozen=True)
 class OverlapLanes:
     """One rank's overlap lanes: `slices` (step, name, start_ns, end_ns) and `steps` (one row per
-    step with device work: computing/communication/comm_not_overlapped/overlapped/free/bubble/
-    stage/preparing in ns plus window_start_ns/window_end_ns)."""
+    step with device work: the step_breakdown columns computing_ns ... p2p_bubble_ns, without
+    origin, plus window_start_ns/window_end_ns)."""
 
     slices: pl.DataFrame
     steps: pl.DataFrame
@@ -223,21 +223,7 @@ def overlap_lanes(compute: pl.DataFrame, comm: pl.DataFrame, steps: pl.DataFrame
         "start_ns",
         (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
     ).sort("start_ns", "name")
-    columns = [
-        "step",
-        "computing_ns",
-        "communication_ns",
-        "comm_not_overlapped_ns",
-        "overlapped_ns",
-        "free_ns",
-        "bubble_ns",
-        "stage_ns",
-        "comm_not_overlapped_excl_receive_ns",
-        "preparing_ns",
-        "window_start_ns",
-        "window_end_ns",
-    ]
-    return OverlapLanes(slices=slices, steps=rows.select(columns))
+    return OverlapLanes(slices=slices, steps=rows.drop("origin"))
 
 
 def rank_overlap(result: SimResult, rank: int) -> OverlapLanes:
