@@ -18,6 +18,7 @@ import importlib
 import json
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ DISTRIBUTED_KEYS = {
 }
 RANK_TABLES = ("slices", "kernels", "comm_ops", "step_breakdown")
 _CHUNK = 1 << 20
+_HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracereplay-hash")
 
 
 class ReaderMissing(Exception):
@@ -54,7 +56,8 @@ def file_sha256(path: Path) -> str:
 
 
 def content_hash(files: list[Path]) -> str:
-    """sha256 over the per-file sha256 digests, in the given (sorted) order."""
+    """sha256 over the per-file sha256 digests, in the given (sorted) order (of nothing for an
+    empty list)."""
     digest = hashlib.sha256()
     for path in files:
         digest.update(file_sha256(path).encode())
@@ -143,13 +146,23 @@ class RunAssembler:
     def __init__(self, run: RunInput, tags: dict[str, str] | None = None) -> None:
         self.run = run
         self.tags = dict(tags or {})
-        self.hash = content_hash(run.files) if run.files else hashlib.sha256().hexdigest()
-        self.run_id = f"{run_stem(run.origin)}-{self.hash[:12]}"
+        # hashing streams every input file once more: it runs on a thread beside the readers
+        # (hashlib and file reads release the GIL), resolved when the run id is first needed
+        self._hash = _HASHER.submit(content_hash, list(run.files))
         self.rank_frames: list[RankFrames] = []
         self.extra_tables: dict[str, list[pl.DataFrame]] = {}
         self.quarantined: list[Quarantined] = []
         self.skipped: list[tuple[str, str]] = []
         self.facts: dict[str, Any] = {}
+
+    @property
+    def hash(self) -> str:
+        """Content hash of the run's input files (see `content_hash`)."""
+        return self._hash.result()
+
+    @property
+    def run_id(self) -> str:
+        return f"{run_stem(self.run.origin)}-{self.hash[:12]}"
 
     def _call(self, path: Path, reader: Callable[[Path], Any], blame: Path | None = None) -> Any:
         try:
