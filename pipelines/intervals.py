@@ -74,20 +74,25 @@ def difference(a: Spans, b: Spans) -> int:
     return length(*a) - intersection(a, b)
 
 
-def _by_group_then_time(groups: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """An order that sorts by group, then time (ties in any order). Stable sorts: near-linear on
-    the usual input, starts in time order followed by their ends."""
-    group = groups - groups.min()
+def _by_group_then_time(groups: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An order that sorts by group, then time (ties in any order), and the groups in that order.
+    Stable sorts: near-linear on the usual input, starts in time order followed by their ends."""
+    low = groups.min()
+    group = groups - low
     many = int(group.max()) + 1
-    low = times.min()
-    span = int(times.max()) - int(low) + 1
-    if many >= 2**16 and many * span < 2**63:  # one int64 key: group, then time
-        return np.argsort(group * span + (times - low), kind="stable")
+    t_low = times.min()
+    span = int(times.max()) - int(t_low) + 1
+    half = group[: group.size // 2]  # the groups of the starts, in input order
+    in_order = bool((half[1:] >= half[:-1]).all())
+    if (many >= 2**16 or in_order) and many * span < 2**63:  # one int64 key: group, then time
+        order = np.argsort(group * span + (times - t_low), kind="stable")
+        return order, groups[order]
     order = np.argsort(times, kind="stable")
     key = group[order]
     if many < 2**16:
         key = key.astype(np.uint16)  # radix sort
-    return order[np.argsort(key, kind="stable")]
+    by_group = np.argsort(key, kind="stable")
+    return order[by_group], key[by_group].astype(_NS) + low
 
 
 @dataclass(frozen=True)
@@ -158,9 +163,8 @@ def coverage(
         firsts = np.zeros(1, dtype=np.intp)
         keep = times[1:] > times[:-1]
     else:
-        order = _by_group_then_time(np.concatenate([g, g]), times)
+        order, groups = _by_group_then_time(np.concatenate([g, g]), times)
         times = times[order]
-        groups = np.concatenate([g, g])[order]
         firsts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
         keep = (groups[:-1] == groups[1:]) & (times[1:] > times[:-1])
     lasts = np.append(firsts[1:] - 1, 2 * n - 1)

@@ -62,7 +62,6 @@ def ranks_frame(result: SimResult) -> pl.DataFrame:
         {"compute": is_compute, "comm": ~is_compute},
     )
     compute, comm = cov.kinds["compute"], cov.kinds["comm"]
-    slot = np.searchsorted(cov.groups, rank)  # each task's row
     compute_ns = cov.totals(compute)
     overlapped = cov.totals(compute & comm)
     exposed = cov.totals(comm) - overlapped
@@ -76,7 +75,9 @@ def ranks_frame(result: SimResult) -> pl.DataFrame:
             "exposed_comm_ns": exposed,
             "bubble_ns": window - compute_ns - exposed,
             "edge_idle_ns": window - (cov.window_end - cov.window_start),
-            "tasks": np.bincount(slot[is_compute], minlength=cov.groups.size),
+            "tasks": np.bincount(
+                np.searchsorted(cov.groups, rank[is_compute]), minlength=cov.groups.size
+            ),
         }
     )
     return frame.cast({c: pl.Int64 for c in RANK_COLUMNS}).sort("rank")
