@@ -31,12 +31,12 @@ from typing import Any
 
 import duckdb
 import msgspec
-import numpy as np
 import polars as pl
 
 from pipelines.ingest.duck import scratch_connection
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
+from pipelines.intervals import assign_steps
 
 LANE_BY_PROCESS = {
     "python": "host",
@@ -233,23 +233,6 @@ def _device_id(meta: pl.DataFrame, process: pl.DataFrame) -> int | None:
 
 
 SLICE_COLUMNS = ("lane", "thread", "name", "category", "start_ns", "dur_ns", "step", "args")
-
-
-def assign_steps(frame: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
-    """Add `step`: N of the window [start_ns, end_ns) of `steps` that contains each row's
-    start_ns (the latest window starting at or before it), null outside every window.
-    Vectorised binary search over the (few, sorted) windows; the big frame is never sorted."""
-    if steps.is_empty() or frame.is_empty():
-        return frame.with_columns(pl.lit(None, pl.Int32).alias("step"))
-    windows = steps.sort("start_ns")
-    starts = windows["start_ns"].to_numpy()
-    ends = windows["end_ns"].to_numpy()
-    numbers = windows["step"].cast(pl.Int32).to_numpy()
-    at = frame["start_ns"].fill_null(np.iinfo(np.int64).min).to_numpy()
-    index = np.searchsorted(starts, at, side="right") - 1
-    inside = (index >= 0) & (at < ends[np.clip(index, 0, None)])
-    step = pl.Series("step", numbers[np.clip(index, 0, None)], dtype=pl.Int32)
-    return frame.with_columns(pl.when(pl.Series(inside)).then(step).otherwise(None).alias("step"))
 
 
 def read_trace_view(path: Path) -> TraceView:
