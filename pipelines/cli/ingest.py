@@ -23,10 +23,12 @@ folder names) and load them into the DuckDB warehouse:
   * msprof-analyze output   (cluster_analysis_output/), topology files (profiler_metadata.json,
                              communication_group.json)
 
-Re-ingesting the same bytes changes nothing (runs are keyed by a content hash). Inputs that
-cannot be read are quarantined with a reason (listed on stderr and in the quarantine table);
-the other inputs still load. Exit status: 0 all loaded, 2 something was quarantined or the
-arguments were bad."""
+Runs whose host lanes carry chunk markers (chunk[req=..,k=..,vs=..], see docs/tau_k.md) are
+segmented into the chunks table right away (`tracereplay chunks` does it again with other rules;
+--no-chunks skips it). Re-ingesting the same bytes changes nothing (runs are keyed by a content
+hash). Inputs that cannot be read are quarantined with a reason (listed on stderr and in the
+quarantine table); the other inputs still load. Exit status: 0 all loaded, 2 something was
+quarantined or the arguments were bad."""
 
 
 EPILOG = """\
@@ -69,7 +71,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "any other tag; repeatable",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument(
+        "--no-chunks",
+        action="store_true",
+        help="do not segment the ingested runs into chunks (tau_k) after loading",
+    )
     parser.set_defaults(func=run)
+
+
+def _extract_chunks(con, run_ids: list[str]) -> dict[str, int]:
+    """Chunks found per ingested run (runs without markers get 0 and no rows)."""
+    from pipelines.analysis.chunk_store import extract_chunks
+
+    if not run_ids:
+        return {}
+    return {run.run_id: run.chunks for run in extract_chunks(con, run_ids).runs}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         report = ingest_paths(
             args.paths, con, tags=tags, progress=not (args.json or args.no_progress)
         )
+        chunks = {} if args.no_chunks else _extract_chunks(con, [r.run_id for r in report.runs])
     finally:
         con.close()
     for item in report.quarantined:
@@ -93,13 +110,18 @@ def run(args: argparse.Namespace) -> int:
     for path, why in report.skipped:
         print(f"skipped {path}: {why}", file=sys.stderr)
     if args.json:
-        print(json.dumps(report.as_json(), indent=2, default=str))
+        out = report.as_json()
+        for run_json in out["runs"]:
+            run_json["chunks"] = chunks.get(run_json["run_id"])
+        print(json.dumps(out, indent=2, default=str))
     else:
         for r in report.runs:
+            found = chunks.get(r.run_id)
             print(
                 f"{r.run_id}  source={r.source}  ranks={r.ranks}  events={r.rows.get('slices', 0)}"
                 f"  kernels={r.rows.get('kernels', 0)}  comm_ops={r.rows.get('comm_ops', 0)}"
-                f"  quarantined={len(r.quarantined)}"
+                + ("" if found is None else f"  chunks={found}")
+                + f"  quarantined={len(r.quarantined)}"
             )
         print(
             f"{len(report.runs)} runs, {len(report.quarantined)} inputs quarantined,"
