@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--schedules",
         default=",".join(REPLAY_SCHEDULES),
         metavar="LIST",
-        help=f"comma-separated schedules (default: {','.join(REPLAY_SCHEDULES)})",
+        help=f"comma-separated schedules (default: {','.join(REPLAY_SCHEDULES)}; dcpp_sglang "
+        "and dcpp_vllm_ascend name the DCPP rule, dcpp is vLLM-Ascend's)",
     )
     parser.add_argument(
         "--cost", choices=COSTS, default="tabulated", help="cost model (default: tabulated)"

@@ -21,7 +21,16 @@ from pipelines.cli import EXIT_BAD_INPUT, EXIT_OK
 from pipelines.cli._common import add_json_option
 from pipelines.sim.result import SimResult
 
-SCHEDULES = ("single", "cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
+SCHEDULES = (
+    "single",
+    "cpp",
+    "dcpp",
+    "dcpp_sglang",
+    "dcpp_vllm_ascend",
+    "vpp",
+    "vpp_async",
+    "vpp_pack",
+)
 FORMATS = ("ascend", "kineto", "chrome")
 DEFAULT_FORMATS = "ascend,chrome"
 SINGLE_MODEL = "llama3-8b"
@@ -44,7 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "chunks (48 streams decoding at 4k context, a 500-token interactive prompt every "
             "50 ms, --requests long prompts of --seq-len tokens from 0.5 s, Llama-3-8B roofline "
             "on an H100). The other schedules run the pipeline-parallel simulator over --ranks "
-            "stages: cpp (fixed chunks), dcpp (dynamic chunk sizes), vpp (virtual pipeline, "
+            "stages: cpp (fixed chunks), dcpp (dynamic chunk sizes; vLLM-Ascend's rule, "
+            "dcpp_sglang / dcpp_vllm_ascend name the rule), vpp (virtual pipeline, "
             "--vp stages per rank), vpp_async (VPP with asynchronous sends), vpp_pack (VPP-Async "
             "with cross-request packing).",
             width=100,

@@ -33,6 +33,8 @@ from pipelines.sim.metrics import chunks_frame, ranks_frame, summarize
 from pipelines.sim.result import SimResult
 
 REPLAY_SCHEDULES = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
+# accepted besides the defaults: the two DCPP rules by name
+SCHEDULE_CHOICES = (*REPLAY_SCHEDULES, "dcpp_sglang", "dcpp_vllm_ascend")
 COSTS = ("tabulated", "fitted")
 COMM_CHOICES = ("auto", "preset", "none")
 SOURCE = "sim"
@@ -172,10 +174,10 @@ def simulate_reruns(
         raise ReplayError(f"cost must be one of {', '.join(COSTS)}, not {cost!r}")
     if comm not in COMM_CHOICES:
         raise ReplayError(f"comm must be one of {', '.join(COMM_CHOICES)}, not {comm!r}")
-    unknown = [s for s in schedules if s not in REPLAY_SCHEDULES]
+    unknown = [s for s in schedules if s not in SCHEDULE_CHOICES]
     if unknown or not schedules:
         raise ReplayError(
-            f"unknown schedule(s) {unknown or schedules}; choose from {', '.join(REPLAY_SCHEDULES)}"
+            f"unknown schedule(s) {unknown or schedules}; choose from {', '.join(SCHEDULE_CHOICES)}"
         )
     chunk_size = measured.run.get("chunk_size")
     out = {}
@@ -397,7 +399,7 @@ def replay_run(
     results = simulate_reruns(measured, schedules, cost, comm, vp)
     label = comm_label(measured, comm)
     own = measured.run.get("schedule")
-    if own in REPLAY_SCHEDULES:
+    if own in SCHEDULE_CHOICES:
         base = results.get(own) or simulate_reruns(measured, [own], cost, comm, vp)[own]
         baseline, baseline_ns = f"replayed {own}", float(summarize(base)["makespan_ns"])
     else:
