@@ -74,3 +74,24 @@ def test_loading_the_code_location_skips_heavy_imports() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_tau_fits_are_requested_when_chunks_change(loaded: dg.Definitions) -> None:
+    """tau_fits is eager: a new chunks materialization of any run makes the automation
+    sensor request a refit; with nothing new, nothing is requested."""
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("runs", ["run_a"])
+    defs = dg.Definitions(assets=loaded.assets, resources=loaded.resources)
+    selection = dg.AssetSelection.assets("tau_fits")
+    first = dg.evaluate_automation_conditions(
+        defs=defs, instance=instance, asset_selection=selection
+    )
+    instance.report_runless_asset_event(dg.AssetMaterialization("chunks", partition="run_a"))
+    second = dg.evaluate_automation_conditions(
+        defs=defs, instance=instance, asset_selection=selection, cursor=first.cursor
+    )
+    assert second.get_num_requested(dg.AssetKey("tau_fits")) == 1
+    third = dg.evaluate_automation_conditions(
+        defs=defs, instance=instance, asset_selection=selection, cursor=second.cursor
+    )
+    assert third.get_num_requested(dg.AssetKey("tau_fits")) == 0

@@ -131,6 +131,8 @@ def fit_summary(fits: pl.DataFrame) -> pl.DataFrame:
     group_name="analysis",
     kinds={"duckdb", "polars"},
     pool=WRITE_POOL,
+    # refit whenever a run's chunks change (the default automation sensor evaluates this)
+    automation_condition=dg.AutomationCondition.eager(),
     description="tau_k fits and linearity verdicts per configuration and virtual stage.",
 )
 def tau_fits(
