@@ -23,6 +23,8 @@ from typing import Any
 
 import msgspec
 
+from pipelines.ingest.trace_view import TraceEvent
+
 RESULT_PREFIX = "BENCH_RESULT "
 # The columns our reader asks DuckDB for (pipelines.ingest.trace_view), as in research/stack.md §6.
 DUCKDB_COLUMNS = (
@@ -76,21 +78,8 @@ def _duckdb(path: Path, out: Path, threads: int | None = None) -> Callable[[], d
     return work
 
 
-class Event(msgspec.Struct):
-    """The fields our reader uses; args stay undecoded (as in research/stack.md §6)."""
-
-    name: Any = None
-    ph: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    cat: Any = None
-    args: msgspec.Raw = msgspec.Raw(b"")
-
-
 def _msgspec(path: Path, out: Path | None) -> Callable[[], dict[str, Any]]:
-    decoder = msgspec.json.Decoder(list[Event])
+    decoder = msgspec.json.Decoder(list[TraceEvent])
 
     def work() -> dict[str, Any]:
         events = decoder.decode(path.read_bytes())

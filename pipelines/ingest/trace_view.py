@@ -116,7 +116,9 @@ def sniff_json_form(path: Path) -> str:
     return "array" if first == b"[" else "object"
 
 
-class _Event(msgspec.Struct, omit_defaults=True):
+class TraceEvent(msgspec.Struct, omit_defaults=True):
+    """The event fields the readers use; args stay undecoded (research/stack.md §6)."""
+
     name: Any = None
     ph: Any = None
     pid: Any = None
@@ -128,7 +130,7 @@ class _Event(msgspec.Struct, omit_defaults=True):
 
 
 class _Wrapped(msgspec.Struct):
-    traceEvents: list[_Event]
+    traceEvents: list[TraceEvent]
 
 
 def _text(value: Any) -> str | None:
