@@ -108,18 +108,38 @@ def extract_chunks(
     no chunk rows (and any stale ones are removed); its device time is all unassigned.
     """
     report = ChunkReport()
-    regex = marker_regex or DEFAULT_MARKER_REGEX
-    lanes = ", ".join(f"'{lane}'" for lane in SEGMENT_LANES)
     for run_id in _select_runs(con, run_ids, report):
-        slices = con.execute(
-            f"select * from slices where run_id = ? and lane in ({lanes})", [run_id]
-        ).pl()
-        chunks, unassigned = segment_chunks(
-            slices, run_id, regex, include_comm=include_comm, link=link, renumber=renumber
+        chunks, unassigned = segment_run(
+            con, run_id, marker_regex, include_comm=include_comm, link=link, renumber=renumber
         )
         _replace_chunks(con, run_id, chunks)
         report.runs.append(_run_summary(run_id, chunks, unassigned))
     return report
+
+
+def segment_run(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    marker_regex: str | re.Pattern[str] | None = None,
+    *,
+    include_comm: bool = False,
+    link: Link = "auto",
+    renumber: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(chunks, unassigned) of one stored run, segmented from the lanes segmentation reads;
+    nothing is written."""
+    lanes = ", ".join(f"'{lane}'" for lane in SEGMENT_LANES)
+    slices = con.execute(
+        f"select * from slices where run_id = ? and lane in ({lanes})", [run_id]
+    ).pl()
+    return segment_chunks(
+        slices,
+        run_id,
+        marker_regex or DEFAULT_MARKER_REGEX,
+        include_comm=include_comm,
+        link=link,
+        renumber=renumber,
+    )
 
 
 def _replace_chunks(con: duckdb.DuckDBPyConnection, run_id: str, chunks: pl.DataFrame) -> None:

@@ -42,8 +42,8 @@ def load_tau_points(
 
 
 def _segment_unchunked(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    from pipelines.analysis.chunk_store import segment_run
     from pipelines.analysis.curves import mark_partial
-    from pipelines.analysis.segment import segment_chunks
 
     run_ids = [
         row[0]
@@ -54,11 +54,7 @@ def _segment_unchunked(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
             " order by 1"
         ).fetchall()
     ]
-    parts = []
-    for run_id in run_ids:
-        slices = con.execute("select * from slices where run_id = ?", [run_id]).pl()
-        chunks, _ = segment_chunks(slices, run_id)
-        parts.append(chunks)
+    parts = [segment_run(con, run_id)[0] for run_id in run_ids]
     if not parts:
         return pl.DataFrame()
     chunks = pl.concat(parts)
