@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -15,6 +20,7 @@ from pipelines.paths import SQL_DIR, warehouse_path
 # Canonical tables in dependency order; each has sql/schema/<name>.sql.
 CANONICAL_TABLES = (
     "runs",
+    "run_inputs",
     "ranks",
     "slices",
     "kernels",
@@ -33,23 +39,153 @@ def sql_text(relation: str, layer: str = "schema") -> str:
     return (SQL_DIR / layer / f"{relation}.sql").read_text()
 
 
+DEFAULT_WAIT_S = 300.0  # how long a command waits for another process's write lock
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
+_POLL_S = 0.25
+# A DuckDB database file: an 8-byte checksum, then the magic "DUCK" (DuckDB's storage format,
+# src/storage/storage_info.cpp MainHeader::MAGIC_BYTES; read off files written by 1.5.6 here).
+DUCKDB_MAGIC = b"DUCK"
+DUCKDB_MAGIC_OFFSET = 8
+
+
+class WarehouseError(Exception):
+    """The warehouse path cannot be used (not a DuckDB file, locked for too long, absent)."""
+
+
+def check_warehouse_file(target: Path) -> None:
+    """Refuse an existing path that is not a DuckDB database (a directory, an empty file, JSON,
+    CSV, SQLite ...): DuckDB would otherwise open an in-memory database or fail obscurely."""
+    if not target.exists():
+        return
+    if target.is_dir():
+        raise WarehouseError(f"{target} is a directory, not a DuckDB warehouse file")
+    try:
+        with target.open("rb") as handle:
+            head = handle.read(DUCKDB_MAGIC_OFFSET + len(DUCKDB_MAGIC))
+    except OSError as exc:
+        raise WarehouseError(f"{target} cannot be read: {exc.strerror or exc}") from exc
+    if not head:
+        raise WarehouseError(f"{target} is an empty file, not a DuckDB warehouse")
+    if head[DUCKDB_MAGIC_OFFSET:] != DUCKDB_MAGIC:
+        kind = "an SQLite database" if head.startswith(b"SQLite format") else "not a DuckDB file"
+        raise WarehouseError(
+            f"{target} exists and is {kind}; give a new path or a DuckDB warehouse"
+        )
+
+
+def lock_holder(error: BaseException) -> str | None:
+    """'PID n' of the process whose lock a DuckDB IOException reports, else None."""
+    match = _LOCK_HOLDER.search(str(error))
+    return f"PID {match['pid']}" if match else None
+
+
+def _say(message: str) -> None:
+    print(f"tracereplay: {message}", file=sys.stderr, flush=True)
+
+
 def connect(
-    path: str | os.PathLike[str] | None = None, read_only: bool = False
+    path: str | os.PathLike[str] | None = None,
+    read_only: bool = False,
+    wait_s: float | None = None,
+    on_wait: Callable[[str], None] | None = _say,
 ) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse (creating the file, its folder and the canonical schema when writable)."""
+    """Open the warehouse (creating the file, its folder and the canonical schema when writable).
+
+    An existing path must be a DuckDB file (WarehouseError otherwise). When another process holds
+    the file's lock, wait for it up to `wait_s` seconds (default $TRACEREPLAY_WAIT or 300 s),
+    saying once through `on_wait` who holds it; WarehouseError when the time is up."""
     target = warehouse_path(path)
-    if str(target) != ":memory:" and not read_only:
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(target), read_only=read_only)
+    memory = str(target) == ":memory:"
+    if not memory:
+        check_warehouse_file(Path(target))
+        if read_only and not Path(target).exists():
+            raise WarehouseError(f"no warehouse at {target} (run `tracereplay ingest` first)")
+        if not read_only:
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+    limit = wait_timeout(wait_s)
+    deadline = time.monotonic() + limit
+    said = False
+    while True:
+        try:
+            con = duckdb.connect(str(target), read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            holder = lock_holder(exc)
+            if holder is None:
+                raise
+            if time.monotonic() >= deadline:
+                raise WarehouseError(
+                    f"warehouse {target} still in use by {holder} after {limit:.0f} s"
+                    " (raise --wait or $TRACEREPLAY_WAIT)"
+                ) from exc
+            if not said and on_wait is not None:
+                on_wait(f"warehouse in use by {holder}, waiting (up to {limit:.0f} s)")
+                said = True
+            time.sleep(_POLL_S)
     if not read_only:
-        create_schema(con)
+        try:
+            create_schema(con)
+        except Exception:
+            con.close()
+            raise
     return con
 
 
+def wait_timeout(wait_s: float | None = None) -> float:
+    """Seconds to wait for another process's lock: the argument, else $TRACEREPLAY_WAIT, else
+    DEFAULT_WAIT_S."""
+    if wait_s is not None:
+        return max(0.0, float(wait_s))
+    env = os.environ.get("TRACEREPLAY_WAIT")
+    try:
+        return max(0.0, float(env)) if env else DEFAULT_WAIT_S
+    except ValueError:
+        return DEFAULT_WAIT_S
+
+
+@contextmanager
+def session(
+    path: str | os.PathLike[str] | None = None,
+    read_only: bool = False,
+    wait_s: float | None = None,
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection held only for the block (so other processes can write in between)."""
+    con = connect(path, read_only=read_only, wait_s=wait_s)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@cache
+def declared_columns(table: str) -> tuple[tuple[str, str], ...]:
+    """(name, type) of each column sql/schema/<table>.sql declares (read in a scratch database)."""
+    scratch = duckdb.connect()
+    try:
+        scratch.execute(sql_text(table))
+        return tuple((r[0], r[1]) for r in scratch.execute(f"describe {table}").fetchall())
+    finally:
+        scratch.close()
+
+
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create every canonical table that does not exist yet."""
+    """Create every canonical table that does not exist yet, and add the columns a newer
+    sql/schema declares to tables an older version created (nullable, so old rows stay)."""
+    existing = {
+        (r[0], r[1])
+        for r in con.execute(
+            "select table_name, column_name from information_schema.columns"
+            " where table_schema = current_schema()"
+        ).fetchall()
+    }
+    tables = {t for t, _ in existing}
     for table in CANONICAL_TABLES:
-        con.execute(sql_text(table))
+        if table not in tables:
+            con.execute(sql_text(table))
+            continue
+        for column, kind in declared_columns(table):
+            if (table, column) not in existing:
+                con.execute(f'alter table {table} add column "{column}" {kind}')
 
 
 def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:

@@ -42,7 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    return int(args.func(args) or 0)
+    from pipelines.warehouse import WarehouseError
+
+    try:
+        return int(args.func(args) or 0)
+    except WarehouseError as exc:
+        print(f"tracereplay {args.command}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -11,6 +11,14 @@ def add_warehouse_option(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="DuckDB warehouse file (default: $TRACEREPLAY_WAREHOUSE or data/warehouse.duckdb)",
     )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="when another process holds the warehouse, wait this long for it "
+        "(default: $TRACEREPLAY_WAIT or 300 s)",
+    )
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if not Path(path).exists():
         print(f"tracereplay fit: no warehouse at {path}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    con = warehouse.connect(path, read_only=True)
+    con = warehouse.connect(path, read_only=True, wait_s=args.wait)
     try:
         chunks, segmented = load_tau_points(con, args.model, args.schedule, not args.no_segment)
     finally:

@@ -25,10 +25,22 @@ folder names) and load them into the DuckDB warehouse:
 
 Runs whose host lanes carry chunk markers (chunk[req=..,k=..,vs=..], see docs/tau_k.md) are
 segmented into the chunks table right away (`tracereplay chunks` does it again with other rules;
---no-chunks skips it). Re-ingesting the same bytes changes nothing (runs are keyed by a content
-hash). Inputs that cannot be read are quarantined with a reason (listed on stderr and in the
-quarantine table); the other inputs still load. Exit status: 0 all loaded, 2 something was
-quarantined or the arguments were bad."""
+--no-chunks skips it).
+
+One origin, one current run (docs/run_identity.md): a run is identified by the folder that
+groups its ranks. Re-ingesting the same bytes changes nothing ("unchanged": files are hashed
+before anything is parsed; new --tag values are merged in). New bytes at a known origin (a
+re-export, an edited CSV) replace the stored run in one transaction ("replaced", with the old
+run id); tags given earlier and the chunk rule of `tracereplay chunks` carry over. Giving one
+rank folder of an ingested run refreshes that run instead of adding a second one. --prune also
+removes stored runs under the given folders that they no longer hold.
+
+Inputs that cannot be read are quarantined with a reason as they are met (listed on stderr and in
+the quarantine table); the other inputs still load. Rows with a bad value (a NaN duration, an
+event without a name) are dropped and counted per run and reason ("dropped"). The warehouse is
+locked only while a run is written; when another process holds it, ingest waits (--wait).
+Exit status: 0 all loaded, 2 something was quarantined, the warehouse could not be used or the
+arguments were bad."""
 
 
 EPILOG = """\
@@ -72,6 +84,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove stored runs whose origin lies under a given folder but that the folder "
+        "no longer holds",
+    )
+    parser.add_argument(
         "--no-chunks",
         action="store_true",
         help="do not segment the ingested runs into chunks (tau_k) after loading",
@@ -79,32 +97,68 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _extract_chunks(con, run_ids: list[str]) -> dict[str, int]:
-    """Chunks found per ingested run (runs without markers get 0 and no rows)."""
+def _extract_chunks(target, run_ids: list[str]) -> dict[str, int]:
+    """Chunks found per (re)written run (runs without markers get 0 and no rows); each run's
+    stored chunk rule is applied."""
     from pipelines.analysis.chunk_store import extract_chunks
 
     if not run_ids:
         return {}
-    return {run.run_id: run.chunks for run in extract_chunks(con, run_ids).runs}
+    with target.open() as con:
+        return {run.run_id: run.chunks for run in extract_chunks(con, run_ids).runs}
+
+
+def _stored_chunks(target, run_ids: list[str]) -> dict[str, int]:
+    if not run_ids:
+        return {}
+    with target.open() as con:
+        rows = con.execute(
+            "select run_id, count(*) from chunks where list_contains(?, run_id) group by run_id",
+            [run_ids],
+        ).fetchall()
+    return dict.fromkeys(run_ids, 0) | dict(rows)
+
+
+def _line(r, chunks: int | None) -> str:
+    dropped = sum(r.dropped_rows.values())
+    parts = [r.run_id, r.status, f"source={r.source}", f"ranks={r.ranks}"]
+    parts += [f"events={r.rows.get('slices', 0)}", f"kernels={r.rows.get('kernels', 0)}"]
+    parts.append(f"comm_ops={r.rows.get('comm_ops', 0)}")
+    if chunks is not None:
+        parts.append(f"chunks={chunks}")
+    if dropped:
+        detail = ",".join(f"{k}:{v}" for k, v in sorted(r.dropped_rows.items()))
+        parts.append(f"dropped={dropped} ({detail})")
+    if r.quarantined:
+        parts.append(f"quarantined={len(r.quarantined)}")
+    if r.replaced:
+        parts.append("replaces " + ",".join(r.replaced))
+    return "  ".join(parts)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
-    from pipelines.ingest.load import ingest_paths
+    from pipelines.ingest.load import WarehouseTarget, ingest_paths
+    from pipelines.warehouse import check_warehouse_file, warehouse_path
 
     try:
         tags = _parse_tags(args.tag)
     except ValueError as exc:
         print(f"tracereplay ingest: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    con = warehouse.connect(args.warehouse)
-    try:
-        report = ingest_paths(
-            args.paths, con, tags=tags, progress=not (args.json or args.no_progress)
-        )
-        chunks = {} if args.no_chunks else _extract_chunks(con, [r.run_id for r in report.runs])
-    finally:
-        con.close()
+    target = WarehouseTarget(warehouse_path(args.warehouse), wait_s=args.wait)
+    check_warehouse_file(target.path)  # refuse a non-DuckDB path before any work
+    report = ingest_paths(
+        args.paths,
+        target,
+        tags=tags,
+        progress=not (args.json or args.no_progress),
+        prune=args.prune,
+    )
+    chunks = {}
+    if not args.no_chunks:
+        chunks = _extract_chunks(target, report.changed_run_ids)
+        kept = [r.run_id for r in report.runs if r.run_id not in chunks]
+        chunks |= _stored_chunks(target, kept)
     for item in report.quarantined:
         print(item.message(), file=sys.stderr)
     for path, why in report.skipped:
@@ -116,15 +170,18 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2, default=str))
     else:
         for r in report.runs:
-            found = chunks.get(r.run_id)
-            print(
-                f"{r.run_id}  source={r.source}  ranks={r.ranks}  events={r.rows.get('slices', 0)}"
-                f"  kernels={r.rows.get('kernels', 0)}  comm_ops={r.rows.get('comm_ops', 0)}"
-                + ("" if found is None else f"  chunks={found}")
-                + f"  quarantined={len(r.quarantined)}"
-            )
-        print(
-            f"{len(report.runs)} runs, {len(report.quarantined)} inputs quarantined,"
-            f" {len(report.skipped)} skipped, {len(report.ignored)} by-products ignored"
+            print(_line(r, chunks.get(r.run_id)))
+        statuses = [r.status for r in report.runs]
+        counts = ", ".join(
+            f"{statuses.count(s)} {s}"
+            for s in ("loaded", "replaced", "unchanged", "retagged")
+            if statuses.count(s)
         )
+        print(
+            f"{len(report.runs)} runs ({counts or 'none'}), {len(report.quarantined)} inputs"
+            f" quarantined, {len(report.skipped)} skipped, {len(report.ignored)} by-products"
+            " ignored" + (f", {len(report.pruned)} pruned" if report.pruned else "")
+        )
+        if not report.runs and not report.quarantined:
+            print("nothing ingested: give a profiler folder (*_ascend_pt, Kineto traces, ...)")
     return EXIT_OK if report.ok else EXIT_BAD_INPUT

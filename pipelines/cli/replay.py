@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tracereplay replay: no warehouse at {path}", file=sys.stderr)
         return EXIT_BAD_INPUT
     schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
-    con = warehouse.connect(path, read_only=args.no_write)
+    con = warehouse.connect(path, read_only=args.no_write, wait_s=args.wait)
     try:
         report = replay_run(
             con,

@@ -1,9 +1,10 @@
 """Turn one discovered run (RunInput) into RunFrames: read every rank with its reader, add run_id
 and rank to the rows, and build the `runs` and `ranks` rows.
 
+content hash = sha256 over the sha256 of each input file's bytes (streamed), in path order.
 run_id = readable stem (the run folder's last two path parts) + "-" + the first 12 hex digits of
-the content hash: sha256 over the sha256 of each input file's bytes (streamed), in path order.
-Same bytes -> same hash; load.py also reuses an existing run_id with the same content hash.
+sha256(origin, content hash): the same bytes at the same origin give the same run_id, the same
+bytes copied to another folder are another run (docs/run_identity.md).
 
 Run facts: model / schedule / chunk_size / seq_len / tp / pp / vp from profiler_metadata.json
 convention keys (DESIGN.md), else tp / pp / dp / world_size from MindSpeed `distributed_args`;
@@ -18,7 +19,8 @@ import importlib
 import json
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,15 @@ class ReaderMissing(Exception):
     """The reader module for an input kind is not installed in this tree."""
 
 
+@dataclass(frozen=True)
+class FileDigest:
+    """One input file of a run: resolved path, size and sha256 of its bytes."""
+
+    path: str
+    bytes: int
+    sha256: str
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -55,13 +66,38 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def content_hash(files: list[Path]) -> str:
-    """sha256 over the per-file sha256 digests, in the given (sorted) order (of nothing for an
-    empty list)."""
-    digest = hashlib.sha256()
+def file_digests(files: list[Path]) -> list[FileDigest]:
+    """The digest of every file, in the given (sorted) order. OSError (unreadable, vanished)
+    propagates with the file's name."""
+    out = []
     for path in files:
-        digest.update(file_sha256(path).encode())
+        size = 0
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+        out.append(FileDigest(str(path), size, digest.hexdigest()))
+    return out
+
+
+def combined_hash(digests: list[FileDigest]) -> str:
+    """sha256 over the per-file sha256 digests, in order (of nothing for an empty list)."""
+    digest = hashlib.sha256()
+    for item in digests:
+        digest.update(item.sha256.encode())
     return digest.hexdigest()
+
+
+def content_hash(files: list[Path]) -> str:
+    """The content hash of a run's files (see `combined_hash`)."""
+    return combined_hash(file_digests(files))
+
+
+def run_id_for(origin: Path | str, content: str) -> str:
+    """`<stem>-<12 hex>` of a run read from `origin` with content hash `content`."""
+    key = hashlib.sha256(f"{origin}\0{content}".encode()).hexdigest()
+    return f"{run_stem(Path(origin))}-{key[:12]}"
 
 
 def run_stem(origin: Path) -> str:
@@ -94,6 +130,18 @@ def _int(value: Any) -> int | None:
         return int(str(value).strip())
     except (TypeError, ValueError):
         return None
+
+
+def apply_tags(row: dict[str, Any], tags: dict[str, str]) -> dict[str, Any]:
+    """A `runs` row with `tags` stored and the run facts they name set from them."""
+    out = dict(row)
+    for key, value in tags.items():
+        if key in RUN_TEXT_KEYS:
+            out[key] = None if value is None else str(value)
+        elif key in RUN_INT_KEYS:
+            out[key] = _int(value)
+    out["tags"] = json.dumps(tags, sort_keys=True) if tags else None
+    return out
 
 
 def _rank_groups(rank: int, info: dict[str, Any]) -> list[dict[str, Any]]:
@@ -143,12 +191,22 @@ def _merge_ranks(own: pl.DataFrame, summaries: list[pl.DataFrame], run_id: str) 
 class RunAssembler:
     """Collects the ranks of one run and produces its RunFrames."""
 
-    def __init__(self, run: RunInput, tags: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        run: RunInput,
+        tags: dict[str, str] | None = None,
+        digests: list[FileDigest] | None = None,
+    ) -> None:
         self.run = run
         self.tags = dict(tags or {})
-        # hashing streams every input file once more: it runs on a thread beside the readers
-        # (hashlib and file reads release the GIL), resolved when the run id is first needed
-        self._hash = _HASHER.submit(content_hash, list(run.files))
+        # hashing streams every input file once more: unless the caller hashed first, it runs
+        # on a thread beside the readers (hashlib and file reads release the GIL), resolved
+        # when the run id is first needed
+        if digests is not None:
+            self._digests: Future[list[FileDigest]] = Future()
+            self._digests.set_result(digests)
+        else:
+            self._digests = _HASHER.submit(file_digests, list(run.files))
         self.rank_frames: list[RankFrames] = []
         self.extra_tables: dict[str, list[pl.DataFrame]] = {}
         self.quarantined: list[Quarantined] = []
@@ -156,13 +214,18 @@ class RunAssembler:
         self.facts: dict[str, Any] = {}
 
     @property
+    def digests(self) -> list[FileDigest]:
+        """Size and sha256 of every input file."""
+        return self._digests.result()
+
+    @property
     def hash(self) -> str:
-        """Content hash of the run's input files (see `content_hash`)."""
-        return self._hash.result()
+        """Content hash of the run's input files (see `combined_hash`)."""
+        return combined_hash(self.digests)
 
     @property
     def run_id(self) -> str:
-        return f"{run_stem(self.run.origin)}-{self.hash[:12]}"
+        return run_id_for(self.run.origin, self.hash)
 
     def _call(self, path: Path, reader: Callable[[Path], Any], blame: Path | None = None) -> Any:
         try:
@@ -333,10 +396,23 @@ class RunAssembler:
 
 
 def assemble_run(
-    run: RunInput, tags: dict[str, str] | None = None
+    run: RunInput,
+    tags: dict[str, str] | None = None,
+    digests: list[FileDigest] | None = None,
 ) -> tuple[RunFrames | None, list[Quarantined], list[tuple[str, str]]]:
-    """Read one run: (its frames or None, inputs set aside, inputs skipped for want of a reader)."""
-    assembler = RunAssembler(run, tags)
+    """Read one run: (its frames or None, inputs set aside, inputs skipped for want of a reader).
+    The frames carry a `run_inputs` table (one row per input file with its sha256)."""
+    assembler = RunAssembler(run, tags, digests)
     assembler.read()
     frames = assembler.frames()
+    if frames is not None:
+        frames.tables["run_inputs"] = pl.DataFrame(
+            {
+                "run_id": [frames.run_id] * len(assembler.digests),
+                "path": [d.path for d in assembler.digests],
+                "bytes": [d.bytes for d in assembler.digests],
+                "sha256": [d.sha256 for d in assembler.digests],
+            },
+            schema=SCHEMAS["run_inputs"],
+        )
     return frames, assembler.quarantined, assembler.skipped

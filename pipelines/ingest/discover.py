@@ -178,7 +178,11 @@ class _Walk:
         return len(self.rank_dirs) + len(self.kineto) + len(self.clusters) + len(self.topology)
 
     def walk_dir(self, root: Path) -> None:
-        for folder, dirs, files in os.walk(root):
+        def unreadable(exc: OSError) -> None:
+            where = Path(exc.filename or root)
+            self.quarantine(where, "unreadable", exc.strerror or str(exc))
+
+        for folder, dirs, files in os.walk(root, onerror=unreadable):
             here = Path(folder)
             names = set(files)
             if here.name == CLUSTER_DIR:
@@ -325,10 +329,15 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
             walk.quarantined.append(Quarantined(str(path), "not_found", "no such file or folder"))
             continue
         before = (walk.found_anything(), len(walk.quarantined))
-        if path.is_dir():
-            walk.walk_dir(path)
-        else:
-            walk.classify(path, in_rank=path.parent.name == OUTPUT_DIR, explicit=True)
+        try:
+            if path.is_dir():
+                walk.walk_dir(path)
+            else:
+                walk.classify(path, in_rank=path.parent.name == OUTPUT_DIR, explicit=True)
+        except OSError as exc:  # an unreadable file or folder: quarantined, the others go on
+            where = exc.filename or path
+            walk.quarantine(Path(where), "unreadable", exc.strerror or str(exc))
+            continue
         if path.is_dir() and (walk.found_anything(), len(walk.quarantined)) == before:
             walk.quarantined.append(
                 Quarantined(str(path), "not_profiler_output", "no profiler output found inside")

@@ -29,6 +29,14 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "replay_of": pl.String,
         "tags": pl.String,
         "ingested_at": pl.Datetime("us"),
+        "dropped_rows": pl.String,
+        "segmentation": pl.String,
+    },
+    "run_inputs": {
+        "run_id": pl.String,
+        "path": pl.String,
+        "bytes": pl.Int64,
+        "sha256": pl.String,
     },
     "ranks": {
         "run_id": pl.String,

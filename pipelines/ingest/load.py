@@ -1,15 +1,29 @@
 """Ingest paths into the warehouse: discover runs, assemble each, write it, record quarantine.
 
-Idempotent: a run's rows are replaced as a whole (warehouse.write_run) under a run_id derived from
-its content hash; when the warehouse already holds a run with the same content hash, its run_id
-and first ingestion time are kept, so re-ingesting the same bytes changes nothing. A bad input
-never stops the others: every failure becomes a quarantine row with a reason code.
+The identity rule (docs/run_identity.md): a run is identified by its origin (the folder that groups
+its ranks); every input file belongs to at most one current run. For each discovered run:
+
+* the inputs of the run already stored at that origin (and of a run whose files are a superset
+  of these, when only part of it, say one rank folder, was given) that still exist are added,
+  so ingesting one rank folder of a known run refreshes that run instead of adding a second one;
+* when the warehouse holds a run at the same origin, the files are hashed *before* parsing: the
+  same bytes are `unchanged` (nothing parsed or written; tags given now are merged into the row);
+* new bytes replace the stored run in one transaction (`replaced`, with the replaced run ids);
+  tags given earlier survive (a tag given again overrides) and so does the chunk rule;
+* every failure of one run (a reader bug, an unreadable file, a row the warehouse refuses)
+  becomes a quarantine row written as it happens; the other runs still load.
+
+The warehouse lock is held only to write: `target` is either an open connection (held by the
+caller) or a `WarehouseTarget` that opens the file per write and waits while another process
+holds it.
 """
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,14 +32,45 @@ import duckdb
 import polars as pl
 
 from pipelines import warehouse
-from pipelines.ingest.assemble import assemble_run, file_sha256
+from pipelines.ingest.assemble import (
+    FileDigest,
+    apply_tags,
+    assemble_run,
+    combined_hash,
+    file_digests,
+    file_sha256,
+)
 from pipelines.ingest.discover import Discovery, RunInput, discover
 from pipelines.ingest.frames import Quarantined, RunFrames
 
 
 @dataclass
+class WarehouseTarget:
+    """A warehouse file that ingest opens only while it writes (waiting up to `wait_s` for
+    another process's lock)."""
+
+    path: str | Path | None = None
+    wait_s: float | None = None
+
+    @contextmanager
+    def open(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with warehouse.session(self.path, wait_s=self.wait_s) as con:
+            yield con
+
+
+@contextmanager
+def _opened(target: duckdb.DuckDBPyConnection | WarehouseTarget) -> Iterator[Any]:
+    if isinstance(target, WarehouseTarget):
+        with target.open() as con:
+            yield con
+    else:
+        yield target
+
+
+@dataclass
 class RunReport:
-    """What one run put into the warehouse."""
+    """What one run put into the warehouse. status: loaded (new), replaced (new bytes at a known
+    origin), unchanged (same bytes: nothing parsed), retagged (same bytes, new tags)."""
 
     run_id: str
     source: str
@@ -33,10 +78,15 @@ class RunReport:
     ranks: int
     rows: dict[str, int]
     quarantined: list[Quarantined] = field(default_factory=list)
+    status: str = "loaded"
+    replaced: list[str] = field(default_factory=list)
+    dropped_rows: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
+            "status": self.status,
+            "replaced": self.replaced,
             "source": self.source,
             "origin": self.origin,
             "ranks": self.ranks,
@@ -44,6 +94,7 @@ class RunReport:
             "kernels": self.rows.get("kernels", 0),
             "comm_ops": self.rows.get("comm_ops", 0),
             "step_breakdown": self.rows.get("step_breakdown", 0),
+            "dropped_rows": self.dropped_rows,
             "quarantined": [q.__dict__ for q in self.quarantined],
         }
 
@@ -56,10 +107,16 @@ class IngestReport:
     quarantined: list[Quarantined] = field(default_factory=list)  # every input set aside
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why: no reader)
     ignored: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)  # runs removed: their origin is gone
 
     @property
     def ok(self) -> bool:
         return not self.quarantined
+
+    @property
+    def changed_run_ids(self) -> list[str]:
+        """Runs whose rows were (re)written by this call."""
+        return [r.run_id for r in self.runs if r.status in ("loaded", "replaced")]
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -67,40 +124,219 @@ class IngestReport:
             "quarantined": [q.__dict__ for q in self.quarantined],
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "ignored": len(self.ignored),
+            "pruned": self.pruned,
         }
 
 
-def _existing_run(con: duckdb.DuckDBPyConnection, content_hash: str) -> tuple[str, Any] | None:
-    row = con.execute(
-        "select run_id, ingested_at from runs where content_hash = ? order by ingested_at limit 1",
-        [content_hash],
-    ).fetchone()
-    return (row[0], row[1]) if row else None
+@dataclass
+class StoredRun:
+    """A current run of the warehouse, as ingest needs to know it."""
+
+    run_id: str
+    origin: str
+    content_hash: str
+    tags: dict[str, str]
+    segmentation: str | None
+    ranks: int
+    rows: dict[str, int]
+    files: dict[str, str]  # path -> sha256 (empty for runs stored before run_inputs existed)
+    dropped_rows: dict[str, int]
+    source: str
 
 
-def _rename_run(frames: RunFrames, run_id: str, ingested_at: Any) -> dict[str, pl.DataFrame]:
-    tables = frames.conformed()
+def _json_dict(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def stored_runs(con: duckdb.DuckDBPyConnection) -> dict[str, StoredRun]:
+    """Every measured run of the warehouse (reruns made by `replay` excluded), by run_id."""
+    rows = con.execute(
+        """
+        select r.run_id, r.origin, r.content_hash, r.tags, r.segmentation, r.dropped_rows,
+               r.source,
+               (select count(*) from ranks k where k.run_id = r.run_id),
+               (select count(*) from slices s where s.run_id = r.run_id),
+               (select count(*) from kernels s where s.run_id = r.run_id),
+               (select count(*) from comm_ops s where s.run_id = r.run_id),
+               (select count(*) from step_breakdown s where s.run_id = r.run_id)
+        from runs r where r.replay_of is null
+        """
+    ).fetchall()
+    files: dict[str, dict[str, str]] = {}
+    for run_id, path, sha in con.execute("select run_id, path, sha256 from run_inputs").fetchall():
+        files.setdefault(run_id, {})[path] = sha
     out = {}
-    for name, frame in tables.items():
-        if "run_id" in frame.columns:
-            frame = frame.with_columns(pl.lit(run_id, pl.String).alias("run_id"))
-        if name == "runs" and ingested_at is not None:
-            frame = frame.with_columns(
-                pl.lit(ingested_at).cast(frame["ingested_at"].dtype).alias("ingested_at")
-            )
-        out[name] = frame
+    for row in rows:
+        run_id = row[0]
+        out[run_id] = StoredRun(
+            run_id=run_id,
+            origin=row[1],
+            content_hash=row[2],
+            tags={str(k): str(v) for k, v in _json_dict(row[3]).items()},
+            segmentation=row[4],
+            dropped_rows={str(k): int(v) for k, v in _json_dict(row[5]).items()},
+            source=row[6],
+            ranks=row[7],
+            rows=dict(
+                zip(("slices", "kernels", "comm_ops", "step_breakdown"), row[8:12], strict=True)
+            ),
+            files=files.get(run_id, {}),
+        )
     return out
 
 
-def write_frames(con: duckdb.DuckDBPyConnection, frames: RunFrames) -> tuple[str, dict[str, int]]:
-    """Write one run, reusing the run_id of an earlier run with the same content hash."""
+class _Known:
+    """The warehouse's current runs, kept up to date as this call writes."""
+
+    def __init__(self, runs: dict[str, StoredRun]) -> None:
+        self.runs = runs
+
+    def at_origin(self, origin: str) -> StoredRun | None:
+        return next((r for r in self.runs.values() if r.origin == origin), None)
+
+    def owners(self, paths: Iterable[str]) -> list[StoredRun]:
+        wanted = set(paths)
+        return [r for r in self.runs.values() if wanted & set(r.files)]
+
+
+def _containers(paths: Iterable[str]) -> set[Path]:
+    """Folders (rank folders, cluster_analysis_output/) or files that discovery turns back into
+    the runs these input files came from."""
+    from pipelines.ingest.ascend_text import OUTPUT_DIR
+    from pipelines.ingest.discover import CLUSTER_DIR
+
+    out: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        cluster = next((p for p in path.parents if p.name == CLUSTER_DIR), None)
+        if cluster is not None:
+            out.add(cluster)
+        elif path.parent.name == OUTPUT_DIR:
+            out.add(path.parent.parent)
+        elif path.name.startswith("profiler_info") or path.name.endswith(".db"):
+            out.add(path.parent)
+        else:
+            out.add(path)
+    return {p for p in out if p.exists()}
+
+
+def _widen(run: RunInput, known: _Known) -> tuple[RunInput, StoredRun | None]:
+    """`run` completed with the still-present inputs of the stored run it belongs to (same
+    origin, or a stored run holding all of its files), and that stored run."""
+    files = {str(p) for p in run.files}
+    stored = known.at_origin(str(run.origin))
+    if stored is None:
+        covering = [r for r in known.owners(files) if files <= set(r.files)]
+        stored = covering[0] if len(covering) == 1 else None
+    if stored is None or not (set(stored.files) - files):
+        return run, stored
+    paths = _containers(set(stored.files) | files)
+    for candidate in discover(sorted(paths)).runs:
+        if str(candidate.origin) == stored.origin:
+            return candidate, stored
+    return run, stored
+
+
+def _merged_tags(stored: StoredRun | None, tags: dict[str, str]) -> dict[str, str]:
+    return {**(stored.tags if stored else {}), **tags}
+
+
+def _drop_null_keys(
+    tables: dict[str, pl.DataFrame], required: dict[str, list[str]]
+) -> tuple[dict[str, pl.DataFrame], dict[str, int]]:
+    """Rows with NULL in a column the warehouse declares NOT NULL are dropped and counted under
+    `missing_<column>` (a trace event without a name spoils its row, not its run)."""
+    dropped: dict[str, int] = {}
+    out = {}
+    for table, frame in tables.items():
+        for column in required.get(table, []):
+            if column in frame.columns and frame[column].null_count():
+                bad = frame[column].is_null()
+                dropped[f"missing_{column}"] = dropped.get(f"missing_{column}", 0) + int(bad.sum())
+                frame = frame.filter(~bad)
+        out[table] = frame
+    return out, dropped
+
+
+def _not_null_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    rows = con.execute(
+        "select table_name, column_name from information_schema.columns"
+        " where table_schema = current_schema() and is_nullable = 'NO'"
+    ).fetchall()
+    out: dict[str, list[str]] = {}
+    for table, column in rows:
+        out.setdefault(table, []).append(column)
+    return out
+
+
+def _write_run(
+    con: duckdb.DuckDBPyConnection,
+    frames: RunFrames,
+    origin: str,
+    replace: list[str],
+    segmentation: str | None,
+) -> tuple[dict[str, int], list[str], dict[str, int]]:
+    """Replace the runs at `origin` and the runs in `replace` by this run, in one transaction.
+    Returns (rows per table, run ids replaced, rows dropped per reason)."""
+    tables = frames.conformed()
+    tables, dropped = _drop_null_keys(tables, _not_null_columns(con))
+    if dropped:
+        previous = _json_dict(tables["runs"]["dropped_rows"][0])
+        merged = {**previous}
+        for reason, count in dropped.items():
+            merged[reason] = int(merged.get(reason, 0)) + count
+        tables["runs"] = tables["runs"].with_columns(
+            pl.lit(json.dumps(merged, sort_keys=True)).alias("dropped_rows")
+        )
+    if segmentation is not None:
+        tables["runs"] = tables["runs"].with_columns(pl.lit(segmentation).alias("segmentation"))
+    all_dropped = {str(k): int(v) for k, v in _json_dict(tables["runs"]["dropped_rows"][0]).items()}
     run_id = frames.run_id
-    existing = _existing_run(con, frames.run["content_hash"])
-    ingested_at = None
-    if existing is not None:
-        run_id, ingested_at = existing
-    tables = _rename_run(frames, run_id, ingested_at)
-    return run_id, warehouse.write_run(con, run_id, tables)
+    con.execute("begin transaction")
+    try:
+        here = [
+            r[0]
+            for r in con.execute(
+                "select run_id from runs where origin = ? and replay_of is null", [origin]
+            ).fetchall()
+        ]
+        gone = sorted({*here, *replace} - {run_id})
+        for old in [*gone, run_id]:
+            warehouse.delete_run(con, old)
+        counts = {
+            table: warehouse.insert_frame(con, table, tables[table])
+            for table in warehouse.RUN_TABLES
+            if table in tables
+        }
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
+    return counts, gone, all_dropped
+
+
+def write_frames(con: duckdb.DuckDBPyConnection, frames: RunFrames) -> tuple[str, dict[str, int]]:
+    """Write one run read outside `ingest_paths`, replacing whatever its origin held."""
+    counts, _, _ = _write_run(con, frames, frames.run["origin"], [], None)
+    return frames.run_id, counts
+
+
+def _retag(con: duckdb.DuckDBPyConnection, stored: StoredRun, tags: dict[str, str]) -> None:
+    """Store merged tags on an unchanged run (and the run facts they set)."""
+    row = con.execute("select * from runs where run_id = ?", [stored.run_id]).pl()
+    updated = apply_tags(row.row(0, named=True), tags)
+    columns = [c for c in row.columns if c != "run_id" and updated.get(c) != row[c][0]]
+    if not columns:
+        return
+    assignments = ", ".join(f'"{c}" = ?' for c in columns)
+    con.execute(
+        f"update runs set {assignments} where run_id = ?",
+        [updated[c] for c in columns] + [stored.run_id],
+    )
 
 
 def _record(con: duckdb.DuckDBPyConnection, items: Iterable[Quarantined]) -> None:
@@ -113,6 +349,15 @@ def _record(con: duckdb.DuckDBPyConnection, items: Iterable[Quarantined]) -> Non
             except OSError:
                 digest = None
         warehouse.record_quarantine(con, item.path, item.reason, item.detail, digest)
+
+
+def _failure(run: RunInput, exc: BaseException, stage: str) -> Quarantined:
+    """The quarantine row of a run that failed as a whole."""
+    if isinstance(exc, OSError):
+        where = exc.filename or run.origin
+        return Quarantined(str(where), "unreadable", f"{exc.strerror or exc}")
+    detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return Quarantined(str(run.origin), f"{stage}_error", detail)
 
 
 def _progress(enabled: bool, total: int) -> Any:
@@ -138,42 +383,168 @@ def _progress(enabled: bool, total: int) -> Any:
     return progress
 
 
+class _Ingest:
+    """One `ingest_discovered` call: the report and the runs known so far."""
+
+    def __init__(
+        self,
+        target: duckdb.DuckDBPyConnection | WarehouseTarget,
+        tags: dict[str, str],
+        report: IngestReport,
+    ) -> None:
+        self.target = target
+        self.tags = tags
+        self.report = report
+        with _opened(target) as con:
+            self.known = _Known(stored_runs(con))
+        self.done: set[str] = set()  # origins handled in this call
+
+    def quarantine(self, items: list[Quarantined]) -> None:
+        """Record quarantine rows now (not at the end), so a later crash keeps them."""
+        if not items:
+            return
+        self.report.quarantined.extend(items)
+        with _opened(self.target) as con:
+            _record(con, items)
+
+    def unchanged(self, stored: StoredRun, run: RunInput, tags: dict[str, str]) -> None:
+        status = "unchanged"
+        if tags != stored.tags:
+            with _opened(self.target) as con:
+                _retag(con, stored, tags)
+            stored.tags = tags
+            status = "retagged"
+        self.report.runs.append(
+            RunReport(
+                run_id=stored.run_id,
+                source=stored.source,
+                origin=stored.origin,
+                ranks=stored.ranks,
+                rows=dict(stored.rows, ranks=stored.ranks, runs=1),
+                status=status,
+                dropped_rows=stored.dropped_rows,
+            )
+        )
+
+    def one(self, given: RunInput) -> None:
+        run, stored = _widen(given, self.known)
+        origin = str(run.origin)
+        if origin in self.done:
+            return  # two given paths led to the same run
+        self.done.add(origin)
+        tags = _merged_tags(stored, self.tags)
+        digests: list[FileDigest] | None = None
+        if stored is not None:
+            digests = file_digests(list(run.files))
+            if combined_hash(digests) == stored.content_hash and stored.origin == origin:
+                self.unchanged(stored, run, tags)
+                return
+        frames, quarantined, skipped = assemble_run(run, tags, digests)
+        self.report.skipped.extend(skipped)
+        if frames is None:
+            self.quarantine(quarantined)
+            return
+        inputs = set(frames.tables["run_inputs"]["path"].to_list())
+        overlapping = [r.run_id for r in self.known.owners(inputs)]
+        replace = sorted({*overlapping, *([stored.run_id] if stored else [])})
+        try:
+            with _opened(self.target) as con:
+                _record(con, quarantined)
+                counts, gone, dropped = _write_run(
+                    con, frames, origin, replace, stored.segmentation if stored else None
+                )
+        finally:
+            self.report.quarantined.extend(quarantined)
+        for run_id in gone:
+            self.known.runs.pop(run_id, None)
+        run_frame = frames.run
+        self.known.runs[frames.run_id] = StoredRun(
+            run_id=frames.run_id,
+            origin=origin,
+            content_hash=run_frame["content_hash"],
+            tags=tags,
+            segmentation=stored.segmentation if stored else None,
+            ranks=counts.get("ranks", 0),
+            rows=counts,
+            files={
+                p: s
+                for p, s in zip(
+                    *(frames.tables["run_inputs"][c] for c in ("path", "sha256")), strict=True
+                )
+            },
+            dropped_rows=dropped,
+            source=run.source,
+        )
+        self.report.runs.append(
+            RunReport(
+                run_id=frames.run_id,
+                source=run.source,
+                origin=origin,
+                ranks=counts.get("ranks", 0),
+                rows=counts,
+                quarantined=quarantined,
+                status="replaced" if gone else "loaded",
+                replaced=gone,
+                dropped_rows=dropped,
+            )
+        )
+
+    def prune(self, folders: list[Path]) -> None:
+        """Remove stored runs whose origin lies under one of `folders` and was not produced by
+        this call (the folder no longer holds them)."""
+        produced = {r.run_id for r in self.report.runs}
+        stale = [
+            r.run_id
+            for r in self.known.runs.values()
+            if r.run_id not in produced
+            and any(Path(r.origin).is_relative_to(folder) for folder in folders)
+        ]
+        if not stale:
+            return
+        with _opened(self.target) as con:
+            for run_id in stale:
+                warehouse.delete_run(con, run_id)
+        for run_id in stale:
+            self.known.runs.pop(run_id, None)
+        self.report.pruned.extend(stale)
+
+
 def ingest_discovered(
     found: Discovery,
-    con: duckdb.DuckDBPyConnection,
+    target: duckdb.DuckDBPyConnection | WarehouseTarget,
     tags: dict[str, str] | None = None,
     progress: bool = True,
+    prune: Iterable[str | Path] = (),
 ) -> IngestReport:
-    """Assemble and write every discovered run; record all quarantined inputs."""
-    report = IngestReport(quarantined=list(found.quarantined))
+    """Assemble and write every discovered run (module docstring: the identity rule).
+
+    prune: folders whose stored runs that this call did not produce are removed (the Dagster
+    partition of a folder uses it; `tracereplay ingest --prune` too)."""
+    report = IngestReport()
     report.ignored = [str(p) for p in found.ignored]
+    state = _Ingest(target, dict(tags or {}), report)
+    state.quarantine(list(found.quarantined))
     sizes = {id(run): _size(run) for run in found.runs}
     bar = _progress(progress, sum(sizes.values()))
     try:
         for run in found.runs:
             if bar is not None:
                 bar.update(bar.task_ids[0], description=run.origin.name)
-            frames, quarantined, skipped = assemble_run(run, tags)
-            report.quarantined.extend(quarantined)
-            report.skipped.extend(skipped)
-            if frames is not None:
-                run_id, rows = write_frames(con, frames)
-                report.runs.append(
-                    RunReport(
-                        run_id=run_id,
-                        source=run.source,
-                        origin=str(run.origin),
-                        ranks=rows.get("ranks", 0),
-                        rows=rows,
-                        quarantined=quarantined,
-                    )
-                )
+            try:
+                state.one(run)
+            except warehouse.WarehouseError:
+                raise
+            except Exception as exc:  # one run's failure never stops the others
+                stage = "write" if isinstance(exc, duckdb.Error) else "read"
+                state.quarantine([_failure(run, exc, stage)])
             if bar is not None:
                 bar.advance(bar.task_ids[0], sizes[id(run)])
     finally:
         if bar is not None:
             bar.stop()
-    _record(con, report.quarantined)
+    folders = [Path(p).resolve() for p in prune]
+    if folders:
+        state.prune(folders)
     return report
 
 
@@ -186,9 +557,14 @@ def _size(run: RunInput) -> int:
 
 def ingest_paths(
     paths: Iterable[str | Path],
-    con: duckdb.DuckDBPyConnection,
+    target: duckdb.DuckDBPyConnection | WarehouseTarget,
     tags: dict[str, str] | None = None,
     progress: bool = True,
+    prune: bool = False,
 ) -> IngestReport:
-    """Discover runs under `paths` (files or folders, searched recursively) and load them."""
-    return ingest_discovered(discover(paths), con, tags=tags, progress=progress)
+    """Discover runs under `paths` (files or folders, searched recursively) and load them.
+    prune: also remove stored runs under the given folders that they no longer hold."""
+    paths = list(paths)
+    found = discover(paths)
+    folders = [p for p in paths if Path(p).is_dir()] if prune else []
+    return ingest_discovered(found, target, tags=tags, progress=progress, prune=folders)

@@ -88,10 +88,12 @@ def test_cli_msinsight_twice_changes_nothing(real_dir: Path, tmp_path: Path, cap
     assert counts["runs"] == len(first["runs"]) and counts["quarantine"] == 0
 
 
-def test_same_bytes_elsewhere_reuse_the_run_id(tmp_path: Path, warehouse) -> None:
+def test_same_bytes_in_two_folders_are_two_runs(tmp_path: Path, warehouse) -> None:
+    """Two origins are two runs even with identical bytes (docs/run_identity.md): otherwise
+    changing one folder would delete the other's rows."""
     from tests.ingest.malformed.corpus import good_run
 
     first = ingest_paths([good_run(tmp_path / "one")], warehouse, progress=False).runs[0]
     second = ingest_paths([good_run(tmp_path / "two")], warehouse, progress=False).runs[0]
-    assert first.run_id == second.run_id
-    assert wh.row_counts(warehouse, ["runs", "kernels"]) == {"runs": 1, "kernels": 3}
+    assert first.run_id != second.run_id and second.status == "loaded"
+    assert wh.row_counts(warehouse, ["runs", "kernels"]) == {"runs": 2, "kernels": 6}

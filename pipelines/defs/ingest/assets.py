@@ -1,12 +1,12 @@
 """Ingest assets, one partition per run folder: what the folder holds, and the canonical tables.
 
 `raw_run_files` looks at the folder (runs found, readers, files, bytes) and writes nothing.
-`canonical_tables` loads the folder through pipelines.ingest.load.ingest_paths and reports, per
-table, the rows this partition holds. Re-materialising a partition replaces its rows: the library
-keeps the run_id of unchanged content, and runs of this folder that are no longer in it (the
-folder's content changed, so the content hash and run_id did) are deleted. An input that cannot
-be read is quarantined: a warning in the log and a row in the `quarantine` metadata, never a
-failed step. Note: the library rewrites a run's `chunks` rows with the run (empty), so `chunks`
+`canonical_tables` loads the folder through pipelines.ingest.load.ingest_paths (the same rule as
+`tracereplay ingest --prune`: one origin, one current run; unchanged bytes are not parsed; new
+bytes replace the run; runs the folder no longer holds are removed) and reports, per table, the
+rows this partition holds. Two partitions never share a run, whatever their bytes. An input that
+cannot be read is quarantined: a warning in the log and a row in the `quarantine` metadata, never
+a failed step. Note: the library rewrites a run's `chunks` rows with the run (empty), so `chunks`
 must follow this asset; the sensor requests both.
 """
 
@@ -18,12 +18,11 @@ import duckdb
 
 from pipelines import warehouse as wh
 from pipelines.defs.ingest.folders import folder_state
-from pipelines.defs.ingest.lookup import runs_under
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
 from pipelines.ingest.discover import discover
-from pipelines.ingest.load import IngestReport, ingest_paths
+from pipelines.ingest.load import IngestReport, WarehouseTarget, ingest_paths
 
 INGEST_TABLES = ("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine")
 TABLE_DESCRIPTIONS = {
@@ -107,14 +106,6 @@ def _span(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> tuple[int | Non
     return first, last
 
 
-def _drop_stale(con: duckdb.DuckDBPyConnection, folder: Path, keep: set[str]) -> list[str]:
-    """Delete runs of this folder that the latest ingest no longer produced."""
-    stale = [run_id for run_id in runs_under(con, folder) if run_id not in keep]
-    for run_id in stale:
-        wh.delete_run(con, run_id)
-    return stale
-
-
 def _quarantine_rows(report: IngestReport, folder: Path) -> list[tuple[str, str, str]]:
     root = folder.resolve()
     rows = []
@@ -155,6 +146,10 @@ def _table_metadata(
         meta["sources"] = ", ".join(sorted({run.source for run in report.runs}))
         meta["quarantined_inputs"] = len(report.quarantined)
         meta["stale_runs_removed"] = ", ".join(stale)
+        meta["status"] = ", ".join(f"{run.run_id}: {run.status}" for run in report.runs)
+        meta["dropped_rows"] = dg.MetadataValue.json(
+            {run.run_id: run.dropped_rows for run in report.runs if run.dropped_rows}
+        )
     return meta
 
 
@@ -181,9 +176,10 @@ def canonical_tables(
 ):
     """Load one run folder into the canonical tables and report each table's rows."""
     folder = _existing_folder(raw_dir, context.partition_key)
+    # the library opens the file only to write (waiting for another writer), as the CLI does
+    report = ingest_paths([folder], WarehouseTarget(warehouse.file), progress=False, prune=True)
+    stale = report.pruned + [old for run in report.runs for old in run.replaced]
     with warehouse.connect() as con:
-        report = ingest_paths([folder], con, progress=False)
-        stale = _drop_stale(con, folder, {run.run_id for run in report.runs})
         span = _span(con, [run.run_id for run in report.runs])
         totals = wh.row_counts(con, INGEST_TABLES)
     for item in report.quarantined:
@@ -192,7 +188,11 @@ def canonical_tables(
         context.log.warning(f"skipped: {path}: {why}")
     if not report.runs:
         context.log.warning(f"no run could be ingested from {folder}")
-    for run_id in stale:
+    for run in report.runs:
+        context.log.info(
+            f"{run.run_id}: {run.status}" + (f", replaces {run.replaced}" if run.replaced else "")
+        )
+    for run_id in report.pruned:
         context.log.info(f"removed run {run_id}: no longer produced by {folder}")
     for table in INGEST_TABLES:
         yield dg.MaterializeResult(
