@@ -81,6 +81,8 @@ def test_step_breakdown_accounts_for_each_ranks_span(measured) -> None:
     rid = replay_run_id(run_id, "vpp_pack", "tabulated")
     rows = con.execute("select * from step_breakdown where run_id = ? order by rank", [rid]).pl()
     assert rows.height == 2 and set(rows["origin"]) == {"sim"}
+    assert rows["complete"].to_list() == [True, True]  # exact: every simulated task
+    assert rows["incomplete_reason"].null_count() == 2
     # computing + exposed comm + free = the rank's first-to-last-task span = stage + receives
     accounted = rows["computing_ns"] + rows["comm_not_overlapped_ns"] + rows["free_ns"]
     assert (accounted == rows["stage_ns"] + rows["bubble_ns"]).all()

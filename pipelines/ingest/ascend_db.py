@@ -29,7 +29,7 @@ from pipelines.ingest.profiler_info import (
     read_profiler_info,
     read_profiler_metadata,
 )
-from pipelines.ingest.step_breakdown import derive_breakdown
+from pipelines.ingest.step_breakdown import assess, derive_breakdown
 from pipelines.intervals import assign_steps
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -157,7 +157,7 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
     )
     overlap_slices, derived = derive_breakdown(device, steps, comm_ops)
     profiler = _analysis_step_trace(rank_folder / OUTPUT_DIR / ANALYSIS_DB, device_id)
-    step_breakdown = pl.concat([derived, profiler], how="diagonal_relaxed")
+    step_breakdown = assess(pl.concat([derived, profiler], how="diagonal_relaxed"), steps)
 
     slices = pl.concat(
         [

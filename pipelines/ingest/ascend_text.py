@@ -16,7 +16,8 @@ links in communication_matrix.json (group ranks, mapped to global ranks when the
 
 step_breakdown: the profiler's rows (step_trace_time.csv, origin='profiler') and ours
 (origin='derived', step_breakdown.py: from the trace's Overlap Analysis lane, else from kernel
-intervals).
+intervals), the derived rows judged complete or not against the profiler's rows and the trace's
+ProfilerStep windows (step_breakdown.assess).
 """
 
 from __future__ import annotations
@@ -212,7 +213,8 @@ def _breakdown(
         frames.append(derived)
     if not frames:
         return pl.DataFrame()
-    return pl.concat(frames, how="diagonal_relaxed")
+    rows = pl.concat(frames, how="diagonal_relaxed")
+    return step_breakdown.assess(rows, trace.steps if trace is not None else None)
 
 
 def _info(info: ProfilerInfo | None, metadata: ProfilerMetadata | None) -> dict[str, Any]:

@@ -30,6 +30,7 @@ import polars as pl
 from pipelines.ingest.discover import RunInput
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames, RunFrames
+from pipelines.ingest.step_breakdown import assess
 
 RUN_INT_KEYS = ("chunk_size", "seq_len", "tp", "pp", "vp", "dp", "world_size")
 RUN_TEXT_KEYS = ("model", "schedule", "hardware")
@@ -348,6 +349,10 @@ class RunAssembler:
             for table, frames in tables.items()
             if frames
         }
+        if "step_breakdown" in out:
+            # derived rows of ranks the rank folder gave no profiler figures for: judged against
+            # the cluster summary's rows of the same rank and step
+            out["step_breakdown"] = assess(out["step_breakdown"], reference="cluster")
         out_ranks = _merge_ranks(
             pl.DataFrame(rank_rows, schema=SCHEMAS["ranks"]), summary_ranks, self.run_id
         )

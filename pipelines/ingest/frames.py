@@ -102,6 +102,8 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "comm_not_overlapped_excl_receive_ns": pl.Int64,
         "preparing_ns": pl.Int64,
         "p2p_bubble_ns": pl.Int64,
+        "complete": pl.Boolean,
+        "incomplete_reason": pl.String,
     },
     "chunks": {
         "run_id": pl.String,

@@ -26,7 +26,7 @@ import polars as pl
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
 from pipelines.ingest.profiler_info import CONVENTION_KEYS
-from pipelines.ingest.step_breakdown import derive_breakdown
+from pipelines.ingest.step_breakdown import assess, derive_breakdown
 from pipelines.intervals import assign_steps
 
 # reason codes (quarantine.reason)
@@ -134,6 +134,7 @@ def read_trace(path: Path) -> RankFrames:
         pl.lit(None, dtype=pl.Int64).alias("bubble_ns"),
         pl.lit(None, dtype=pl.Int64).alias("comm_not_overlapped_excl_receive_ns"),
     )
+    breakdown = assess(breakdown, steps)  # coverage of the ProfilerStep windows
 
     thread = (
         pl.when(pl.col("lane").is_in(["compute", "comm", "other"]))

@@ -30,6 +30,20 @@ waiting for (or exposing the transfer of) activations from its neighbour — the
 as the rank experiences it — whatever the P2P API. The profiler's `Bubble` counts only
 `hcom_receive*`, so it is 0 for `batch_isend_irecv` (`hcom_batchSendRecv`) pipelines (set A).
 Compute intervals are the Overlap Analysis `Computing` slices (trace) or the compute tasks.
+
+Completeness (`assess`, docs/step_breakdown.md): a derived row is only as good as its input. A
+kernel_details.csv or trace that holds a fraction of the step's device work yields a breakdown
+of that fraction. Each derived row is judged against what the rank folder (and, at assembly, the
+run's cluster summary) offers for the same rank and step:
+- kernel coverage: its device window (stage + bubble = last end - first start of its events)
+  over the step window — the profiler's own window (its stage + bubble: the same definition)
+  or, without profiler figures, the host ProfilerStep window; below COVERAGE_MIN it is
+  incomplete;
+- disagreement with the profiler's (else the cluster summary's) stage, computing or
+  communication by more than REL_TOLERANCE of their figure and ABS_TOLERANCE_NS.
+`complete` is true when judged and nothing failed, false with `incomplete_reason` (the failed
+checks, '; '-joined) otherwise, null when there is nothing to judge against. Rows of every
+other origin (profiler, cluster, sim) are complete = true.
 """
 
 from __future__ import annotations
@@ -75,6 +89,23 @@ _SCHEMA = {
     c: (pl.String if c == "origin" else pl.Int32 if c == "step" else pl.Int64)
     for c in BREAKDOWN_COLUMNS
 }
+
+
+# Completeness thresholds (measured agreement of the complete real ranks: docs/step_breakdown.md).
+# Below half of the step window the device events cannot be the whole step: complete real traces
+# span 80-99 % of their host ProfilerStep (the rest is host-side preparing) and 100.000 % of the
+# profiler's own window; set D's trimmed rank 1 spans 5.6 %.
+COVERAGE_MIN = 0.5
+# Complete ranks reproduce the profiler to within 0.12 us (float64 rounding of us timestamps);
+# the smallest disagreement of an incomplete real rank is 8.2 % (set D rank 0 stage, 23.8 ms).
+REL_TOLERANCE = 0.02
+ABS_TOLERANCE_NS = 100_000
+COMPARED_COLUMNS = {
+    "stage_ns": "stage",
+    "computing_ns": "computing",
+    "communication_ns": "communication",
+}
+FLAG_SCHEMA = {"complete": pl.Boolean, "incomplete_reason": pl.String}
 
 
 def _spans(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -375,3 +406,113 @@ def _row(
         "preparing_ns": preparing,
         "p2p_bubble_ns": p2p_bubble,
     }
+
+
+def _with_flags(rows: pl.DataFrame) -> pl.DataFrame:
+    """`complete` / `incomplete_reason` columns, added where absent: rows of every origin but
+    'derived' are complete = true; a derived row not judged yet stays null."""
+    for column, dtype in FLAG_SCHEMA.items():
+        if column not in rows.columns:
+            rows = rows.with_columns(pl.lit(None, dtype).alias(column))
+    return rows.with_columns(
+        pl.when(pl.col("origin") != "derived")
+        .then(pl.col("complete").cast(pl.Boolean).fill_null(True))
+        .otherwise(pl.col("complete").cast(pl.Boolean))
+        .alias("complete"),
+        pl.col("incomplete_reason").cast(pl.String),
+    )
+
+
+def _window(row: dict) -> int | None:
+    """Device window of a breakdown row: stage + bubble (= last end - first start)."""
+    if row.get("stage_ns") is None:
+        return None
+    return row["stage_ns"] + (row.get("bubble_ns") or 0)
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f} %"
+
+
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:.1f} ms"
+
+
+def disagreements(derived: dict, reference: dict, origin: str) -> list[str]:
+    """The compared columns on which `derived` and `reference` (breakdown rows) differ by more
+    than REL_TOLERANCE of the reference and ABS_TOLERANCE_NS, as reasons."""
+    out = []
+    for column, label in COMPARED_COLUMNS.items():
+        ours, theirs = derived.get(column), reference.get(column)
+        if ours is None or theirs is None:
+            continue
+        gap = abs(ours - theirs)
+        if gap > ABS_TOLERANCE_NS and gap > REL_TOLERANCE * abs(theirs):
+            out.append(f"{label} {_ms(ours)} vs {origin} {_ms(theirs)}")
+    return out
+
+
+def _judge(
+    derived: dict, reference: dict | None, origin: str, host_ns: int | None
+) -> list[str] | None:
+    """Reasons a derived row is incomplete ([] when it passes), None when nothing judges it."""
+    window = _window(derived)
+    if window is None or (reference is None and not host_ns):
+        return None
+    reasons = []
+    if reference is not None:
+        ref_window = _window(reference)
+        if ref_window and window < COVERAGE_MIN * ref_window:
+            reasons.append(
+                f"kernel_coverage {_pct(window, ref_window)} of the {origin} step window"
+            )
+        reasons += disagreements(derived, reference, origin)
+    elif host_ns and window < COVERAGE_MIN * host_ns:
+        reasons.append(f"kernel_coverage {_pct(window, host_ns)} of the ProfilerStep window")
+    return reasons
+
+
+def assess(
+    rows: pl.DataFrame, host_steps: pl.DataFrame | None = None, reference: str = "profiler"
+) -> pl.DataFrame:
+    """`rows` (step_breakdown rows of one rank, or of a run with a `rank` column) with
+    `complete` and `incomplete_reason` set on the derived rows; see the module docstring.
+
+    Each derived row is compared with the row of origin `reference` of the same rank and step;
+    with reference='cluster' (the assembler's pass over a whole run) a derived row that has a
+    profiler row was already judged against it and is left as it is. `host_steps` (step,
+    start_ns, end_ns: ProfilerStep windows) judge the coverage of a derived row that has no
+    reference row. A row judged before keeps its reasons; complete only stays true when the
+    new checks pass too."""
+    if rows.is_empty():
+        return rows
+    rows = _with_flags(rows)
+    keys = ["rank", "step"] if "rank" in rows.columns else ["step"]
+    records = rows.to_dicts()
+    refs = {tuple(r[k] for k in keys): r for r in records if r["origin"] == reference}
+    profiled = {tuple(r[k] for k in keys) for r in records if r["origin"] == "profiler"}
+    hosts: dict[int, int] = {}
+    if host_steps is not None and not host_steps.is_empty():
+        hosts = {
+            step: end - start
+            for step, start, end in host_steps.select("step", "start_ns", "end_ns").iter_rows()
+            if step is not None and start is not None and end is not None
+        }
+    complete, reason = [], []
+    for row in records:
+        key = tuple(row[k] for k in keys)
+        judged = None
+        if row["origin"] == "derived" and not (reference != "profiler" and key in profiled):
+            host = hosts.get(row["step"]) if reference == "profiler" else None
+            judged = _judge(row, refs.get(key), reference, host)
+        if judged is None:
+            complete.append(row["complete"])
+            reason.append(row["incomplete_reason"])
+            continue
+        before = [row["incomplete_reason"]] if row["incomplete_reason"] else []
+        complete.append(row["complete"] is not False and not judged)
+        reason.append("; ".join(before + judged) or None)
+    return rows.with_columns(
+        pl.Series("complete", complete, pl.Boolean),
+        pl.Series("incomplete_reason", reason, pl.String),
+    )

@@ -348,6 +348,8 @@ def _step_breakdown(run_id: str, result: SimResult) -> pl.DataFrame:
         .alias("comm_not_overlapped_excl_receive_ns"),
         (pl.col("first_ns") - run_start).alias("preparing_ns"),
         pl.col("exposed_comm_ns").alias("p2p_bubble_ns"),
+        pl.lit(True).alias("complete"),  # exact: computed from every simulated task
+        pl.lit(None, pl.String).alias("incomplete_reason"),
     )
     return conform("step_breakdown", frame)
 

@@ -192,7 +192,7 @@ def comm_ops(result: SimResult) -> pl.DataFrame:
 class OverlapLanes:
     """One rank's overlap lanes: `slices` (step, name, start_ns, end_ns) and `steps` (one row per
     step with device work: the step_breakdown columns computing_ns ... p2p_bubble_ns, without
-    origin, plus window_start_ns/window_end_ns)."""
+    origin, plus window_start_ns/window_end_ns and complete = true, incomplete_reason null)."""
 
     slices: pl.DataFrame
     steps: pl.DataFrame
@@ -223,7 +223,11 @@ def overlap_lanes(compute: pl.DataFrame, comm: pl.DataFrame, steps: pl.DataFrame
         "start_ns",
         (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
     ).sort("start_ns", "name")
-    return OverlapLanes(slices=slices, steps=rows.drop("origin"))
+    # exact and complete: the lanes are computed from every simulated task of the step
+    rows = rows.drop("origin").with_columns(
+        pl.lit(True).alias("complete"), pl.lit(None, pl.String).alias("incomplete_reason")
+    )
+    return OverlapLanes(slices=slices, steps=rows)
 
 
 def rank_overlap(result: SimResult, rank: int) -> OverlapLanes:

@@ -294,6 +294,8 @@ def test_round_trip_through_text_reader(tmp_path: Path, which: str) -> None:
         busy = int((compute["end_ns"] - compute["start_ns"]).sum())
         sb = frames.tables["step_breakdown"]
         assert set(sb["origin"]) == {"profiler", "derived"}
+        # the writer's lanes are exact: read back, our derivation agrees with its step_trace_time
+        assert sb["complete"].to_list() == [True] * sb.height
         for origin in ("profiler", "derived"):
             rows = sb.filter(pl.col("origin") == origin).sort("step")
             assert int(rows["computing_ns"].sum()) == busy, origin
