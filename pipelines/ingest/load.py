@@ -154,17 +154,15 @@ def _json_dict(text: str | None) -> dict[str, Any]:
 
 def stored_runs(con: duckdb.DuckDBPyConnection) -> dict[str, StoredRun]:
     """Every measured run of the warehouse (reruns made by `replay` excluded), by run_id."""
+    counts = " ".join(
+        f"left join (select run_id, count(*) as n_{t} from {t} group by run_id) using (run_id)"
+        for t in ("ranks", "slices", "kernels", "comm_ops", "step_breakdown")
+    )
     rows = con.execute(
-        """
-        select r.run_id, r.origin, r.content_hash, r.tags, r.segmentation, r.dropped_rows,
-               r.source,
-               (select count(*) from ranks k where k.run_id = r.run_id),
-               (select count(*) from slices s where s.run_id = r.run_id),
-               (select count(*) from kernels s where s.run_id = r.run_id),
-               (select count(*) from comm_ops s where s.run_id = r.run_id),
-               (select count(*) from step_breakdown s where s.run_id = r.run_id)
-        from runs r where r.replay_of is null
-        """
+        "select run_id, origin, content_hash, tags, segmentation, dropped_rows, source,"
+        " coalesce(n_ranks, 0), coalesce(n_slices, 0), coalesce(n_kernels, 0),"
+        " coalesce(n_comm_ops, 0), coalesce(n_step_breakdown, 0)"
+        f" from runs {counts} where replay_of is null"
     ).fetchall()
     files: dict[str, dict[str, str]] = {}
     for run_id, path, sha in con.execute("select run_id, path, sha256 from run_inputs").fetchall():
