@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines.ingest.duck import sql_string
 from pipelines.ingest.errors import QuarantineError
 
 # A number Excel rewrote in scientific notation (e.g. 1.69512E+15): its precision is gone.
@@ -30,10 +31,9 @@ def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]
         raise QuarantineError("empty_file", f"{path.name} has no content")
     if b"\x00" in head:
         raise QuarantineError("not_csv", f"{path.name} is binary (NUL bytes)")
-    escaped = str(path).replace("'", "''")
     try:
         relation = con.sql(
-            f"select * from read_csv('{escaped}', all_varchar = true, header = true,"
+            f"select * from read_csv({sql_string(path)}, all_varchar = true, header = true,"
             " delim = ',', quote = '\"', escape = '\"', null_padding = true)"
         )
         columns = list(relation.columns)

@@ -33,7 +33,7 @@ import duckdb
 import msgspec
 import polars as pl
 
-from pipelines.ingest.duck import scratch_connection
+from pipelines.ingest.duck import scratch_connection, sql_string
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.intervals import assign_steps
@@ -173,9 +173,8 @@ def _raw_relation(
     form = sniff_json_form(path)
     if form == "object":
         return _object_form_relation(con, path)
-    escaped = str(path).replace("'", "''")
     return con.sql(
-        f"select * from read_json('{escaped}', format = 'array', columns = {_COLUMNS},"
+        f"select * from read_json({sql_string(path)}, format = 'array', columns = {_COLUMNS},"
         f" maximum_object_size = {max_object})"
     )
 

@@ -10,7 +10,7 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
-from tests.ingest.malformed.corpus import CASES, good_run
+from tests.ingest.malformed.corpus import CASES, good_run, pattern_named_runs
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -64,3 +64,49 @@ def test_cli_bad_tag_is_a_bad_argument(tmp_path: Path, capsys) -> None:
     code = main(["ingest", str(good), "--tag", "novalue", "--warehouse", str(tmp_path / "w.db")])
     assert code == 2
     assert "key=value" in capsys.readouterr().err
+
+
+def _own_events_only(con, runs: dict[Path, int]) -> None:
+    """Every folder of `runs` is one run holding exactly its own kernels and slices."""
+    stored = con.execute("select run_id, origin from runs").fetchall()
+    by_origin = {Path(origin): run_id for run_id, origin in stored}
+    assert len(stored) == len(runs) and set(by_origin) == {p.resolve() for p in runs}
+    for folder, n in runs.items():
+        run_id = by_origin[folder.resolve()]
+        i = n - 1
+        for table, extra in (("kernels", 0), ("slices", 1)):
+            names = con.execute(
+                f"select name from {table} where run_id = ? and lane is distinct from 'overlap'"
+                if table == "slices"
+                else f"select name from {table} where run_id = ?",
+                [run_id],
+            ).fetchall()
+            own = sorted(f"k{i}_{j}" for j in range(n))
+            got = sorted(name for (name,) in names if not name.startswith("ProfilerStep#"))
+            assert got == own and len(names) == n + extra, (folder.name, table, names)
+
+
+def test_paths_are_never_patterns_library(tmp_path: Path, warehouse) -> None:
+    runs = pattern_named_runs(tmp_path / "inputs")
+    good = good_run(tmp_path / "inputs")
+    report = ingest_paths([*runs, good], warehouse, progress=False)
+    assert report.quarantined == [], report.quarantined
+    assert len(report.runs) == len(runs) + 1
+    warehouse.execute("delete from runs where origin = ?", [str(good.resolve())])
+    _own_events_only(warehouse, runs)
+
+
+def test_paths_are_never_patterns_cli(tmp_path: Path, capsys) -> None:
+    from pipelines import warehouse as wh
+
+    runs = pattern_named_runs(tmp_path / "inputs")
+    target = tmp_path / "w.duckdb"
+    code = main(["ingest", *map(str, runs), "--json", "--no-chunks", "--warehouse", str(target)])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0 and payload["quarantined"] == []
+    assert sorted(r["kernels"] for r in payload["runs"]) == sorted(runs.values())
+    con = wh.connect(target)
+    try:
+        _own_events_only(con, runs)
+    finally:
+        con.close()

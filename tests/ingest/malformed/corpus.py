@@ -165,3 +165,45 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Path, Path]], str]] = {
     "json_gz_truncated": (_truncated_gzip, "not_gzip"),
     "unknown_csv_in_output": (_unknown_csv, "unrecognised_input"),
 }
+
+
+# Sibling folder names that DuckDB (or a shell) would read as patterns, quotes or escapes; each
+# folder holds its own small valid run, told apart by the number and names of its events.
+PATTERN_NAMES = (
+    "job_x",
+    "job_[x]",
+    "job_*",
+    "job_?",
+    "job_{a,b}",
+    "job_'q",
+    'job_"dq',
+    "job_ sp",
+    "job_\\b",
+    "job_\u00fc\u6f22",
+    "job_\nnl",
+)
+
+
+def pattern_named_runs(root: Path) -> dict[Path, int]:
+    """One lone rank folder per name in PATTERN_NAMES under `root`, the i-th with i+1 kernels in
+    kernel_details.csv and i+1 `k<i>_<j>` slices (plus one ProfilerStep) in trace_view.json;
+    returns folder -> i+1."""
+    out = {}
+    for i, name in enumerate(PATTERN_NAMES):
+        folder = root / name / OUT
+        folder.mkdir(parents=True)
+        n = i + 1
+        rows = "".join(
+            f"1,k{i}_{j},K,AI_CORE,{1700000000000000 + 10 * j}.000\t,1.000,0,8\n" for j in range(n)
+        )
+        (folder / "kernel_details.csv").write_text(KERNEL_HEADER + rows)
+        events = [
+            {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
+            {"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": "1.000", "dur": 1e3},
+        ] + [
+            {"ph": "X", "name": f"k{i}_{j}", "pid": 1, "tid": 1, "ts": f"{2 + j}.000", "dur": 0.5}
+            for j in range(n)
+        ]
+        (folder / "trace_view.json").write_text(json.dumps(events))
+        out[folder.parent] = n
+    return out
