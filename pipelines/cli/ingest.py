@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{r.run_id}  source={r.source}  ranks={r.ranks}  events={r.rows.get('slices', 0)}"
                 f"  kernels={r.rows.get('kernels', 0)}  comm_ops={r.rows.get('comm_ops', 0)}"
                 + ("" if found is None else f"  chunks={found}")
+                + (f"  dropped={sum(r.dropped.values())}" if r.dropped else "")
                 + f"  quarantined={len(r.quarantined)}"
             )
         print(

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from pipelines.ingest import dropped as drop
 from pipelines.ingest import step_breakdown
 from pipelines.ingest.communication import (
     peer_from_links,
@@ -276,6 +277,7 @@ def read_rank(rank_dir: Path) -> RankFrames:
     if breakdown.height:
         tables["step_breakdown"] = breakdown
     run_info = _info(info, metadata)
+    dropped = drop.merged(*(r.dropped for r in (trace, kernels) if r is not None))
     return RankFrames(
         rank=rank,
         device_id=device_id,
@@ -283,4 +285,5 @@ def read_rank(rank_dir: Path) -> RankFrames:
         tables=tables,
         info=run_info,
         quarantined=attempts.quarantined,
+        dropped=dropped,
     )

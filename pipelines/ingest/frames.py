@@ -29,6 +29,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "replay_of": pl.String,
         "tags": pl.String,
         "ingested_at": pl.Datetime("us"),
+        "dropped_rows": pl.String,
     },
     "ranks": {
         "run_id": pl.String,
@@ -173,7 +174,8 @@ class RankFrames:
     """What a per-rank reader returns: the rank's identity, its rows of the canonical tables
     (slices, kernels, comm_ops, step_breakdown; `run_id` may be left out, the assembler adds it),
     run-level facts it found (`info`: software versions, hardware, collected_at, profiler metadata
-    such as parallel groups) and the files it had to set aside."""
+    such as parallel groups), the files it had to set aside and the rows it dropped (`dropped`:
+    reason code -> count, codes in dropped.py)."""
 
     rank: int | None
     device_id: int | None = None
@@ -181,3 +183,4 @@ class RankFrames:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     quarantined: list[Quarantined] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)

@@ -8,6 +8,7 @@ never stops the others: every failure becomes a quarantine row with a reason cod
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ class RunReport:
     ranks: int
     rows: dict[str, int]
     quarantined: list[Quarantined] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> rows set aside
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +47,7 @@ class RunReport:
             "comm_ops": self.rows.get("comm_ops", 0),
             "step_breakdown": self.rows.get("step_breakdown", 0),
             "quarantined": [q.__dict__ for q in self.quarantined],
+            "dropped_rows": dict(self.dropped),
         }
 
 
@@ -166,6 +169,7 @@ def ingest_discovered(
                         ranks=rows.get("ranks", 0),
                         rows=rows,
                         quarantined=quarantined,
+                        dropped=json.loads(frames.run.get("dropped_rows") or "{}"),
                     )
                 )
             if bar is not None:

@@ -10,7 +10,15 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
-from tests.ingest.malformed.corpus import CASES, good_run, pattern_named_runs
+from tests.ingest.malformed.corpus import (
+    CASES,
+    DROPPED_CASES,
+    _bad_event,
+    _in_rank,
+    _trace_with,
+    good_run,
+    pattern_named_runs,
+)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -110,3 +118,48 @@ def test_paths_are_never_patterns_cli(tmp_path: Path, capsys) -> None:
         _own_events_only(con, runs)
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("case", sorted(DROPPED_CASES))
+def test_bad_value_drops_its_row_not_its_file(tmp_path: Path, warehouse, case: str) -> None:
+    build, table, kept, dropped = DROPPED_CASES[case]
+    good = good_run(tmp_path / "inputs")
+    given, _ = build(tmp_path / "inputs")
+    report = ingest_paths([given, good], warehouse, progress=False)
+    assert report.quarantined == [], report.quarantined
+    (run,) = [r for r in report.runs if Path(r.origin) != good.resolve()]
+    assert run.dropped == dropped and run.as_json()["dropped_rows"] == dropped
+    stored = warehouse.execute("select dropped_rows from runs where run_id = ?", [run.run_id])
+    assert stored.fetchone()[0] == (json.dumps(dropped, sort_keys=True) if dropped else None)
+    rows = warehouse.execute(
+        f"select count(*) from {table} where run_id = ? and name not like 'ProfilerStep#%'"
+        + (" and lane <> 'overlap'" if table == "slices" else ""),
+        [run.run_id],
+    ).fetchone()[0]
+    assert rows == kept
+    assert [r.rows["kernels"] for r in report.runs if Path(r.origin) == good.resolve()] == [3]
+
+
+def test_cli_run_line_counts_dropped_rows(tmp_path: Path, capsys) -> None:
+    build = DROPPED_CASES["trace_negative_and_missing_dur"][0]
+    given, _ = build(tmp_path / "inputs")
+    good = good_run(tmp_path / "inputs")
+    target = str(tmp_path / "w.duckdb")
+    assert main(["ingest", str(given), str(good), "--no-chunks", "--warehouse", target]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sum("dropped=2" in line for line in lines) == 1
+    assert main(["ingest", str(given), "--json", "--warehouse", target]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["runs"][0]["dropped_rows"] == {"missing_duration": 1, "negative_duration": 1}
+
+
+def test_float_typed_ts_is_kept_exactly(tmp_path: Path, warehouse) -> None:
+    build = _in_rank(
+        "trace_view.json", _trace_with(_bad_event('"ts": 1700000000000000.123, "dur": 1.5'))
+    )
+    given, _ = build(tmp_path)
+    (run,) = ingest_paths([given], warehouse, progress=False).runs
+    row = warehouse.execute(
+        "select start_ns, dur_ns from slices where run_id = ? and name = 'bad'", [run.run_id]
+    ).fetchone()
+    assert row == (1_700_000_000_000_000_123, 1_500) and run.dropped == {}
