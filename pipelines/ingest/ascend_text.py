@@ -59,6 +59,8 @@ COMMUNICATION = "communication.json"
 COMMUNICATION_MATRIX = "communication_matrix.json"
 METADATA = "profiler_metadata.json"
 TEXT_FILES = (TRACE_VIEW, KERNEL_DETAILS, STEP_TRACE_TIME, COMMUNICATION, COMMUNICATION_MATRIX)
+TRACE_VIEW_GZ = TRACE_VIEW + ".gz"  # read when there is no plain trace_view.json
+TEXT_INPUTS = (*TEXT_FILES, TRACE_VIEW_GZ)
 
 T = TypeVar("T")
 
@@ -246,7 +248,8 @@ def read_rank(rank_dir: Path) -> RankFrames:
         )
     metadata = attempts.read(rank_dir / METADATA, read_profiler_metadata)
     out = output_dir(rank_dir)
-    trace = attempts.read(out / TRACE_VIEW, read_trace_view)
+    trace_path = out / TRACE_VIEW if (out / TRACE_VIEW).is_file() else out / TRACE_VIEW_GZ
+    trace = attempts.read(trace_path, read_trace_view)
     kernels = attempts.read(out / KERNEL_DETAILS, read_kernel_details)
     steps = attempts.read(out / STEP_TRACE_TIME, read_step_trace_time)
     communication = attempts.read(out / COMMUNICATION, read_communication)

@@ -142,7 +142,15 @@ class Quarantined:
     content_hash: str | None = None
 
     def message(self) -> str:
-        return f"quarantined {self.path}: {self.reason}: {self.detail}"
+        """One line for a terminal: control characters (a newline in a folder name) escaped."""
+        return printable(f"quarantined {self.path}: {self.reason}: {self.detail}")
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character (newline, TAB, ESC, ...) as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 @dataclass

@@ -1,8 +1,11 @@
 """trace_view.json of a torch_npu export -> slices (one row per complete event) and step windows.
 
 Format (ascend_formats.md §3): a bare JSON array of Chrome-trace events (the object form
-`{"traceEvents": [...]}` is accepted too); `ts` is a string of microseconds with 3 decimals, parsed
-exactly to integer nanoseconds; `dur` is float microseconds, rounded to nanoseconds.
+`{"traceEvents": [...]}` is accepted too; a UTF-8 BOM and a `.gz` file too); `ts` is a string of
+microseconds with 3 decimals, parsed exactly to integer nanoseconds; `dur` is float microseconds,
+rounded to nanoseconds. A complete event with a bad `ts` or `dur` (missing, NaN, Infinity,
+negative, out of int64 range) is dropped and counted by reason (`TraceView.dropped`, codes in
+dropped.py, rules in docs/ingest_rules.md); a JSON-number `ts` is read with its own digits.
 
 Lanes come from the `process_name` metadata of each pid, never from pid values:
 Python / python3 / MindSpore / Python GC / CANN -> host; Ascend Hardware -> compute (its

@@ -3,7 +3,11 @@ run given in the same call still loads, and the CLI exits 2."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -163,3 +167,50 @@ def test_float_typed_ts_is_kept_exactly(tmp_path: Path, warehouse) -> None:
         "select start_ns, dur_ns from slices where run_id = ? and name = 'bad'", [run.run_id]
     ).fetchone()
     assert row == (1_700_000_000_000_000_123, 1_500) and run.dropped == {}
+
+
+def test_bom_and_gzip_trace_view_load(tmp_path: Path, warehouse) -> None:
+    events = _trace_with(_bad_event('"ts": "3.000", "dur": 2'))
+    bom = _in_rank("trace_view.json", b"\xef\xbb\xbf" + events)(tmp_path / "bom")[0]
+    gz = _in_rank("trace_view.json.gz", gzip.compress(events))(tmp_path / "gz")[0]
+    wrapped = b'\xef\xbb\xbf{"traceEvents": ' + events + b"}"
+    both = _in_rank("trace_view.json.gz", gzip.compress(wrapped))(tmp_path / "gz_object")[0]
+    good = good_run(tmp_path / "good")
+    report = ingest_paths([bom, gz, both, good], warehouse, progress=False)
+    assert report.quarantined == [], report.quarantined
+    slices = {Path(r.origin).parent.name: r.rows["slices"] for r in report.runs}
+    assert slices == {"bom": 3, "gz": 3, "gz_object": 3, "good": 0}
+
+
+def test_fifo_given_on_the_command_line_is_quarantined(tmp_path: Path, warehouse) -> None:
+    fifo = tmp_path / "trace_view.json"
+    os.mkfifo(fifo)
+    good = good_run(tmp_path / "inputs")
+    report = ingest_paths([fifo, good], warehouse, progress=False)
+    assert [(q.path, q.reason) for q in report.quarantined] == [(str(fifo), "not_a_file")]
+    assert [r.rows["kernels"] for r in report.runs] == [3]
+
+
+def test_quote_in_sqlite_table_name_reads(tmp_path: Path, warehouse, real_dir: Path) -> None:
+    source = real_dir / "msinsight/test/data/pytorch/db/level1/rank1_ascend_pt"
+    folder = tmp_path / "db_job" / "rank1_ascend_pt"
+    shutil.copytree(source, folder)
+    db = folder / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_1.db"
+    with sqlite3.connect(db) as con:
+        con.execute('create table "we""ird\'name" (x integer)')
+    good = good_run(tmp_path / "inputs")
+    report = ingest_paths([folder.parent, good], warehouse, progress=False)
+    assert report.quarantined == [], report.quarantined
+    assert sorted(r.rows["kernels"] for r in report.runs) == [3, 191]
+
+
+def test_control_characters_in_paths_are_escaped_on_stderr(tmp_path: Path, capsys) -> None:
+    build, reason = CASES["empty_trace_view"]
+    given, bad_file = build(tmp_path / "in\nputs\x1b[31m")
+    good = good_run(tmp_path / "good")
+    code = main(["ingest", str(given), str(good), "--warehouse", str(tmp_path / "w.duckdb")])
+    err = capsys.readouterr().err
+    assert code == 2
+    line = f"quarantined {bad_file.resolve()!s}: {reason}: ".replace("\n", "\\n")
+    assert line.replace("\x1b", "\\x1b") in err
+    assert "\x1b" not in err and all(row.startswith("quarantined ") for row in err.splitlines())

@@ -323,3 +323,40 @@ DROPPED_CASES: dict[str, tuple[Callable[[Path], tuple[Path, Path]], str, int, di
     ),
     "kineto_dur_nan": (_kineto_with("NaN"), "kernels", 2, {"non_finite_duration": 1}),
 }
+
+
+# --- not a file under a known file name --------------------------------------------------------
+
+
+def _directory_named(name: str) -> Callable[[Path], tuple[Path, Path]]:
+    def build(root: Path) -> tuple[Path, Path]:
+        folder = rank_folder(root / "dir_job")
+        (folder / OUT / "step_trace_time.csv").write_text(
+            STEP_HEADER + "3,100.0,60.0,40.0,100.0,0.0,110.25,100.0,-40.0,5.0\n"
+        )
+        target = folder / OUT / name
+        target.mkdir()
+        (target / "inside.csv").write_text(GOOD_KERNELS)
+        return folder.parent, target
+
+    return build
+
+
+def _fifo_named(name: str) -> Callable[[Path], tuple[Path, Path]]:
+    def build(root: Path) -> tuple[Path, Path]:
+        folder = rank_folder(root / "fifo_job")
+        (folder / OUT / "kernel_details.csv").write_text(GOOD_KERNELS)
+        target = folder / OUT / name
+        os.mkfifo(target)  # nobody ever writes: opening it for reading would block forever
+        return folder.parent, target
+
+    return build
+
+
+CASES.update(
+    {
+        "directory_named_kernel_details": (_directory_named("kernel_details.csv"), "not_a_file"),
+        "fifo_named_trace_view": (_fifo_named("trace_view.json"), "not_a_file"),
+        "fifo_named_db_export": (_fifo_named("ascend_pytorch_profiler_0.db"), "not_a_file"),
+    }
+)
