@@ -180,11 +180,12 @@ def coverage(
         flags.append((np.cumsum(delta, dtype=depth_type)[:-1] > 0)[keep])
     group_of, start, end = groups[:-1][keep], times[:-1][keep], times[1:][keep]
     # elementary pieces of a group touch: merge neighbours with the same coverage
-    new = np.r_[True, group_of[1:] != group_of[:-1]]
+    # (none at all when every interval has zero length: the windows still count)
+    new = np.r_[True, group_of[1:] != group_of[:-1]][: group_of.size]
     for flag in flags:
         new[1:] |= flag[1:] != flag[:-1]
     first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, new.size - 1)
+    last = np.append(first[1:] - 1, new.size - 1)[: first.size]
     return Coverage(
         groups=groups[firsts],
         window_start=times[firsts],

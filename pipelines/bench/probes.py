@@ -58,7 +58,9 @@ def _ours(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
 def _duckdb(path: Path, out: Path, threads: int | None = None) -> Callable[[], dict[str, Any]]:
     import duckdb
 
-    escaped = str(path).replace("'", "''")
+    from pipelines.ingest.duck import sql_string
+
+    literal = sql_string(path)
 
     def work() -> dict[str, Any]:
         con = duckdb.connect(str(out))
@@ -67,7 +69,7 @@ def _duckdb(path: Path, out: Path, threads: int | None = None) -> Callable[[], d
         try:
             con.execute(
                 "create table events as select * from read_json("
-                f"'{escaped}', format = 'array', columns = {DUCKDB_COLUMNS},"
+                f"{literal}, format = 'array', columns = {DUCKDB_COLUMNS},"
                 " maximum_object_size = 1073741824)"
             )
             rows = con.execute("select count(*) from events").fetchone()[0]

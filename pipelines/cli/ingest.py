@@ -45,10 +45,15 @@ arguments were bad."""
 
 EPILOG = """\
 quarantine reasons: not_found, not_profiler_output, unrecognised_input, empty_file, not_json,
-  truncated_json, invalid_json, empty_trace, no_lanes, bad_timestamps, csv_parse_error,
+  truncated_json, invalid_json, invalid_trace, empty_trace, no_lanes, csv_parse_error,
   missing_columns, excel_mangled_number, unparsable_rows, invalid_communication,
   unparsable_rank, unknown_rank, duplicate_rank, corrupt_db, missing_tables, not_gzip,
-  not_kineto, read_error (plus reader-specific codes of the db/Kineto/cluster readers)
+  not_kineto, not_a_file, read_error (plus reader-specific codes of the db/Kineto/cluster
+  readers)
+dropped rows (a bad value drops its row, counted per run in runs.dropped_rows):
+  missing_timestamp, unparsable_timestamp, timestamp_out_of_range, missing_duration,
+  unparsable_duration, non_finite_duration, negative_duration, duration_out_of_range,
+  invalid_step, unparsable_wait (docs/ingest_rules.md)
 
 example: tracereplay ingest ~/prof/job_42 --tag model=qwen3-8b --tag schedule=vpp --json"""
 
@@ -137,6 +142,7 @@ def _line(r, chunks: int | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipelines.ingest.frames import printable
     from pipelines.ingest.load import WarehouseTarget, ingest_paths
     from pipelines.warehouse import check_warehouse_file, warehouse_path
 
@@ -162,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     for item in report.quarantined:
         print(item.message(), file=sys.stderr)
     for path, why in report.skipped:
-        print(f"skipped {path}: {why}", file=sys.stderr)
+        print(printable(f"skipped {path}: {why}"), file=sys.stderr)
     if args.json:
         out = report.as_json()
         for run_json in out["runs"]:

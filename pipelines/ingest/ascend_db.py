@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
 from pipelines.ingest.hccl import group_hash, is_p2p_expr, op_type_expr
@@ -101,7 +102,10 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
     metadata = _profiler_metadata(rank_folder)
     rank, device_id = _identity(con, columns, db_path, profiler_info)
     steps = _steps(con, columns)
-    tasks = _tasks(con, columns)
+    # a task or host call with no start, no end or an end before its start is dropped and
+    # counted (dropped.py), never kept as a negative duration
+    tasks, dropped = drop.screen(_tasks(con, columns))
+    host, dropped_host = drop.screen(_host_slices(con, columns))
     comm = _comm_ops(con, columns, rank_folder / OUTPUT_DIR / ANALYSIS_DB, metadata)
     if device_id is None and tasks.height:
         device_id = int(tasks.get_column("device_id").mode().sort()[0])
@@ -162,7 +166,7 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
     slices = pl.concat(
         [
             _device_slices(tasks, comm),
-            _host_slices(con, columns),
+            host,
             overlap_slices.with_columns(pl.lit(None, dtype=pl.String).alias("args")),
         ],
         how="diagonal_relaxed",
@@ -180,6 +184,7 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
             "step_breakdown": step_breakdown,
         },
         info=_info(con, columns, profiler_info, metadata),
+        dropped=drop.merged(dropped, dropped_host),
     )
 
 
@@ -188,7 +193,13 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
 
 def _table_columns(con: sqlite3.Connection) -> dict[str, list[str]]:
     names = [r[0] for r in con.execute("select name from sqlite_master where type = 'table'")]
-    return {n: [r[1] for r in con.execute(f'pragma table_info("{n}")')] for n in names}
+    # the name as a quoted identifier: a quote in a table name must not break the pragma
+    return {n: [r[1] for r in con.execute(f"pragma table_info({_identifier(n)})")] for n in names}
+
+
+def _identifier(name: str) -> str:
+    """`name` as a SQLite quoted identifier."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _frame(con: sqlite3.Connection, sql: str, schema: dict[str, Any]) -> pl.DataFrame:

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from pipelines.ingest import dropped as drop
 from pipelines.ingest import step_breakdown
 from pipelines.ingest.communication import (
     peer_from_links,
@@ -59,6 +60,8 @@ COMMUNICATION = "communication.json"
 COMMUNICATION_MATRIX = "communication_matrix.json"
 METADATA = "profiler_metadata.json"
 TEXT_FILES = (TRACE_VIEW, KERNEL_DETAILS, STEP_TRACE_TIME, COMMUNICATION, COMMUNICATION_MATRIX)
+TRACE_VIEW_GZ = TRACE_VIEW + ".gz"  # read when there is no plain trace_view.json
+TEXT_INPUTS = (*TEXT_FILES, TRACE_VIEW_GZ)
 
 T = TypeVar("T")
 
@@ -247,7 +250,8 @@ def read_rank(rank_dir: Path) -> RankFrames:
         )
     metadata = attempts.read(rank_dir / METADATA, read_profiler_metadata)
     out = output_dir(rank_dir)
-    trace = attempts.read(out / TRACE_VIEW, read_trace_view)
+    trace_path = out / TRACE_VIEW if (out / TRACE_VIEW).is_file() else out / TRACE_VIEW_GZ
+    trace = attempts.read(trace_path, read_trace_view)
     kernels = attempts.read(out / KERNEL_DETAILS, read_kernel_details)
     steps = attempts.read(out / STEP_TRACE_TIME, read_step_trace_time)
     communication = attempts.read(out / COMMUNICATION, read_communication)
@@ -278,6 +282,7 @@ def read_rank(rank_dir: Path) -> RankFrames:
     if breakdown.height:
         tables["step_breakdown"] = breakdown
     run_info = _info(info, metadata)
+    dropped = drop.merged(*(r.dropped for r in (trace, kernels) if r is not None))
     return RankFrames(
         rank=rank,
         device_id=device_id,
@@ -285,4 +290,5 @@ def read_rank(rank_dir: Path) -> RankFrames:
         tables=tables,
         info=run_info,
         quarantined=attempts.quarantined,
+        dropped=dropped,
     )

@@ -28,6 +28,7 @@ from typing import Any
 import polars as pl
 
 from pipelines.ingest.discover import RunInput
+from pipelines.ingest.dropped import merged as merged_counts
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames, RunFrames
 from pipelines.ingest.step_breakdown import assess
@@ -397,6 +398,8 @@ class RunAssembler:
             row[key] = None if merged.get(key) is None else str(merged[key])
         for key in RUN_INT_KEYS:
             row[key] = _int(merged.get(key))
+        dropped = merged_counts(*(frames.dropped for frames in ranks))
+        row["dropped_rows"] = json.dumps(dropped, sort_keys=True) if dropped else None
         return row
 
 

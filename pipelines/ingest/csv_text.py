@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines.ingest.duck import sql_string
 from pipelines.ingest.errors import QuarantineError
 
 # A number Excel rewrote in scientific notation (e.g. 1.69512E+15): its precision is gone.
@@ -30,10 +31,9 @@ def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]
         raise QuarantineError("empty_file", f"{path.name} has no content")
     if b"\x00" in head:
         raise QuarantineError("not_csv", f"{path.name} is binary (NUL bytes)")
-    escaped = str(path).replace("'", "''")
     try:
         relation = con.sql(
-            f"select * from read_csv('{escaped}', all_varchar = true, header = true,"
+            f"select * from read_csv({sql_string(path)}, all_varchar = true, header = true,"
             " delim = ',', quote = '\"', escape = '\"', null_padding = true)"
         )
         columns = list(relation.columns)
@@ -56,8 +56,9 @@ def trimmed(column: str) -> str:
     return f"case when {cell} in ({missing}) then null else {cell} end"
 
 
-def check_time_column(con: duckdb.DuckDBPyConnection, view: str, column: str, name: str) -> None:
-    """Quarantine-worthy problems of a time column: Excel damage or cells that are not numbers."""
+def check_excel(con: duckdb.DuckDBPyConnection, view: str, column: str, name: str) -> None:
+    """Excel damage in a number column quarantines the file: Excel rewrote every long number of
+    the sheet, so no time in it can be trusted to the nanosecond."""
     cell = trimmed(column)
     mangled = con.sql(
         f"select {cell} from {view} where regexp_matches({cell}, '{EXCEL_MANGLED}') limit 1"
@@ -71,9 +72,16 @@ def check_time_column(con: duckdb.DuckDBPyConnection, view: str, column: str, na
             f"{name}: {count} '{column}' cells in scientific notation such as {mangled[0]!r}"
             " (precision lost, likely saved by Excel)",
         )
+
+
+def check_time_column(con: duckdb.DuckDBPyConnection, view: str, column: str, name: str) -> None:
+    """Quarantine-worthy problems of a time column: Excel damage or cells that are not numbers
+    (an empty or N/A cell is not one: the reader drops that row as missing)."""
+    check_excel(con, view, column, name)
+    cell = trimmed(column)
     bad = con.sql(
         f"select count(*), any_value({quoted(column)}) from {view}"
-        f" where {cell} is null or not regexp_matches({cell}, '{NUMBER}')"
+        f" where {cell} is not null and not regexp_matches({cell}, '{NUMBER}')"
     ).fetchone()
     if bad[0]:
         raise QuarantineError(
@@ -106,7 +114,12 @@ def require(columns: list[str], where: str, **wanted: tuple[str, ...]) -> dict[s
 
 
 def as_int_sql(column: str | None) -> str:
-    """SQL for an optional integer column (NULL when absent or not an integer)."""
+    """SQL for an optional integer column (NULL when absent or not an integer: `3.5` is NULL,
+    never rounded; `3.0` is 3)."""
     if column is None:
         return "null::integer"
-    return f"try_cast({trimmed(column)} as integer)"
+    cell = trimmed(column)
+    return (
+        f"case when regexp_full_match({cell}, '[+-]?[0-9]+([.]0*)?')"
+        f" then try_cast(split_part({cell}, '.', 1) as integer) end"
+    )

@@ -22,13 +22,14 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import stat
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.ingest.ascend_text import METADATA, OUTPUT_DIR, TEXT_FILES
+from pipelines.ingest.ascend_text import METADATA, OUTPUT_DIR, TEXT_INPUTS
 from pipelines.ingest.frames import Quarantined
 from pipelines.ingest.profiler_info import rank_from_file_name
 
@@ -143,6 +144,7 @@ def sniff_kineto(path: Path) -> str | None:
         return "not_gzip"
     except OSError:
         return "unreadable"
+    head = head.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
     if not head.strip():
         return "empty_file"
     if not head.lstrip().startswith(b"{") or b'"traceEvents"' not in head:
@@ -150,6 +152,39 @@ def sniff_kineto(path: Path) -> str | None:
     if not any(marker in head for marker in KINETO_MARKERS):
         return "not_kineto"
     return None
+
+
+def _is_known_name(name: str) -> bool:
+    """A file name some reader opens (a folder or FIFO under it is a broken input)."""
+    return bool(
+        name in TEXT_INPUTS
+        or name == METADATA
+        or PROFILER_INFO.match(name)
+        or DB_EXPORT.match(name)
+        or TOPOLOGY_FILES.match(name)
+    )
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
+
+
+def _kind(path: Path) -> str:
+    """What a path that is not a regular file is, in words."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "a broken link" if path.is_symlink() else "unreadable"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
 
 
 def _rank_dir_of(path: Path) -> Path:
@@ -194,6 +229,9 @@ class _Walk:
                 self.rank_dirs.add(here)
                 dirs[:] = [d for d in dirs if d == OUTPUT_DIR]
             in_rank = is_rank or here.name == OUTPUT_DIR
+            for name in [d for d in dirs if _is_known_name(d)]:
+                self.quarantine(here / name, "not_a_file", f"{name} is a directory, not a file")
+                dirs.remove(name)
             dirs.sort()
             for name in sorted(names):
                 self.classify(here / name, in_rank=in_rank, explicit=False)
@@ -201,9 +239,13 @@ class _Walk:
     def classify(self, path: Path, *, in_rank: bool, explicit: bool) -> None:
         name = path.name
         lowered = name.lower()
+        if not _is_regular(path):  # never opened: a FIFO would block the read forever
+            if explicit or _is_known_name(name) or (in_rank and lowered.endswith(DATA_SUFFIXES)):
+                self.quarantine(path, "not_a_file", f"{name} is {_kind(path)}, not a file")
+            return
         if PROFILER_INFO.match(name):
             self.rank_dirs.add(path.parent)
-        elif name in TEXT_FILES:
+        elif name in TEXT_INPUTS:
             self.rank_dirs.add(_rank_dir_of(path))
         elif DB_EXPORT.match(name) or name == "analysis.db":
             if not is_sqlite(path):
@@ -249,7 +291,7 @@ class _Walk:
 
 def _text_inputs(rank_dir: Path, bad: set[Path]) -> list[Path]:
     out = rank_dir / OUTPUT_DIR if (rank_dir / OUTPUT_DIR).is_dir() else rank_dir
-    files = [out / n for n in TEXT_FILES if (out / n).is_file() and out / n not in bad]
+    files = [out / n for n in TEXT_INPUTS if (out / n).is_file() and out / n not in bad]
     meta = [rank_dir / METADATA] if (rank_dir / METADATA).is_file() else []
     info = sorted(p for p in rank_dir.iterdir() if PROFILER_INFO.match(p.name) and p.is_file())
     return info + meta + files
@@ -270,7 +312,7 @@ def _rank_input(rank_dir: Path, bad: set[Path]) -> RankInput | None:
     info = next((p for p in sorted(rank_dir.glob("profiler_info*.json"))), None)
     hint = rank_from_file_name(info) if info else None
     text = _text_inputs(rank_dir, bad)
-    if any(p.name in TEXT_FILES for p in text):
+    if any(p.name in TEXT_INPUTS for p in text):
         return RankInput(rank_dir, "ascend_text", text, hint)
     db = _db_inputs(rank_dir, bad)
     if db:

@@ -1,8 +1,34 @@
-"""The in-memory DuckDB connection the file readers scan with."""
+"""The in-memory DuckDB connection the file readers scan with, and the one way a file path reaches
+DuckDB.
+
+DuckDB expands every path given to `read_json` / `read_csv` / ... as a glob pattern (`*`, `?`,
+`[...]`, `{a,b}`, `**`) and there is no way to switch that off for one call, so a folder
+`job_[x]` next to `job_x` would read job_x's file, and `job_*` every sibling's. `sql_path`
+returns a path that means exactly the given file: the absolute path itself when it holds only
+characters DuckDB never interprets, else a symlink with a plain name (the file's own suffixes
+kept: DuckDB picks the decompression by them, e.g. `.json.gz`) in a private temp folder of this
+process, removed at exit. The link stays valid for the life of the process, so a lazy relation or
+view over it can be used as long as its connection is open.
+"""
 
 from __future__ import annotations
 
+import atexit
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
 import duckdb
+
+# Characters DuckDB reads literally in a local path (no glob, quote, escape, protocol or ~).
+_SAFE_PATH = re.compile(r"[A-Za-z0-9._/+-]+")
+_SAFE_SUFFIXES = re.compile(r"(?:\.[A-Za-z0-9]{1,16})+$")
+_lock = threading.Lock()
+_link_dir: tuple[int, Path] | None = None  # (owning pid, folder)
 
 
 def scratch_connection() -> duckdb.DuckDBPyConnection:
@@ -11,3 +37,51 @@ def scratch_connection() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute("set enable_progress_bar = false")
     return con
+
+
+def _is_safe(text: str) -> bool:
+    return _SAFE_PATH.fullmatch(text) is not None and not text.startswith("//")
+
+
+def _links() -> Path:
+    """This process's folder of links (a forked child makes its own)."""
+    global _link_dir
+    if _link_dir is not None and _link_dir[0] == os.getpid():
+        return _link_dir[1]
+    for base in (None, "/tmp", "/var/tmp"):
+        folder = Path(tempfile.mkdtemp(prefix="tracereplay-duck-", dir=base))
+        if _is_safe(str(folder)):
+            break
+        folder.rmdir()
+    else:
+        raise OSError("no temp folder with a plain path for DuckDB file links")
+    pid = os.getpid()
+    _link_dir = (pid, folder)
+    atexit.register(lambda: os.getpid() == pid and shutil.rmtree(folder, ignore_errors=True))
+    return folder
+
+
+def sql_path(path: str | os.PathLike[str]) -> str:
+    """A path DuckDB reads as exactly the file `path`, never as a pattern; already safe to put
+    between single quotes in SQL (it holds no quote)."""
+    absolute = os.path.abspath(os.fspath(path))
+    if _is_safe(absolute):
+        return absolute
+    suffix = _SAFE_SUFFIXES.search(os.path.basename(absolute))
+    digest = hashlib.sha256(os.fsencode(absolute)).hexdigest()[:32]
+    with _lock:
+        link = _links() / f"{digest}{suffix.group(0) if suffix else ''}"
+        try:
+            current = os.readlink(link)
+        except OSError:
+            current = None
+        if current != absolute:
+            spare = link.with_name(f".{link.name}.{os.getpid()}.{threading.get_ident()}")
+            os.symlink(absolute, spare)
+            os.replace(spare, link)
+    return str(link)
+
+
+def sql_string(path: str | os.PathLike[str]) -> str:
+    """`sql_path(path)` as a SQL string literal."""
+    return "'" + sql_path(path).replace("'", "''") + "'"

@@ -151,7 +151,15 @@ class Quarantined:
     content_hash: str | None = None
 
     def message(self) -> str:
-        return f"quarantined {self.path}: {self.reason}: {self.detail}"
+        """One line for a terminal: control characters (a newline in a folder name) escaped."""
+        return printable(f"quarantined {self.path}: {self.reason}: {self.detail}")
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character (newline, TAB, ESC, ...) as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 @dataclass
@@ -183,7 +191,8 @@ class RankFrames:
     """What a per-rank reader returns: the rank's identity, its rows of the canonical tables
     (slices, kernels, comm_ops, step_breakdown; `run_id` may be left out, the assembler adds it),
     run-level facts it found (`info`: software versions, hardware, collected_at, profiler metadata
-    such as parallel groups) and the files it had to set aside."""
+    such as parallel groups), the files it had to set aside and the rows it dropped (`dropped`:
+    reason code -> count, codes in dropped.py)."""
 
     rank: int | None
     device_id: int | None = None
@@ -191,3 +200,4 @@ class RankFrames:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     quarantined: list[Quarantined] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)

@@ -6,20 +6,27 @@ msprof `op_summary` names (`Op Name`, `Task Start Time(us)` ...). Times are micr
 a trailing TAB (sometimes quoted), parsed exactly to nanoseconds. Rows whose accelerator core is
 `HCCL` or `COMMUNICATION` (or whose name starts with `hcom_`) are communication (`is_comm`).
 
-A start-time cell in scientific notation (`1.69512E+15`, Excel damage) quarantines the whole file
-(reason `excel_mangled_number`): the nanoseconds cannot be recovered. Cells that are not numbers
-quarantine it as `unparsable_rows`; a header without name/start/duration as `missing_columns`.
+A start, duration or wait cell in scientific notation (`1.69512E+15`, Excel damage) quarantines
+the whole file (reason `excel_mangled_number`): the nanoseconds cannot be recovered. Start or
+duration cells that are text but not numbers quarantine it as `unparsable_rows`; a header without
+name/start/duration as `missing_columns`. A row with one bad value is dropped and counted
+(dropped.py codes: missing start/duration, negative duration, out-of-range values, a Step Id
+that is not an integer, a wait cell that is not a number); zero durations are kept
+(docs/ingest_rules.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
+from pipelines.ingest import dropped as drop
 from pipelines.ingest.csv_text import (
+    NUMBER,
     as_int_sql,
+    check_excel,
     check_time_column,
     open_csv,
     quoted,
@@ -39,6 +46,7 @@ class KernelDetails:
 
     kernels: pl.DataFrame
     device_id: int | None
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> rows set aside
 
 
 def read_kernel_details(path: Path) -> KernelDetails:
@@ -60,10 +68,33 @@ def read_kernel_details(path: Path) -> KernelDetails:
         device = pick_column(columns, "Device_id", "Device Id")
         check_time_column(con, "kd", col["start"], path.name)
         check_time_column(con, "kd", col["dur"], path.name)
+        if wait:
+            check_excel(con, "kd", wait, path.name)
+        step_cell, wait_cell = (
+            (trimmed(step) if step else "null"),
+            (trimmed(wait) if wait else "null"),
+        )
+        reason = drop.sql_reason(
+            [
+                ("start_text is null", drop.MISSING_TIMESTAMP),
+                ("start_ns is null", drop.TIMESTAMP_OUT_OF_RANGE),
+                ("dur_text is null", drop.MISSING_DURATION),
+                ("dur_ns is null", drop.DURATION_OUT_OF_RANGE),
+                ("dur_ns < 0", drop.NEGATIVE_DURATION),
+                (f"start_ns::double + dur_ns >= {drop.MAX_END_NS}", drop.DURATION_OUT_OF_RANGE),
+                ("step_text is not null and step is null", drop.INVALID_STEP),
+                (
+                    f"wait_text is not null and (wait_ns is null"
+                    f" or not regexp_matches(wait_text, '{NUMBER}'))",
+                    drop.UNPARSABLE_WAIT,
+                ),
+            ]
+        )
         core_sql = f"upper({trimmed(core)})" if core else "null"
         comm_cores = ", ".join(f"'{c}'" for c in COMM_CORES)
         frame = con.sql(
             f"""
+            with rows as (
             select {as_int_sql(step)} as step,
                    {trimmed(col["name"])} as name,
                    {trimmed(ktype) if ktype else "null"} as type,
@@ -73,12 +104,21 @@ def read_kernel_details(path: Path) -> KernelDetails:
                    {us_text_to_ns_sql(quoted(wait)) if wait else "null::bigint"} as wait_ns,
                    coalesce({core_sql} in ({comm_cores}), false)
                        or starts_with(lower({trimmed(col["name"])}), 'hcom_') as is_comm,
-                   {as_int_sql(device)} as device_id
+                   {as_int_sql(device)} as device_id,
+                   {step_cell} as step_text,
+                   {wait_cell} as wait_text,
+                   {trimmed(col["start"])} as start_text,
+                   {trimmed(col["dur"])} as dur_text
             from kd
+            )
+            select * exclude (step_text, wait_text, start_text, dur_text),
+                   {reason} as {drop.DROPPED}
+            from rows
             """
         ).pl()
     finally:
         con.close()
+    frame, dropped = drop.split(frame)
     devices = frame["device_id"].drop_nulls()
     device_id = int(devices.mode().sort()[0]) if len(devices) else None
-    return KernelDetails(kernels=frame.drop("device_id"), device_id=device_id)
+    return KernelDetails(kernels=frame.drop("device_id"), device_id=device_id, dropped=dropped)

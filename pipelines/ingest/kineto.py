@@ -23,10 +23,12 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
 from pipelines.ingest.profiler_info import CONVENTION_KEYS
 from pipelines.ingest.step_breakdown import assess, derive_breakdown
+from pipelines.ingest.trace_view import quote_constants
 from pipelines.intervals import assign_steps
 
 # reason codes (quarantine.reason)
@@ -35,6 +37,7 @@ NOT_GZIP = "not_gzip"
 TRUNCATED_JSON = "truncated_json"
 INVALID_JSON = "invalid_json"
 NO_TRACE_EVENTS = "no_trace_events"
+BOM = b"\xef\xbb\xbf"
 
 HOST_CATEGORIES = ("cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver")
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -67,8 +70,9 @@ class _Event(msgspec.Struct):
     cat: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    ts: int | float | None = None
-    dur: int | float | None = None
+    # str: NaN / Infinity / -Infinity, quoted by _decode so that msgspec reads the file
+    ts: int | float | str | None = None
+    dur: int | float | str | None = None
     args: msgspec.Raw = msgspec.Raw(b"")
 
 
@@ -93,7 +97,7 @@ def read_trace(path: Path) -> RankFrames:
     """Read one Kineto trace file. Raises QuarantineError for unreadable input."""
     path = Path(path)
     trace = _decode(_raw_bytes(path), path.name)
-    events = _event_frame(trace)
+    events, dropped = drop.split(_event_frame(trace))
     info = _info(trace, events)
     rank = _rank(trace, path)
 
@@ -169,6 +173,7 @@ def read_trace(path: Path) -> RankFrames:
             "step_breakdown": breakdown,
         },
         info=info,
+        dropped=dropped,
     )
 
 
@@ -193,20 +198,38 @@ def _raw_bytes(path: Path) -> bytes:
 
 
 def _decode(data: bytes, name: str) -> _Trace:
+    data = data.removeprefix(BOM)
     try:
-        if data.lstrip()[:1] == b"[":
-            return _Trace(traceEvents=msgspec.json.decode(data, type=list[_Event]))
-        trace = msgspec.json.decode(data, type=_Trace)
+        try:
+            return _decode_as(data, name)
+        except msgspec.DecodeError:
+            quoted = quote_constants(data)
+            if quoted == data:
+                raise
+            return _decode_as(quoted, name)
     except msgspec.ValidationError as err:
         raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {err}") from err
     except msgspec.DecodeError as err:
         reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
         raise QuarantineError(reason, f"{name}: {err}") from err
+
+
+def _decode_as(data: bytes, name: str) -> _Trace:
+    if data.lstrip()[:1] == b"[":
+        return _Trace(traceEvents=msgspec.json.decode(data, type=list[_Event]))
+    trace = msgspec.json.decode(data, type=_Trace)
     if trace.traceEvents is None:
         raise QuarantineError(NO_TRACE_EVENTS, f"{name} has no traceEvents array")
     if not trace.traceEvents:
         raise QuarantineError(NO_TRACE_EVENTS, f"{name} has an empty traceEvents array")
     return trace
+
+
+def _constant(value: str, attr: str) -> float:
+    """A NaN / Infinity / -Infinity that _decode quoted; any other text is not a chrome trace."""
+    if value not in ("NaN", "Infinity", "-Infinity"):
+        raise QuarantineError(INVALID_JSON, f"not a chrome trace: `{attr}` is text ({value!r})")
+    return float(value)
 
 
 def _event_frame(trace: _Trace) -> pl.DataFrame:
@@ -216,13 +239,33 @@ def _event_frame(trace: _Trace) -> pl.DataFrame:
     def column(attr: str) -> list[Any]:
         return list(map(attrgetter(attr), events))
 
-    ts = pl.Series("ts", column("ts"), dtype=pl.Float64, strict=False)
-    whole = ts.floor()
+    def number(attr: str) -> pl.Series:
+        values = column(attr)
+        if any(isinstance(v, str) for v in values):
+            values = [_constant(v, attr) if isinstance(v, str) else v for v in values]
+        return pl.Series(attr, values, dtype=pl.Float64, strict=False)
+
+    ts, dur = number("ts"), number("dur")
     base = trace.baseTimeNanoseconds or 0
-    ts_ns = (whole.cast(pl.Int64) * 1000 + ((ts - whole) * 1000).round(0).cast(pl.Int64)) + base
-    dur = pl.Series("dur", column("dur"), dtype=pl.Float64, strict=False)
+    ts_ok = ts.is_finite() & ((ts.abs() * 1000 + abs(base)) < drop.MAX_END_NS)
+    whole = ts.floor()
+    ts_ns = (
+        pl.DataFrame({"ts": ts, "whole": whole, "ok": ts_ok})
+        .select(
+            pl.when("ok").then(
+                pl.col("whole").cast(pl.Int64, strict=False) * 1000
+                + ((pl.col("ts") - pl.col("whole")) * 1000).round(0).cast(pl.Int64, strict=False)
+                + base
+            )
+        )
+        .to_series()
+    )
+    dur_ok = dur.is_finite() & (dur >= 0) & (dur * 1000 < drop.MAX_END_NS)
+    dur_ns = pl.DataFrame({"dur": dur, "ok": dur_ok}).select(
+        pl.when("ok").then((pl.col("dur") * 1000).round(0).cast(pl.Int64, strict=False))
+    )
     args = pl.Series("args", list(map(bytes, column("args"))), dtype=pl.Binary).cast(pl.String)
-    return pl.DataFrame(
+    frame = pl.DataFrame(
         {
             "ph": column("ph"),
             "name": column("name"),
@@ -230,10 +273,39 @@ def _event_frame(trace: _Trace) -> pl.DataFrame:
             "pid": list(map(str, column("pid"))),
             "tid": list(map(str, column("tid"))),
             "ts_ns": ts_ns,
-            "dur_ns": (dur * 1000).round(0).cast(pl.Int64).fill_null(0),
+            "dur_ns": dur_ns.to_series(),
             "args": args.replace("", None),
+            "_ts": ts,
+            "_dur": dur,
         }
     )
+    ts_us, dur_us = pl.col("_ts"), pl.col("_dur")
+    reason = (
+        pl.when(pl.col("ph") != "X")
+        .then(None)
+        .when(ts_us.is_null())
+        .then(pl.lit(drop.MISSING_TIMESTAMP))
+        .when(~ts_us.is_finite())
+        .then(pl.lit(drop.UNPARSABLE_TIMESTAMP))
+        .when(pl.col("ts_ns").is_null())
+        .then(pl.lit(drop.TIMESTAMP_OUT_OF_RANGE))
+        .when(dur_us.is_null())
+        .then(pl.lit(drop.MISSING_DURATION))
+        .when(~dur_us.is_finite())
+        .then(pl.lit(drop.NON_FINITE_DURATION))
+        .when(dur_us < 0)
+        .then(pl.lit(drop.NEGATIVE_DURATION))
+        .when(pl.col("ts_ns").cast(pl.Float64) + dur_us * 1000 >= drop.MAX_END_NS)
+        .then(pl.lit(drop.DURATION_OUT_OF_RANGE))
+    )
+    return frame.with_columns(
+        reason.alias(drop.DROPPED),
+        # events that are not complete ones keep the old meaning of a missing dur: 0
+        pl.when(pl.col("ph") != "X")
+        .then(pl.col("dur_ns").fill_null(0))
+        .otherwise(pl.col("dur_ns"))
+        .alias("dur_ns"),
+    ).drop("_ts", "_dur")
 
 
 # --- identity and metadata --------------------------------------------------------------------

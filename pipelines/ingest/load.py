@@ -82,6 +82,11 @@ class RunReport:
     replaced: list[str] = field(default_factory=list)
     dropped_rows: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def dropped(self) -> dict[str, int]:
+        """Rows set aside per reason (the same as dropped_rows)."""
+        return self.dropped_rows
+
     def as_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,

@@ -1,8 +1,11 @@
 """trace_view.json of a torch_npu export -> slices (one row per complete event) and step windows.
 
 Format (ascend_formats.md §3): a bare JSON array of Chrome-trace events (the object form
-`{"traceEvents": [...]}` is accepted too); `ts` is a string of microseconds with 3 decimals, parsed
-exactly to integer nanoseconds; `dur` is float microseconds, rounded to nanoseconds.
+`{"traceEvents": [...]}` is accepted too; a UTF-8 BOM and a `.gz` file too); `ts` is a string of
+microseconds with 3 decimals, parsed exactly to integer nanoseconds; `dur` is float microseconds,
+rounded to nanoseconds. A complete event with a bad `ts` or `dur` (missing, NaN, Infinity,
+negative, out of int64 range) is dropped and counted by reason (`TraceView.dropped`, codes in
+dropped.py, rules in docs/ingest_rules.md); a JSON-number `ts` is read with its own digits.
 
 Lanes come from the `process_name` metadata of each pid, never from pid values:
 Python / python3 / MindSpore / Python GC / CANN -> host; Ascend Hardware -> compute (its
@@ -25,6 +28,8 @@ limit makes it slow on that form).
 from __future__ import annotations
 
 import gzip
+import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +38,8 @@ import duckdb
 import msgspec
 import polars as pl
 
-from pipelines.ingest.duck import scratch_connection
+from pipelines.ingest import dropped as drop
+from pipelines.ingest.duck import scratch_connection, sql_string
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.intervals import assign_steps
@@ -57,6 +63,13 @@ _SNIFF_BYTES = 1 << 16
 _OBJECT_LIMITS = (1 << 24, 1 << 30)
 _BATCH_ROWS = 100_000
 _SCAN_THREADS = 1
+BOM = b"\xef\xbb\xbf"
+# a JSON-number `ts` (torch_npu writes strings): such files are decoded with msgspec, which keeps
+# the number's own digits (DuckDB would parse it to a double first: 1700000000000000.123 µs is
+# 1700000000000000.0 as a double)
+_NUMERIC_TS = re.compile(rb'"ts"\s*:\s*[-+0-9.]')
+# JSON's non-standard constants that Python's json writes for NaN / inf (bare, outside strings)
+_CONSTANTS = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
 
 _COLUMNS = (
     "{name: 'VARCHAR', ph: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'VARCHAR',"
@@ -72,6 +85,7 @@ class TraceView:
     steps: pl.DataFrame  # step, start_ns, end_ns
     device_id: int | None = None
     process_lanes: dict[str, str] = field(default_factory=dict)  # process_name -> lane
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> complete events set aside
 
     def lane(self, lane: str) -> pl.DataFrame:
         return self.slices.filter(pl.col("lane") == lane)
@@ -84,17 +98,41 @@ def lane_of_process(process_name: str | None) -> str:
     return LANE_BY_PROCESS.get(process_name.strip().lower(), "other")
 
 
-def sniff_json_form(path: Path) -> str:
-    """'array' or 'object' for a JSON trace file; raises QuarantineError for files that cannot be
-    one (empty, binary, not starting with [ or {, cut off before the closing bracket)."""
-    try:
+def is_gzip(path: Path) -> bool:
+    """A `.gz` name: read through gzip (DuckDB picks its decompression by the same suffix)."""
+    return path.name.lower().endswith(".gz")
+
+
+def _head_and_tail(path: Path) -> tuple[bytes, bytes]:
+    if not is_gzip(path):
         size = path.stat().st_size
         with path.open("rb") as handle:
             head = handle.read(_SNIFF_BYTES)
             handle.seek(max(0, size - 256))
-            tail = handle.read()
+            return head, handle.read()
+    with gzip.open(path, "rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+        tail = head[-256:]
+        while block := handle.read(1 << 20):
+            tail = (tail + block)[-256:]
+    return head, tail
+
+
+def sniff_json_form(path: Path) -> str:
+    """'array' or 'object' for a JSON trace file (plain or .gz; a UTF-8 BOM is allowed); raises
+    QuarantineError for files that cannot be one (empty, binary, not starting with [ or {, cut off
+    before the closing bracket)."""
+    return _sniff(path)[0]
+
+
+def _sniff(path: Path) -> tuple[str, bytes]:
+    try:
+        head, tail = _head_and_tail(path)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise QuarantineError("not_gzip", f"{path.name}: broken gzip data: {exc}") from exc
     except OSError as exc:
         raise QuarantineError("unreadable", str(exc)) from exc
+    head = head.removeprefix(BOM)
     if not head.strip():
         raise QuarantineError("empty_file", f"{path.name} has no content")
     if b"\x00" in head:
@@ -113,7 +151,7 @@ def sniff_json_form(path: Path) -> str:
         raise QuarantineError(
             "truncated_json", f"{path.name} ends with {last!r}, not {closing.decode()!r}"
         )
-    return "array" if first == b"[" else "object"
+    return ("array" if first == b"[" else "object"), head
 
 
 class TraceEvent(msgspec.Struct, omit_defaults=True):
@@ -123,8 +161,8 @@ class TraceEvent(msgspec.Struct, omit_defaults=True):
     ph: Any = None
     pid: Any = None
     tid: Any = None
-    ts: Any = None
-    dur: Any = None
+    ts: msgspec.Raw = msgspec.Raw(b"")  # the number's own digits, or a JSON string
+    dur: msgspec.Raw = msgspec.Raw(b"")
     cat: Any = None
     args: msgspec.Raw = msgspec.Raw(b"")
 
@@ -137,27 +175,59 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _object_form_relation(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyRelation:
-    """Decode `{"traceEvents": [...]}` with msgspec into the same columns read_json yields."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        raw = handle.read()
+def _raw_text(raw: msgspec.Raw) -> str | None:
+    """A raw JSON value as the text DuckDB's VARCHAR column would hold, digits kept exactly."""
+    data = bytes(raw)
+    if not data or data == b"null":
+        return None
+    if data[:1] == b'"':
+        return msgspec.json.decode(data)
+    return data.decode()
+
+
+def quote_constants(data: bytes) -> bytes:
+    """Bare NaN / Infinity / -Infinity (Python's json writes them) as JSON strings, so that the
+    event holding one is dropped with its reason instead of the file failing to decode."""
+    return _CONSTANTS.sub(lambda m: b'"' + m.group(1) + b'"' if m.group(1) else m.group(0), data)
+
+
+def _decode_events(data: bytes, form: str) -> list[TraceEvent]:
+    kind: Any = _Wrapped if form == "object" else list[TraceEvent]
     try:
-        events = msgspec.json.decode(raw, type=_Wrapped).traceEvents
+        try:
+            decoded = msgspec.json.decode(data, type=kind)
+        except msgspec.DecodeError:
+            quoted = quote_constants(data)
+            if quoted == data:
+                raise
+            decoded = msgspec.json.decode(quoted, type=kind)
     except msgspec.ValidationError as exc:
-        raise QuarantineError(
-            "invalid_trace", f"object form without a traceEvents list: {exc}"
-        ) from exc
+        if form == "object":
+            raise QuarantineError(
+                "invalid_trace", f"object form without a traceEvents list: {exc}"
+            ) from exc
+        raise QuarantineError("invalid_trace", f"not an array of trace events: {exc}") from exc
     except msgspec.DecodeError as exc:
         raise QuarantineError("invalid_json", str(exc)) from exc
+    return decoded.traceEvents if form == "object" else decoded
+
+
+def _msgspec_relation(
+    con: duckdb.DuckDBPyConnection, path: Path, form: str
+) -> duckdb.DuckDBPyRelation:
+    """Decode the file with msgspec into the same columns read_json yields."""
+    opener = gzip.open if is_gzip(path) else open
+    with opener(path, "rb") as handle:
+        raw = handle.read().removeprefix(BOM)
+    events = _decode_events(raw, form)
     frame = pl.DataFrame(
         {
             "name": [_text(e.name) for e in events],
             "ph": [_text(e.ph) for e in events],
             "pid": [_text(e.pid) for e in events],
             "tid": [_text(e.tid) for e in events],
-            "ts": [_text(e.ts) for e in events],
-            "dur": [_text(e.dur) for e in events],
+            "ts": [_raw_text(e.ts) for e in events],
+            "dur": [_raw_text(e.dur) for e in events],
             "cat": [_text(e.cat) for e in events],
             "args": [bytes(e.args).decode() or None for e in events],
         },
@@ -170,12 +240,11 @@ def _object_form_relation(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.
 def _raw_relation(
     con: duckdb.DuckDBPyConnection, path: Path, max_object: int
 ) -> duckdb.DuckDBPyRelation:
-    form = sniff_json_form(path)
-    if form == "object":
-        return _object_form_relation(con, path)
-    escaped = str(path).replace("'", "''")
+    form, head = _sniff(path)
+    if form == "object" or _NUMERIC_TS.search(head):
+        return _msgspec_relation(con, path, form)
     return con.sql(
-        f"select * from read_json('{escaped}', format = 'array', columns = {_COLUMNS},"
+        f"select * from read_json({sql_string(path)}, format = 'array', columns = {_COLUMNS},"
         f" maximum_object_size = {max_object})"
     )
 
@@ -197,16 +266,36 @@ def _scan(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     (s/f) and everything else are dropped inside the scan (counters are as many as the complete
     events in Level1+ exports). The result streams to Polars in Arrow batches, so DuckDB never
     holds the whole result at once."""
+    reason = drop.sql_reason(
+        [
+            ("ts is null", drop.MISSING_TIMESTAMP),
+            ("start_ns is null and isfinite(try_cast(ts as double))", drop.TIMESTAMP_OUT_OF_RANGE),
+            ("start_ns is null", drop.UNPARSABLE_TIMESTAMP),
+            ("dur is null", drop.MISSING_DURATION),
+            ("dur_us is null", drop.UNPARSABLE_DURATION),
+            ("not isfinite(dur_us)", drop.NON_FINITE_DURATION),
+            ("dur_us < 0", drop.NEGATIVE_DURATION),
+            (f"start_ns::double + dur_us * 1000 >= {drop.MAX_END_NS}", drop.DURATION_OUT_OF_RANGE),
+        ]
+    )
     reader = con.execute(
         f"""
+        with events as (
+            select ph, pid, tid, name, cat, ts, dur, args,
+                   case when ph = 'X' then {_ts_ns_sql("ts")} end as start_ns,
+                   case when ph = 'X' then try_cast(dur as double) end as dur_us
+            from raw
+            where ph in ('X', 'M')
+        )
         select ph, pid, tid, name,
                case when ph = 'X' then cat end as category,
-               case when ph = 'X' then {_ts_ns_sql("ts")} end as start_ns,
-               case when ph = 'X'
-                    then coalesce(round(try_cast(dur as double) * 1000)::bigint, 0) end as dur_ns,
+               start_ns,
+               case when ph = 'X' and isfinite(dur_us) and dur_us >= 0
+                         and dur_us * 1000 < {drop.MAX_END_NS}
+                    then round(dur_us * 1000)::bigint end as dur_ns,
+               case when ph = 'X' then {reason} end as {drop.DROPPED},
                args::varchar as args
-        from raw
-        where ph in ('X', 'M')
+        from events
         """
     ).to_arrow_reader(batch_size=_BATCH_ROWS)
     schema = reader.schema
@@ -269,7 +358,7 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
         pl.col("args").str.json_path_match("$.name").alias("value"),
         pl.col("args").str.json_path_match("$.labels").alias("labels"),
     )
-    slices = events.filter(pl.col("ph") == "X")
+    slices, dropped = drop.split(events.filter(pl.col("ph") == "X"))
     del events
     process = (
         meta.filter(pl.col("name") == "process_name")
@@ -282,14 +371,14 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
         )
     )
     if process.is_empty():
-        if slices.is_empty():
+        if slices.is_empty() and not dropped:
             raise QuarantineError("empty_trace", f"{path.name} holds no complete events")
         raise QuarantineError("no_lanes", f"{path.name} has no process_name metadata")
     if slices.is_empty():
-        raise QuarantineError("empty_trace", f"{path.name} holds no complete (X) events")
-    bad_ts = slices.filter(pl.col("start_ns").is_null()).height
-    if bad_ts:
-        raise QuarantineError("bad_timestamps", f"{bad_ts} complete events without a usable ts")
+        detail = f"{path.name} holds no complete (X) events"
+        if dropped:
+            detail += f" that can be kept (set aside: {dropped})"
+        raise QuarantineError("empty_trace", detail)
     threads = (
         meta.filter(pl.col("name") == "thread_name")
         .select((pl.col("pid") + "/" + pl.col("tid")).alias("key"), pl.col("value"))
@@ -326,4 +415,5 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
         steps=steps,
         device_id=_device_id(meta, process),
         process_lanes=dict(zip(process["process_name"], process["lane"], strict=True)),
+        dropped=dropped,
     )

@@ -8,13 +8,17 @@ from decimal import Decimal, InvalidOperation
 # DuckDB expression: a VARCHAR column of microseconds -> exact integer nanoseconds (NULL if not a
 # number). The common form (digits, up to 3 decimals, as torch_npu writes) is split into integer
 # and fraction (fast); anything else (more decimals, exponents, signs) goes through DECIMAL, which
-# is exact but ~20x slower. Surrounding blanks, TABs and quotes are ignored.
+# is exact but ~20x slower. Surrounding blanks, TABs and quotes are ignored. A number whose ns do
+# not fit an int64 is NULL too, never an error (the fast path takes at most 15 integer digits,
+# < 1e18 ns; the DECIMAL path is bounded before it multiplies).
 _CELL = "trim({col}, ' \t\r\n\"')"
+_MAX_US = "9223372036854775.807"
 US_TEXT_TO_NS_SQL = (
-    "case when regexp_full_match({cell}, '[0-9]+([.][0-9]{{0,3}})?') then"
+    "case when regexp_full_match({cell}, '[0-9]{{1,15}}([.][0-9]{{0,3}})?') then"
     " try_cast(split_part({cell}, '.', 1) as bigint) * 1000"
     " + coalesce(try_cast(rpad(split_part({cell}, '.', 2), 3, '0') as bigint), 0)"
-    " else round(try_cast({cell} as decimal(38, 9)) * 1000)::bigint end"
+    " when abs(try_cast({cell} as decimal(38, 9))) <= " + _MAX_US + " then"
+    " round(try_cast({cell} as decimal(38, 9)) * 1000)::bigint end"
 )
 
 

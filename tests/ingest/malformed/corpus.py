@@ -165,3 +165,198 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Path, Path]], str]] = {
     "json_gz_truncated": (_truncated_gzip, "not_gzip"),
     "unknown_csv_in_output": (_unknown_csv, "unrecognised_input"),
 }
+
+
+# Sibling folder names that DuckDB (or a shell) would read as patterns, quotes or escapes; each
+# folder holds its own small valid run, told apart by the number and names of its events.
+PATTERN_NAMES = (
+    "job_x",
+    "job_[x]",
+    "job_*",
+    "job_?",
+    "job_{a,b}",
+    "job_'q",
+    'job_"dq',
+    "job_ sp",
+    "job_\\b",
+    "job_\u00fc\u6f22",
+    "job_\nnl",
+)
+
+
+def pattern_named_runs(root: Path) -> dict[Path, int]:
+    """One lone rank folder per name in PATTERN_NAMES under `root`, the i-th with i+1 kernels in
+    kernel_details.csv and i+1 `k<i>_<j>` slices (plus one ProfilerStep) in trace_view.json;
+    returns folder -> i+1."""
+    out = {}
+    for i, name in enumerate(PATTERN_NAMES):
+        folder = root / name / OUT
+        folder.mkdir(parents=True)
+        n = i + 1
+        rows = "".join(
+            f"1,k{i}_{j},K,AI_CORE,{1700000000000000 + 10 * j}.000\t,1.000,0,8\n" for j in range(n)
+        )
+        (folder / "kernel_details.csv").write_text(KERNEL_HEADER + rows)
+        events = [
+            {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
+            {"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": "1.000", "dur": 1e3},
+        ] + [
+            {"ph": "X", "name": f"k{i}_{j}", "pid": 1, "tid": 1, "ts": f"{2 + j}.000", "dur": 0.5}
+            for j in range(n)
+        ]
+        (folder / "trace_view.json").write_text(json.dumps(events))
+        out[folder.parent] = n
+    return out
+
+
+# --- one bad value in an otherwise good file: the row is dropped and counted, the file loads ----
+
+TRACE_START = [
+    {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
+    {"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": "1.000", "dur": 100.0},
+    {"ph": "X", "name": "good", "pid": 1, "tid": 1, "ts": "2.000", "dur": 1.0},
+]
+
+
+def _trace_with(bad: str, wrapped: bool = False) -> bytes:
+    """TRACE_START plus one event given as raw JSON text (NaN, Infinity ... as Python writes)."""
+    events = json.dumps(TRACE_START)[:-1] + ", " + bad + "]"
+    return (('{"traceEvents": ' + events + "}") if wrapped else events).encode()
+
+
+def _bad_event(fields: str) -> str:
+    return '{"ph": "X", "name": "bad", "pid": 1, "tid": 1, ' + fields + "}"
+
+
+def _kineto_with(dur: str) -> Callable[[Path], tuple[Path, Path]]:
+    def build(root: Path) -> tuple[Path, Path]:
+        folder = root / "kineto_job"
+        folder.mkdir()
+        target = folder / "rank0.pt.trace.json"
+        events = [
+            {"ph": "X", "cat": "kernel", "name": "k0", "pid": 0, "tid": 7, "ts": 10, "dur": 5},
+            {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 20, "dur": 5},
+        ]
+        text = json.dumps({"schemaVersion": 1, "traceEvents": events})
+        text = text[: -len("]}")] + ', {"ph": "X", "cat": "kernel", "name": "bad", "pid": 0,'
+        text += f' "tid": 7, "ts": 30, "dur": {dur}' + "}]}"
+        target.write_text(text)
+        return folder, target
+
+    return build
+
+
+# name -> (builder, table checked, rows kept in it, expected runs.dropped_rows)
+DROPPED_CASES: dict[str, tuple[Callable[[Path], tuple[Path, Path]], str, int, dict[str, int]]] = {
+    "trace_dur_nan": (
+        _in_rank("trace_view.json", _trace_with(_bad_event('"ts": "3.000", "dur": NaN'))),
+        "slices",
+        1,
+        {"non_finite_duration": 1},
+    ),
+    "trace_dur_infinity_object_form": (
+        _in_rank(
+            "trace_view.json", _trace_with(_bad_event('"ts": "3.000", "dur": Infinity'), True)
+        ),
+        "slices",
+        1,
+        {"non_finite_duration": 1},
+    ),
+    "trace_dur_1e16": (
+        _in_rank("trace_view.json", _trace_with(_bad_event('"ts": "3.000", "dur": 1e16'))),
+        "slices",
+        1,
+        {"duration_out_of_range": 1},
+    ),
+    "trace_ts_overflow_text": (
+        _in_rank(
+            "trace_view.json",
+            _trace_with(_bad_event('"ts": "99999999999999999999.000", "dur": 1')),
+        ),
+        "slices",
+        1,
+        {"timestamp_out_of_range": 1},
+    ),
+    "trace_ts_overflow_number": (
+        _in_rank("trace_view.json", _trace_with(_bad_event('"ts": 1e20, "dur": 1'))),
+        "slices",
+        1,
+        {"timestamp_out_of_range": 1},
+    ),
+    "trace_negative_and_missing_dur": (
+        _in_rank(
+            "trace_view.json",
+            _trace_with(
+                _bad_event('"ts": "3.000", "dur": -5') + ", " + _bad_event('"ts": "4.000"')
+            ),
+        ),
+        "slices",
+        1,
+        {"missing_duration": 1, "negative_duration": 1},
+    ),
+    "kernel_zero_duration_only": (
+        _in_rank(
+            "kernel_details.csv",
+            (KERNEL_HEADER + "3,z,Z,AI_CORE,1700000000000300.000\t,0,0,8\n").encode(),
+        ),
+        "kernels",
+        1,
+        {},
+    ),
+    "kernel_negative_duration": (
+        _in_rank(
+            "kernel_details.csv",
+            (KERNEL_HEADER + "3,z,Z,AI_CORE,1700000000000300.000\t,-3.5,0,8\n").encode(),
+        ),
+        "kernels",
+        0,
+        {"negative_duration": 1},
+    ),
+    "kernel_step_not_integer": (
+        _in_rank(
+            "kernel_details.csv",
+            (GOOD_KERNELS + "3.5,z,Z,AI_CORE,1700000000000300.000\t,1.0,0,8\n").encode(),
+        ),
+        "kernels",
+        3,
+        {"invalid_step": 1},
+    ),
+    "kineto_dur_nan": (_kineto_with("NaN"), "kernels", 2, {"non_finite_duration": 1}),
+}
+
+
+# --- not a file under a known file name --------------------------------------------------------
+
+
+def _directory_named(name: str) -> Callable[[Path], tuple[Path, Path]]:
+    def build(root: Path) -> tuple[Path, Path]:
+        folder = rank_folder(root / "dir_job")
+        (folder / OUT / "step_trace_time.csv").write_text(
+            STEP_HEADER + "3,100.0,60.0,40.0,100.0,0.0,110.25,100.0,-40.0,5.0\n"
+        )
+        target = folder / OUT / name
+        target.mkdir()
+        (target / "inside.csv").write_text(GOOD_KERNELS)
+        return folder.parent, target
+
+    return build
+
+
+def _fifo_named(name: str) -> Callable[[Path], tuple[Path, Path]]:
+    def build(root: Path) -> tuple[Path, Path]:
+        folder = rank_folder(root / "fifo_job")
+        (folder / OUT / "kernel_details.csv").write_text(GOOD_KERNELS)
+        target = folder / OUT / name
+        os.mkfifo(target)  # nobody ever writes: opening it for reading would block forever
+        return folder.parent, target
+
+    return build
+
+
+CASES.update(
+    {
+        "directory_named_kernel_details": (_directory_named("kernel_details.csv"), "not_a_file"),
+        "fifo_named_trace_view": (_fifo_named("trace_view.json"), "not_a_file"),
+        "fifo_named_db_export": (_fifo_named("ascend_pytorch_profiler_0.db"), "not_a_file"),
+    }
+)

@@ -1,0 +1,94 @@
+"""Rows a reader sets aside: one bad value spoils its row, not its file.
+
+Every reader marks a row it cannot keep with one reason code (below), drops it and counts it; the
+counts travel in `RankFrames.dropped` and end up per run in `runs.dropped_rows` (a JSON object
+reason -> count). The same cause has the same code whichever parse path found it (trace_view via
+DuckDB or msgspec, Kineto, CSV, SQLite). The rules are in docs/ingest_rules.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import polars as pl
+
+MISSING_TIMESTAMP = "missing_timestamp"  # a complete event / task without a start time
+UNPARSABLE_TIMESTAMP = "unparsable_timestamp"  # a start time that is not a number
+TIMESTAMP_OUT_OF_RANGE = "timestamp_out_of_range"  # a number, but not an int64 of ns
+MISSING_DURATION = "missing_duration"  # a complete event without `dur`
+UNPARSABLE_DURATION = "unparsable_duration"  # a duration that is not a number
+NON_FINITE_DURATION = "non_finite_duration"  # NaN, Infinity, -Infinity
+NEGATIVE_DURATION = "negative_duration"
+DURATION_OUT_OF_RANGE = "duration_out_of_range"  # start + duration past MAX_END_NS
+INVALID_STEP = "invalid_step"  # a Step Id that is not an integer (e.g. 3.5)
+UNPARSABLE_WAIT = "unparsable_wait"  # a wait cell that is neither missing nor a number
+
+CODES = (
+    MISSING_TIMESTAMP,
+    UNPARSABLE_TIMESTAMP,
+    TIMESTAMP_OUT_OF_RANGE,
+    MISSING_DURATION,
+    UNPARSABLE_DURATION,
+    NON_FINITE_DURATION,
+    NEGATIVE_DURATION,
+    DURATION_OUT_OF_RANGE,
+    INVALID_STEP,
+    UNPARSABLE_WAIT,
+)
+
+# The latest end (start + duration, ns) a row may have: a margin under int64's 9.223e18 so that
+# a double-precision check can never let an overflowing value through (year 2261 in epoch ns).
+MAX_END_NS = 9.2e18
+DROPPED = "_dropped"  # the column a reader fills with the reason code (NULL: keep)
+
+
+def split(frame: pl.DataFrame, column: str = DROPPED) -> tuple[pl.DataFrame, dict[str, int]]:
+    """The rows whose `column` is NULL (without that column) and the count per reason of the
+    others."""
+    if column not in frame.columns:
+        return frame, {}
+    reasons = frame.get_column(column)
+    if reasons.null_count() == frame.height:
+        return frame.drop(column), {}
+    counts = reasons.drop_nulls().value_counts()
+    dropped = {str(r): int(n) for r, n in counts.iter_rows()}
+    return frame.filter(pl.col(column).is_null()).drop(column), dropped
+
+
+def screen(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Drop and count rows of integer `start_ns` / `dur_ns` columns that no reader may keep:
+    no start, no duration, a negative duration, an end past MAX_END_NS."""
+    if frame.is_empty() or "start_ns" not in frame.columns or "dur_ns" not in frame.columns:
+        return frame, {}
+    start, dur = pl.col("start_ns"), pl.col("dur_ns")
+    reason = (
+        pl.when(start.is_null())
+        .then(pl.lit(MISSING_TIMESTAMP))
+        .when(dur.is_null())
+        .then(pl.lit(MISSING_DURATION))
+        .when(dur < 0)
+        .then(pl.lit(NEGATIVE_DURATION))
+        .when(start.cast(pl.Float64) + dur.cast(pl.Float64) >= MAX_END_NS)
+        .then(pl.lit(DURATION_OUT_OF_RANGE))
+    )
+    return split(frame.with_columns(reason.alias(DROPPED)))
+
+
+def merged(*counts: Mapping[str, int] | None) -> dict[str, int]:
+    """The sum of several reason -> count maps (zero counts left out)."""
+    out: dict[str, int] = {}
+    for one in counts:
+        for reason, n in (one or {}).items():
+            if n:
+                out[reason] = out.get(reason, 0) + int(n)
+    return dict(sorted(out.items()))
+
+
+def total(counts: Mapping[str, int] | None) -> int:
+    return sum((counts or {}).values())
+
+
+def sql_reason(cases: Iterable[tuple[str, str]]) -> str:
+    """A SQL CASE yielding the first reason whose condition holds, NULL when none does."""
+    whens = " ".join(f"when {condition} then '{reason}'" for condition, reason in cases)
+    return f"case {whens} end"
