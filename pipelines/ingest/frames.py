@@ -29,6 +29,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "replay_of": pl.String,
         "tags": pl.String,
         "ingested_at": pl.Datetime("us"),
+        "segmentation": pl.String,
     },
     "ranks": {
         "run_id": pl.String,

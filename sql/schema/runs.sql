@@ -18,5 +18,6 @@ create table if not exists runs (
     collected_at timestamp,
     replay_of varchar,                -- run_id this simulated run replays, if any
     tags varchar,                     -- json object of user tags
-    ingested_at timestamp
+    ingested_at timestamp,
+    segmentation varchar              -- json rule of `tracereplay chunks`; NULL: chunk[...] markers
 );
