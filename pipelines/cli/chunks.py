@@ -18,8 +18,9 @@ simulator (`tracereplay replay`) keep their exact chunks.
 
 Rules: --profiler-steps (one chunk per ProfilerStep#N window) or --marker-regex R (named groups
 req and k required; vs, tokens, prefix optional) is stored with each run it segmented
-(`runs.segmentation`) and re-applied when the run is re-ingested and whenever `chunks` runs
-without a rule option; --default-markers goes back to the chunk[...] markers and clears it.
+(`runs.segmentation`) and re-applied whenever the run is segmented without a rule: by `chunks`
+without a rule option and by `ingest`; --default-markers goes back to the chunk[...] markers
+and clears it.
 A --marker-regex that does not compile or lacks req/k changes nothing. A non-default rule that
 matches no marker in a run, or runs past --match-timeout seconds on the run's slice names
 (catastrophic backtracking), leaves that run's stored chunks and rule as they were ("kept").
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="REGEX",
         help="chunk-marker rule: a regex with named groups req, k and optionally vs, tokens, "
-        "prefix (default: the chunk[...] convention)",
+        "prefix (default: each run's stored rule, else the chunk[...] convention)",
     )
     parser.add_argument(
         "--profiler-steps",
