@@ -45,3 +45,21 @@ def test_no_chunks_leaves_the_chunks_table_empty(tmp_path: Path, capsys) -> None
     con = wh.connect(target, read_only=True)
     assert con.execute("select count(*) from chunks").fetchone()[0] == 0
     con.close()
+
+
+def test_reingest_keeps_the_chunks_of_a_stored_rule(tmp_path: Path, capsys) -> None:
+    _written_run(tmp_path)
+    target = str(tmp_path / "w.duckdb")
+    argv = ["ingest", str(tmp_path / "raw"), "--json", "--warehouse", target]
+    assert main(argv) == 0
+    assert main(["chunks", "--profiler-steps", "--warehouse", target]) == 0
+    capsys.readouterr()
+    assert main(argv) == 0  # the same bytes again: segmented by the stored rule
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert [(r["status"], r["chunks"]) for r in runs] == [("unchanged", 2)]
+    # new bytes (a re-export): the replacing run is segmented with the stored rule again
+    info = next((tmp_path / "raw").rglob("profiler_info_0.json"))
+    info.write_text(json.dumps({**json.loads(info.read_text()), "re_export": 1}))
+    assert main(argv) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert [(r["status"], r["chunks"]) for r in runs] == [("replaced", 2)]

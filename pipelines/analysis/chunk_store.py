@@ -6,11 +6,18 @@ the run's host and device slices, segments them with `segment_chunks` (host-side
 docs/tau_k.md) and replaces that run's rows of the `chunks` table in one transaction, so running
 it twice leaves the table as it was. Runs written straight by the simulator (source 'sim', e.g.
 `tracereplay replay` output) carry their exact chunks and are left alone.
+
+The rule a run was segmented with is stored with the run (`runs.segmentation`, JSON; NULL: the
+default chunk[...] markers) when it is given explicitly, and a call without a rule (ingest,
+the demo, replay) re-applies each run's stored rule, so chunks made by ProfilerStep windows or a
+custom marker regex come back when the run is re-ingested. A non-default rule that matches no
+marker in a run, or cannot be used on it (time bound, non-integer k), leaves that run's stored
+chunks and rule as they were (`ChunkReport.kept`).
 """
 
 from __future__ import annotations
 
-import re
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,7 +25,15 @@ import duckdb
 import polars as pl
 
 from pipelines import warehouse
-from pipelines.analysis.segment import DEFAULT_MARKER_REGEX, Link, run_totals, segment_chunks
+from pipelines.analysis.segment import (
+    DEFAULT_MARKER_REGEX,
+    PROFILER_STEP_REGEX,
+    Link,
+    MarkerRuleError,
+    compile_marker_regex,
+    run_totals,
+    segment_chunks,
+)
 
 SIMULATED_SOURCE = "sim"
 SEGMENT_LANES = ("host", "compute", "comm")
@@ -26,9 +41,72 @@ SEGMENT_LANES = ("host", "compute", "comm")
 connection ids tell a collective's transfers on the compute lane apart from kernels)."""
 
 
+SEGMENTATION_COLUMN = "segmentation"
+"""Column of `runs` holding the run's segmentation rule as JSON (NULL: the default markers)."""
+
+
+@dataclass(frozen=True)
+class SegmentationRule:
+    """A chunk-marker rule: the regex host slice names must match, and whether k is renumbered
+    0.. in start order. Stored as JSON in `runs.segmentation` (None for the default rule):
+    {"rule": "profiler_steps"} or {"rule": "marker_regex", "regex": "...", "renumber": false}."""
+
+    marker_regex: str = DEFAULT_MARKER_REGEX
+    renumber: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        return self.marker_regex == DEFAULT_MARKER_REGEX and not self.renumber
+
+    @property
+    def is_profiler_steps(self) -> bool:
+        return self.marker_regex == PROFILER_STEP_REGEX and self.renumber
+
+    def as_dict(self) -> dict[str, Any] | None:
+        if self.is_default:
+            return None
+        if self.is_profiler_steps:
+            return {"rule": "profiler_steps"}
+        return {"rule": "marker_regex", "regex": self.marker_regex, "renumber": self.renumber}
+
+    def to_json(self) -> str | None:
+        rule = self.as_dict()
+        return None if rule is None else json.dumps(rule)
+
+    def describe(self) -> str:
+        if self.is_default:
+            return "chunk markers"
+        if self.is_profiler_steps:
+            return "profiler steps"
+        return f"regex {self.marker_regex}" + (" (renumbered)" if self.renumber else "")
+
+    @classmethod
+    def from_json(cls, text: str | None) -> SegmentationRule:
+        """The rule stored as `text` (None: the default). Raises MarkerRuleError."""
+        if text is None:
+            return cls()
+        try:
+            rule = json.loads(text)
+            if rule["rule"] == "profiler_steps":
+                return cls(PROFILER_STEP_REGEX, renumber=True)
+            if rule["rule"] == "marker_regex":
+                return cls(str(rule["regex"]), renumber=bool(rule.get("renumber", False)))
+        except (ValueError, TypeError, KeyError):
+            pass
+        raise MarkerRuleError(f"stored segmentation rule {text!r} is not one this version reads")
+
+
+def describe_rule(text: str | None) -> str:
+    """A stored rule (JSON or None) in words, e.g. "chunk markers", "profiler steps"."""
+    try:
+        return SegmentationRule.from_json(text).describe()
+    except MarkerRuleError:
+        return f"unreadable {text}"
+
+
 @dataclass(frozen=True)
 class RunChunks:
-    """What extraction found in one run."""
+    """What extraction found in one run, and the rule it used (now stored with the run)."""
 
     run_id: str
     chunks: int
@@ -37,6 +115,17 @@ class RunChunks:
     device_busy_ns: int
     unassigned_ns: int
     unassigned_fraction: float | None
+    segmentation: str | None = None  # the rule as JSON, None: the default chunk markers
+
+
+@dataclass(frozen=True)
+class KeptRun:
+    """A run the rule could not segment: its stored chunks and rule are as they were."""
+
+    run_id: str
+    reason: str
+    stored_chunks: int
+    segmentation: str | None  # the rule stored with the run (unchanged)
 
 
 @dataclass
@@ -46,6 +135,7 @@ class ChunkReport:
     runs: list[RunChunks] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # asked for, not in the warehouse
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (run_id, why)
+    kept: list[KeptRun] = field(default_factory=list)  # rule matched nothing or failed
 
     @property
     def total_chunks(self) -> int:
@@ -61,14 +151,22 @@ class ChunkReport:
             "device_busy_ns": pl.Int64,
             "unassigned_ns": pl.Int64,
             "unassigned_fraction": pl.Float64,
+            "segmentation": pl.String,
         }
         return pl.DataFrame([asdict(r) for r in self.runs], schema=schema)
 
     def as_json(self) -> dict[str, Any]:
+        def rule(text: str | None) -> Any:
+            try:
+                return None if text is None else json.loads(text)
+            except ValueError:
+                return text
+
         return {
-            "runs": [asdict(r) for r in self.runs],
+            "runs": [{**asdict(r), "segmentation": rule(r.segmentation)} for r in self.runs],
             "unknown": self.unknown,
             "skipped": [{"run_id": r, "reason": why} for r, why in self.skipped],
+            "kept": [{**asdict(k), "segmentation": rule(k.segmentation)} for k in self.kept],
             "total_chunks": self.total_chunks,
         }
 
@@ -91,43 +189,94 @@ def _select_runs(
     return chosen
 
 
+def stored_rules(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict[str, str | None]:
+    """The segmentation rule (JSON or None) stored with each of `run_ids` that exists."""
+    if SEGMENTATION_COLUMN not in warehouse.table_columns(con, "runs"):
+        return dict.fromkeys(run_ids)  # a warehouse from before the column: all default
+    rows = con.execute(
+        f"select run_id, {SEGMENTATION_COLUMN} from runs where run_id in"
+        " (select unnest(?::varchar[]))",
+        [run_ids],
+    ).fetchall()
+    return dict(rows)
+
+
 def extract_chunks(
     con: duckdb.DuckDBPyConnection,
     run_ids: list[str] | None = None,
-    marker_regex: str | re.Pattern[str] | None = None,
+    marker_regex: str | None = None,
     *,
     include_comm: bool = False,
     link: Link = "auto",
     renumber: bool = False,
+    match_timeout_s: float | None = None,
 ) -> ChunkReport:
     """Segment the chunks of `run_ids` (default: every ingested run not written by the simulator)
     from their slices and replace their rows in the `chunks` table.
 
-    marker_regex: the chunk-marker rule (default: the DESIGN.md `chunk[req=..,k=..,vs=..]` form);
-    include_comm, link, renumber: as in `segment_chunks`. A run without matching markers gets
-    no chunk rows (and any stale ones are removed); its device time is all unassigned.
+    marker_regex, renumber: the rule. Given (a regex, or renumber=True), it is checked first
+    (`compile_marker_regex`: MarkerRuleError before anything is changed), applied to every run
+    and stored with each run it segmented (`runs.segmentation`; the default chunk[...] rule
+    stores NULL). Not given (marker_regex None, renumber False): each run's stored rule, the
+    default markers when none is stored. include_comm, link, match_timeout_s: as in
+    `segment_chunks`. With the default rule a run without markers gets no chunk rows (stale ones
+    are removed) and all its device time is unassigned; with any other rule such a run, and one
+    where the rule fails (time bound, non-integer k), keeps its stored chunks and rule and is
+    listed in `ChunkReport.kept`.
     """
+    explicit = None
+    if marker_regex is not None or renumber:
+        explicit = SegmentationRule(marker_regex or DEFAULT_MARKER_REGEX, renumber)
+        compile_marker_regex(explicit.marker_regex)
     report = ChunkReport()
-    for run_id in _select_runs(con, run_ids, report):
-        chunks, unassigned = segment_run(
-            con, run_id, marker_regex, include_comm=include_comm, link=link, renumber=renumber
-        )
-        _replace_chunks(con, run_id, chunks)
-        report.runs.append(_run_summary(run_id, chunks, unassigned))
+    chosen = _select_runs(con, run_ids, report)
+    stored = stored_rules(con, chosen)
+    for run_id in chosen:
+        try:
+            rule = explicit or SegmentationRule.from_json(stored[run_id])
+            chunks, unassigned = segment_run(
+                con,
+                run_id,
+                rule.marker_regex,
+                include_comm=include_comm,
+                link=link,
+                renumber=rule.renumber,
+                match_timeout_s=match_timeout_s,
+            )
+        except MarkerRuleError as exc:
+            report.kept.append(_kept(con, run_id, str(exc), stored[run_id]))
+            continue
+        summary = _run_summary(run_id, chunks, unassigned, rule.to_json())
+        if summary.markers == 0 and not rule.is_default:
+            why = f"the rule ({rule.describe()}) matched no host slice of the run"
+            report.kept.append(_kept(con, run_id, why, stored[run_id]))
+            continue
+        _replace_chunks(con, run_id, chunks, record=explicit is not None, rule=rule.to_json())
+        report.runs.append(summary)
     return report
+
+
+def _kept(con: duckdb.DuckDBPyConnection, run_id: str, why: str, rule: str | None) -> KeptRun:
+    count = con.execute("select count(*) from chunks where run_id = ?", [run_id]).fetchone()[0]
+    return KeptRun(run_id, why, int(count), rule)
 
 
 def segment_run(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
-    marker_regex: str | re.Pattern[str] | None = None,
+    marker_regex: str | None = None,
     *,
     include_comm: bool = False,
     link: Link = "auto",
     renumber: bool = False,
+    match_timeout_s: float | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(chunks, unassigned) of one stored run, segmented from the lanes segmentation reads;
-    nothing is written."""
+    nothing is written. Without a rule (marker_regex None, renumber False) the run's stored
+    rule. Raises MarkerRuleError for a rule that cannot be used."""
+    if marker_regex is None and not renumber:
+        rule = SegmentationRule.from_json(stored_rules(con, [run_id]).get(run_id))
+        marker_regex, renumber = rule.marker_regex, rule.renumber
     lanes = ", ".join(f"'{lane}'" for lane in SEGMENT_LANES)
     slices = con.execute(
         f"select * from slices where run_id = ? and lane in ({lanes})", [run_id]
@@ -139,23 +288,42 @@ def segment_run(
         include_comm=include_comm,
         link=link,
         renumber=renumber,
+        match_timeout_s=match_timeout_s,
     )
 
 
-def _replace_chunks(con: duckdb.DuckDBPyConnection, run_id: str, chunks: pl.DataFrame) -> None:
+def _replace_chunks(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    chunks: pl.DataFrame,
+    *,
+    record: bool = False,
+    rule: str | None = None,
+) -> None:
+    """Replace the run's chunk rows; with `record` also set its stored rule to `rule` (JSON,
+    None: the default), in the same transaction."""
+    if record and SEGMENTATION_COLUMN not in warehouse.table_columns(con, "runs"):
+        # a warehouse created before the column (sql/schema/runs.sql) existed
+        con.execute(f"alter table runs add column {SEGMENTATION_COLUMN} varchar")
     con.execute("begin transaction")
     try:
         con.execute("delete from chunks where run_id = ?", [run_id])
         warehouse.insert_frame(con, "chunks", chunks)
+        if record:
+            con.execute(
+                f"update runs set {SEGMENTATION_COLUMN} = ? where run_id = ?", [rule, run_id]
+            )
         con.execute("commit")
     except Exception:
         con.execute("rollback")
         raise
 
 
-def _run_summary(run_id: str, chunks: pl.DataFrame, unassigned: pl.DataFrame) -> RunChunks:
+def _run_summary(
+    run_id: str, chunks: pl.DataFrame, unassigned: pl.DataFrame, rule: str | None
+) -> RunChunks:
     if unassigned.is_empty():
-        return RunChunks(run_id, chunks.height, 0, 0, 0, 0, None)
+        return RunChunks(run_id, chunks.height, 0, 0, 0, 0, None, rule)
     total = run_totals(unassigned).row(0, named=True)
     busy = int(total["device_busy_ns"])
     return RunChunks(
@@ -166,4 +334,5 @@ def _run_summary(run_id: str, chunks: pl.DataFrame, unassigned: pl.DataFrame) ->
         device_busy_ns=busy,
         unassigned_ns=int(total["unassigned_ns"]),
         unassigned_fraction=float(total["unassigned_fraction"]) if busy else None,
+        segmentation=rule,
     )

@@ -12,10 +12,12 @@ start (time containment). ``busy_ns`` of a chunk is the union of its device inte
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Literal
 
 import polars as pl
+import regex
 
 from pipelines.ingest.frames import SCHEMAS, conform
 from pipelines.intervals import length_by
@@ -36,6 +38,51 @@ DEFAULT_MARKER_REGEX = (
 
 PROFILER_STEP_REGEX = r"^ProfilerStep#(?P<k>\d+)$"
 """Rule option: each `ProfilerStep#N` window is one chunk (use with renumber=True)."""
+
+BUILTIN_MARKER_REGEXES = (DEFAULT_MARKER_REGEX, PROFILER_STEP_REGEX)
+"""The project's own rules: compiled with `re` (no catastrophic backtracking, measured speed)."""
+
+REQUIRED_GROUPS = ("req", "k")
+"""Named groups every user-given marker regex must have (`vs`, `tokens`, `prefix` optional)."""
+
+INTEGER_GROUPS = ("k", "vs", "tokens", "prefix")
+
+MATCH_TIMEOUT_S = 5.0
+"""Time bound per run for matching a user-given marker regex against the run's host slice names
+(the `regex` package's timeout; a catastrophically backtracking pattern raises MarkerRuleError)."""
+
+Pattern = re.Pattern[str] | regex.Pattern
+
+
+class MarkerRuleError(ValueError):
+    """A marker rule that cannot be used: it does not compile, lacks a required named group,
+    captures a non-integer k/vs/tokens/prefix, or runs past its time bound. One-line message."""
+
+
+def compile_marker_regex(marker_regex: str | Pattern) -> Pattern:
+    """The compiled marker rule. The built-in rules compile with `re`; any other string with the
+    `regex` package (same syntax, and matching can be bounded in time) and must have the named
+    groups `req` and `k`. An already compiled pattern is used as it is. Raises MarkerRuleError."""
+    if not isinstance(marker_regex, str):
+        return marker_regex
+    if marker_regex in BUILTIN_MARKER_REGEXES:
+        return re.compile(marker_regex)
+    try:
+        pattern = regex.compile(marker_regex)
+    except (regex.error, re.error) as exc:
+        raise MarkerRuleError(f"marker regex {marker_regex!r} does not compile: {exc}") from None
+    missing = [g for g in REQUIRED_GROUPS if g not in pattern.groupindex]
+    if missing:
+        raise MarkerRuleError(
+            f"marker regex {marker_regex!r} lacks the named group(s) "
+            f"{', '.join(missing)}: it needs (?P<req>...) and (?P<k>...)"
+        )
+    return pattern
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
 
 LINK_KEYS = ("connection_id", "correlation", "External id")
 """args keys whose equal values link a host launch slice to the device slices it launched."""
@@ -88,10 +135,20 @@ class MarkerFields:
     prefix_tokens: int | None
 
 
-def parse_marker(name: str, marker_regex: str | re.Pattern[str] = DEFAULT_MARKER_REGEX):
-    """The fields of one marker name, or None when it does not match the regex."""
-    pattern = re.compile(marker_regex) if isinstance(marker_regex, str) else marker_regex
-    match = pattern.match(name)
+def parse_marker(
+    name: str,
+    marker_regex: str | Pattern = DEFAULT_MARKER_REGEX,
+    timeout_s: float | None = None,
+):
+    """The fields of one marker name, or None when it does not match the regex.
+
+    timeout_s bounds the match of a `regex` pattern (TimeoutError past it); a match whose k, vs,
+    tokens or prefix is not an integer raises MarkerRuleError."""
+    pattern = compile_marker_regex(marker_regex)
+    if timeout_s is not None and isinstance(pattern, regex.Pattern):
+        match = pattern.match(name, timeout=timeout_s)
+    else:
+        match = pattern.match(name)
     if match is None:
         return None
     groups = {k: v for k, v in match.groupdict().items() if v is not None}
@@ -103,26 +160,61 @@ def parse_marker(name: str, marker_regex: str | re.Pattern[str] = DEFAULT_MARKER
     if k is None:
         return None
     vs, tokens, prefix = field("vs"), field("tokens"), field("prefix")
-    return MarkerFields(
-        request_id=field("req") or "0",
-        chunk_idx=int(k),
-        vstage=None if vs is None else int(vs),
-        tokens=None if tokens is None else int(tokens),
-        prefix_tokens=None if prefix is None else int(prefix),
-    )
+    try:
+        return MarkerFields(
+            request_id=field("req") or "0",
+            chunk_idx=int(k),
+            vstage=None if vs is None else int(vs),
+            tokens=None if tokens is None else int(tokens),
+            prefix_tokens=None if prefix is None else int(prefix),
+        )
+    except ValueError:
+        key, value = next(
+            (key, v)
+            for key, v in zip(INTEGER_GROUPS, (k, vs, tokens, prefix), strict=True)
+            if v is not None and not _is_int(v)
+        )
+        raise MarkerRuleError(
+            f"marker regex group {key} captured {_shown(value)} in host slice "
+            f"{_shown(name)}: not an integer"
+        ) from None
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _markers(
     host: pl.DataFrame,
-    marker_regex: str | re.Pattern[str],
+    marker_regex: str | Pattern,
     vstage_of_rank: dict[int, int] | None,
     renumber: bool,
+    match_timeout_s: float | None = None,
 ) -> pl.DataFrame:
-    """One row per chunk marker: rank, key fields, host range [m_start, m_end)."""
-    pattern = re.compile(marker_regex) if isinstance(marker_regex, str) else marker_regex
+    """One row per chunk marker: rank, key fields, host range [m_start, m_end).
+
+    A `regex` pattern gets match_timeout_s (default MATCH_TIMEOUT_S) for all the names together;
+    past it MarkerRuleError."""
+    pattern = compile_marker_regex(marker_regex)
+    bounded = isinstance(pattern, regex.Pattern)
+    budget = MATCH_TIMEOUT_S if match_timeout_s is None else match_timeout_s
+    deadline = time.monotonic() + budget
+    names = host.get_column("name").unique().to_list()
     parsed = []
-    for name in host.get_column("name").unique().to_list():
-        fields = parse_marker(name, pattern)
+    for name in names:
+        try:
+            fields = parse_marker(
+                name, pattern, max(deadline - time.monotonic(), 1e-3) if bounded else None
+            )
+        except TimeoutError:
+            raise MarkerRuleError(
+                f"marker regex {_shown(pattern.pattern)} ran past its time bound of {budget:g} s "
+                f"on the run's {len(names)} host slice names (catastrophic backtracking?)"
+            ) from None
         if fields is not None:
             parsed.append({"name": name, **fields.__dict__})
     schema = {
@@ -233,13 +325,14 @@ def _device_work(frame: pl.DataFrame, include_comm: bool) -> pl.DataFrame:
 def segment_chunks(
     slices: pl.DataFrame,
     run_id: str,
-    marker_regex: str | re.Pattern[str] = DEFAULT_MARKER_REGEX,
+    marker_regex: str | Pattern = DEFAULT_MARKER_REGEX,
     *,
     include_comm: bool = False,
     link: Link = "auto",
     link_keys: tuple[str, ...] = LINK_KEYS,
     vstage_of_rank: dict[int, int] | None = None,
     renumber: bool = False,
+    match_timeout_s: float | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Chunks of one run from its canonical slices, and per-rank device time left unassigned.
 
@@ -251,6 +344,9 @@ def segment_chunks(
     them and at its own start otherwise; "time" uses time containment only; "flow" keeps only
     linked slices. `vstage_of_rank` fills the virtual stage of markers without `vs`;
     `renumber` re-indexes k as 0.. in marker start order (for ProfilerStep#N windows).
+    A marker regex other than the built-in ones must have the named groups req and k
+    (`compile_marker_regex`); its matching is bounded by `match_timeout_s` (MATCH_TIMEOUT_S)
+    over the run's host slice names. Unusable rules raise MarkerRuleError.
     Returns (chunks in the canonical schema, unassigned report: one row per rank of the run).
     """
     frame = slices.filter(pl.col("run_id") == run_id) if "run_id" in slices.columns else slices
@@ -262,7 +358,7 @@ def segment_chunks(
     host = frame.filter(pl.col("lane") == "host")
     device = _device_work(frame, include_comm)
     device = device.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
-    markers = _markers(host, marker_regex, vstage_of_rank, renumber)
+    markers = _markers(host, marker_regex, vstage_of_rank, renumber, match_timeout_s)
 
     anchors = device.select("row_id", "rank", pl.col("start_ns").alias("anchor_ns"))
     linked = pl.DataFrame(schema={"row_id": pl.UInt32, "host_ns": pl.Int64})

@@ -14,8 +14,19 @@ DESCRIPTION = """\
 Segment every ingested run (or the --run ones) into chunks from its host-side chunk markers
 (`chunk[req=<id>,k=<k>,vs=<stage>,tokens=<c>,prefix=<p>]` ranges, docs/tau_k.md) and replace its
 rows of the warehouse's `chunks` table; running it twice changes nothing. Runs written by the
-simulator (`tracereplay replay`) keep their exact chunks. Prints, per run, the chunks found and
-the device time no chunk claimed. Exit status: 0 ok, 2 unknown run or no warehouse."""
+simulator (`tracereplay replay`) keep their exact chunks.
+
+Rules: --profiler-steps (one chunk per ProfilerStep#N window) or --marker-regex R (named groups
+req and k required; vs, tokens, prefix optional) is stored with each run it segmented
+(`runs.segmentation`) and re-applied whenever the run is segmented without a rule: by `chunks`
+without a rule option and by `ingest`; --default-markers goes back to the chunk[...] markers
+and clears it.
+A --marker-regex that does not compile or lacks req/k changes nothing. A non-default rule that
+matches no marker in a run, or runs past --match-timeout seconds on the run's slice names
+(catastrophic backtracking), leaves that run's stored chunks and rule as they were ("kept").
+
+Prints, per run, the chunks found, the device time no chunk claimed and the run's rule.
+Exit status: 0 ok; 2 unknown run, no warehouse, an unusable rule, or a run kept."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,13 +48,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="REGEX",
         help="chunk-marker rule: a regex with named groups req, k and optionally vs, tokens, "
-        "prefix (default: the chunk[...] convention)",
+        "prefix (default: each run's stored rule, else the chunk[...] convention)",
     )
     parser.add_argument(
         "--profiler-steps",
         action="store_true",
         help="rule for traces without chunk markers: each ProfilerStep#N window is one chunk "
         "(k renumbered from 0 per rank)",
+    )
+    parser.add_argument(
+        "--default-markers",
+        action="store_true",
+        help="the chunk[...] markers, also for runs that store another rule (clears it)",
+    )
+    parser.add_argument(
+        "--match-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time bound per run for matching a --marker-regex (or stored regex) against the "
+        "run's host slice names (default: 5)",
     )
     add_warehouse_option(parser)
     add_json_option(parser)
@@ -52,7 +76,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def format_report(frame) -> str:
     """Fixed-width table of a ChunkReport frame (times in ms)."""
-    header = ("run_id", "chunks", "markers", "empty", "device ms", "unassigned ms", "unassigned %")
+    from pipelines.analysis.chunk_store import describe_rule
+
+    header = (
+        "run_id",
+        "chunks",
+        "markers",
+        "empty",
+        "device ms",
+        "unassigned ms",
+        "unassigned %",
+        "rule",
+    )
     rows = [
         (
             r["run_id"],
@@ -62,6 +97,7 @@ def format_report(frame) -> str:
             f"{r['device_busy_ns'] / 1e6:.1f}",
             f"{r['unassigned_ns'] / 1e6:.1f}",
             "-" if r["unassigned_fraction"] is None else f"{100 * r['unassigned_fraction']:.1f}",
+            describe_rule(r["segmentation"]),
         )
         for r in frame.iter_rows(named=True)
     ]
@@ -73,29 +109,68 @@ def format_report(frame) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines import warehouse
-    from pipelines.analysis.chunk_store import extract_chunks
-    from pipelines.analysis.segment import PROFILER_STEP_REGEX
+    from pipelines.analysis.chunk_store import describe_rule, extract_chunks
+    from pipelines.analysis.segment import (
+        DEFAULT_MARKER_REGEX,
+        PROFILER_STEP_REGEX,
+        MarkerRuleError,
+        compile_marker_regex,
+    )
 
-    if args.profiler_steps and args.marker_regex:
-        print(
-            "tracereplay chunks: --profiler-steps and --marker-regex exclude each other",
-            file=sys.stderr,
+    given = [
+        flag
+        for flag, on in (
+            ("--profiler-steps", args.profiler_steps),
+            ("--marker-regex", args.marker_regex is not None),
+            ("--default-markers", args.default_markers),
         )
+        if on
+    ]
+    if len(given) > 1:
+        print(f"tracereplay chunks: {' and '.join(given)} exclude each other", file=sys.stderr)
         return EXIT_BAD_INPUT
-    regex = PROFILER_STEP_REGEX if args.profiler_steps else args.marker_regex
+    if args.match_timeout is not None and not args.match_timeout > 0:
+        print("tracereplay chunks: --match-timeout must be a positive number", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    regex = args.marker_regex
+    if args.profiler_steps:
+        regex = PROFILER_STEP_REGEX
+    elif args.default_markers:
+        regex = DEFAULT_MARKER_REGEX
+    try:
+        if regex is not None:
+            compile_marker_regex(regex)  # before opening the warehouse
+    except MarkerRuleError as exc:
+        print(f"tracereplay chunks: {exc}; nothing changed", file=sys.stderr)
+        return EXIT_BAD_INPUT
     path = warehouse.warehouse_path(args.warehouse)
     if not Path(path).exists():
         print(f"tracereplay chunks: no warehouse at {path}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    con = warehouse.connect(path)
+    con = warehouse.connect(path, wait_s=args.wait)
     try:
-        report = extract_chunks(con, args.run, regex, renumber=args.profiler_steps)
+        report = extract_chunks(
+            con,
+            args.run,
+            regex,
+            renumber=args.profiler_steps,
+            match_timeout_s=args.match_timeout,
+        )
+    except MarkerRuleError as exc:
+        print(f"tracereplay chunks: {exc}; nothing changed", file=sys.stderr)
+        return EXIT_BAD_INPUT
     finally:
         con.close()
     for run_id in report.unknown:
         print(f"tracereplay chunks: no run {run_id!r} in {path}", file=sys.stderr)
     for run_id, why in report.skipped:
         print(f"skipped {run_id}: {why}", file=sys.stderr)
+    for kept in report.kept:
+        print(
+            f"kept {kept.run_id}: {kept.reason}; its {kept.stored_chunks} stored chunks and its "
+            f"rule ({describe_rule(kept.segmentation)}) are unchanged",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     elif report.runs:
@@ -104,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"\n{report.total_chunks} chunks from {len(report.runs)} runs"
             + (f"; {no_markers} runs without chunk markers" if no_markers else "")
+            + (f"; {len(report.kept)} runs kept as they were" if report.kept else "")
         )
-    else:
+    elif not report.kept:
         print("no ingested runs to segment")
-    return EXIT_BAD_INPUT if report.unknown else EXIT_OK
+    return EXIT_BAD_INPUT if report.unknown or report.kept else EXIT_OK

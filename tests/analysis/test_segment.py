@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 
 import polars as pl
 import pytest
+import regex
 
 from pipelines.analysis.segment import (
     PROFILER_STEP_REGEX,
+    MarkerRuleError,
+    compile_marker_regex,
     parse_marker,
     run_totals,
     segment_chunks,
@@ -200,3 +205,25 @@ def test_stream_waits_and_hccl_transfers_on_the_compute_lane_are_not_chunk_work(
     assert report["device_busy_ns"].to_list() == [100]
     with_comm, _ = segment_chunks(slices, "r1", include_comm=True)
     assert with_comm["busy_ns"].to_list() == [150]
+
+
+def test_a_user_regex_must_compile_and_name_req_and_k() -> None:
+    with pytest.raises(MarkerRuleError, match="does not compile"):
+        compile_marker_regex("(")
+    with pytest.raises(MarkerRuleError, match=r"lacks the named group\(s\) req, k"):
+        compile_marker_regex(r"^chunk\[(\d+)\]$")
+    # the built-in rules are exempt (ProfilerStep#N has no req) and compile with `re`
+    assert isinstance(compile_marker_regex(PROFILER_STEP_REGEX), re.Pattern)
+    assert isinstance(compile_marker_regex(r"^(?P<req>\w+)/(?P<k>\d+)$"), regex.Pattern)
+
+
+def test_a_non_integer_k_and_a_backtracking_regex_raise() -> None:
+    slices = _slices(
+        [(0, "host", "step[x]", 0, 10, None), (0, "host", "a" * 3000 + "!", 0, 1, None)]
+    )
+    with pytest.raises(MarkerRuleError, match=r"group k captured 'x'.*not an integer"):
+        segment_chunks(slices, "r1", r"^(?P<req>step)\[(?P<k>\w+)\]$")
+    started = time.perf_counter()
+    with pytest.raises(MarkerRuleError, match=r"time bound of 0\.2 s"):
+        segment_chunks(slices, "r1", r"^(?P<req>(a|aa)+)(?P<k>\d+)$", match_timeout_s=0.2)
+    assert time.perf_counter() - started < 3

@@ -13,7 +13,6 @@ import dagster as dg
 import polars as pl
 
 from pipelines.analysis.chunk_store import extract_chunks
-from pipelines.analysis.segment import DEFAULT_MARKER_REGEX
 from pipelines.analysis.tau_points import load_tau_points
 from pipelines.defs.ingest.lookup import runs_under
 from pipelines.defs.ingest.partitions import runs_partitions
@@ -38,9 +37,11 @@ FIT_SUMMARY_COLUMNS = (
 
 
 class ChunksConfig(dg.Config):
-    """Segmentation rule (pipelines.analysis.segment.segment_chunks)."""
+    """Segmentation rule (pipelines.analysis.segment.segment_chunks). marker_regex None and
+    renumber False: each run's stored rule (runs.segmentation; the chunk[...] markers when none
+    is stored); a rule given here is stored with the runs it segments (chunk_store)."""
 
-    marker_regex: str = DEFAULT_MARKER_REGEX
+    marker_regex: str | None = None
     include_comm: bool = False
     link: Literal["auto", "time", "flow"] = "auto"
     renumber: bool = False
@@ -86,6 +87,10 @@ def chunks(
             context.log.warning(
                 f"{row['run_id']}: no chunk markers matched the regex; no chunks segmented"
             )
+    for kept in report.kept:
+        context.log.warning(
+            f"{kept.run_id}: {kept.reason}; its {kept.stored_chunks} stored chunks are unchanged"
+        )
     table = pl.DataFrame(
         per_run,
         schema={
@@ -101,6 +106,7 @@ def chunks(
             "dagster/row_count": int(table["chunks"].sum()),
             "runs": table.height,
             "runs_without_markers": int((table["markers"] == 0).sum()),
+            "runs_kept": len(report.kept),
             "rows_in_table": total,
             "per_run": markdown_frame(table),
         }
