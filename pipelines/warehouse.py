@@ -267,6 +267,12 @@ def run_sql_file(con: duckdb.DuckDBPyConnection, relation: str, layer: str) -> N
     con.execute(f"create or replace table {relation} as {sql_text(relation, layer)}")
 
 
+def temp_view(con: duckdb.DuckDBPyConnection, relation: str, layer: str) -> None:
+    """sql/<layer>/<relation>.sql as a temporary view <relation> (works on read-only
+    connections; nothing is stored)."""
+    con.execute(f"create or replace temp view {relation} as {sql_text(relation, layer)}")
+
+
 def row_counts(
     con: duckdb.DuckDBPyConnection, tables: Iterable[str] = CANONICAL_TABLES
 ) -> dict[str, int]:

@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     except WarehouseError as exc:
         print(f"tracereplay {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # `tracereplay runs | head`: the reader left, nothing to say
+        sys.stderr.close()
+        return EXIT_OK
 
 
 if __name__ == "__main__":

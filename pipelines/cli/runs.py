@@ -1,0 +1,80 @@
+"""`tracereplay runs [SEL]`: one line per stored run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from pipelines.cli import EXIT_BAD_INPUT, EXIT_OK
+from pipelines.cli._common import add_json_option, add_warehouse_option
+
+DESCRIPTION = """\
+List the runs in the warehouse, one line each: id, source, model, schedule, sequence length,
+chunk size, ranks, collection time, makespan (first event start to last event end) and whether
+chunks are stored. SEL is a run selector (docs/selectors.md), e.g.
+`model=deepseek-v3.1,schedule=vpp|cpp,since=2026-11-01`; simulated reruns only with
+`replays=yes`. Exit status: 0 ok, 2 no warehouse, a bad selector or no run matches."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "runs",
+        help="list stored runs (id, model, schedule, lengths, ranks, makespan, chunks)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("selector", nargs="?", default=None, metavar="SEL", help="run selector")
+    add_warehouse_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(func=run)
+
+
+def _tokens(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value // 1024}K" if value % 1024 == 0 and value >= 1024 else str(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines import warehouse
+    from pipelines.analysis.run_views import run_list
+    from pipelines.cli._format import duration, ellipsis, render_table, short_ids
+    from pipelines.selectors import SelectorError, require_runs
+
+    con = warehouse.connect(args.warehouse, read_only=True, wait_s=args.wait)
+    try:
+        try:
+            run_ids = require_runs(con, args.selector)
+        except SelectorError as exc:
+            print(f"tracereplay runs: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        frame = run_list(con, run_ids)
+    finally:
+        con.close()
+    if args.json:
+        print(json.dumps({"runs": frame.to_dicts()}, indent=1, default=str))
+        return EXIT_OK
+    ids = short_ids(frame["run_id"].to_list()) if frame.height else {}
+    rows = [
+        (
+            ids[r["run_id"]],
+            r["source"],
+            ellipsis(r["model"] or "-", 16),
+            r["schedule"] or "-",
+            f"{_tokens(r['seq_len'])}/{_tokens(r['chunk_size'])}",
+            r["ranks"],
+            r["collected_at"].strftime("%Y-%m-%d") if r["collected_at"] else "-",
+            duration(r["makespan_ns"]),
+            "yes" if r["chunks"] else "no",
+        )
+        for r in frame.iter_rows(named=True)
+    ]
+    headers = ("run", "source", "model", "sched", "seq/chunk", "ranks", "collected")
+    headers += ("makespan", "chunks")
+    print(render_table(headers, rows, right=(4, 5, 7)))
+    print(
+        f"\n{frame.height} runs (ids shortened to a unique prefix; --json has them whole);"
+        " `tracereplay show RUN` for one run"
+    )
+    return EXIT_OK
