@@ -43,8 +43,10 @@ from statsmodels.stats.proportion import proportion_confint
 
 from pipelines.analysis.curves import fit_curves
 from pipelines.analysis.fits import balance_residual, fit_curve, vpp_bubble_ratio
-from pipelines.sim.measured import FittedCost, TabulatedCost
-from pipelines.sim.metrics import chunks_frame, summarize
+from pipelines.replay.costs import TabulatedCost
+from pipelines.replay.tables import chunks_frame
+from pipelines.sim.measured import FittedCost
+from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 
 K = 1024

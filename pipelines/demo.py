@@ -146,7 +146,7 @@ class DemoReport:
     unassigned_fraction_max: float = 0.0
     curves: pl.DataFrame | None = None
     check: CurveCheck = field(default_factory=CurveCheck)
-    replay: Any = None  # replay_store.ReplayReport
+    replay: Any = None  # pipelines.replay.store.ReplayReport
     timings: dict[str, float] = field(default_factory=dict)
     rows_before: dict[str, int] = field(default_factory=dict)
     rows_after: dict[str, int] = field(default_factory=dict)
@@ -287,7 +287,7 @@ def fit_campaign(con, run_ids: list[str]) -> pl.DataFrame:
 
 def replay_first(con, config: DemoConfig, run_ids: list[str]):
     """Replay the campaign's first DeepSeek (else first) CPP run under the replay schedules."""
-    from pipelines.sim.replay_store import replay_run
+    from pipelines.replay.store import replay_run
 
     rows = con.execute(
         "select run_id, model from runs where run_id in (select unnest(?::varchar[]))"

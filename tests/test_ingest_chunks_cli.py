@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pipelines import warehouse as wh
 from pipelines.cli import main
-from pipelines.sim.metrics import chunks_frame
+from pipelines.replay.tables import chunks_frame
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
 

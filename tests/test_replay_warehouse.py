@@ -13,8 +13,8 @@ from pipelines import warehouse as wh
 from pipelines.analysis.chunk_store import extract_chunks
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
+from pipelines.replay.store import ReplayError, replay_run, replay_run_id
 from pipelines.sim.metrics import summarize
-from pipelines.sim.replay_store import ReplayError, replay_run, replay_run_id
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
 

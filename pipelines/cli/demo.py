@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         for failure in report.check.failures:
             print(f"  {failure}")
         if report.replay is not None:
-            from pipelines.sim.replay_store import format_comparison
+            from pipelines.replay.store import format_comparison
 
             print()
             print(format_comparison(report.replay))

@@ -26,7 +26,7 @@ own schedule. Exit status: 0 ok, 2 unknown run, run without chunks, or bad argum
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from pipelines.sim.replay_store import COMM_CHOICES, COSTS, REPLAY_SCHEDULES
+    from pipelines.replay.store import COMM_CHOICES, COSTS, REPLAY_SCHEDULES
 
     parser = subparsers.add_parser(
         "replay",
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines import warehouse
-    from pipelines.sim.replay_store import ReplayError, format_comparison, replay_run
+    from pipelines.replay.store import ReplayError, format_comparison, replay_run
 
     path = warehouse.warehouse_path(args.warehouse)
     if not Path(path).exists():

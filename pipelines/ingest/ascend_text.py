@@ -51,14 +51,16 @@ from pipelines.ingest.profiler_info import (
 )
 from pipelines.ingest.step_trace import StepTrace, read_step_trace_time
 from pipelines.ingest.trace_view import TraceView, read_trace_view
+from pipelines.profiler_names import (
+    COMMUNICATION,
+    COMMUNICATION_MATRIX,
+    KERNEL_DETAILS,
+    METADATA,
+    OUTPUT_DIR,
+    STEP_TRACE_TIME,
+    TRACE_VIEW,
+)
 
-OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
-TRACE_VIEW = "trace_view.json"
-KERNEL_DETAILS = "kernel_details.csv"
-STEP_TRACE_TIME = "step_trace_time.csv"
-COMMUNICATION = "communication.json"
-COMMUNICATION_MATRIX = "communication_matrix.json"
-METADATA = "profiler_metadata.json"
 TEXT_FILES = (TRACE_VIEW, KERNEL_DETAILS, STEP_TRACE_TIME, COMMUNICATION, COMMUNICATION_MATRIX)
 TRACE_VIEW_GZ = TRACE_VIEW + ".gz"  # read when there is no plain trace_view.json
 TEXT_INPUTS = (*TEXT_FILES, TRACE_VIEW_GZ)

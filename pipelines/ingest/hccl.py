@@ -10,12 +10,8 @@ import re
 
 import polars as pl
 
-from pipelines.ingest.profiler_info import double_hash
+from pipelines.profiler_names import P2P_REGEX, RECEIVE_REGEX, double_hash
 
-# P2P op names: msprof-analyze / MindSpore patterns plus batchSendRecv (PyTorch batch_isend_irecv).
-P2P_REGEX = r"(?i)^(hcom_(send|receive|\w*sendrecv)|(send|receive)-op)"
-# The profiler's `Bubble` counts only ops whose name starts with hcom_receive.
-RECEIVE_REGEX = r"(?i)^hcom_receive"
 P2P_NAME = re.compile(P2P_REGEX)
 RECEIVE_NAME = re.compile(RECEIVE_REGEX)
 _OP_NAME = re.compile(

@@ -26,10 +26,10 @@ import polars as pl
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
-from pipelines.ingest.profiler_info import CONVENTION_KEYS
 from pipelines.ingest.step_breakdown import assess, derive_breakdown
 from pipelines.ingest.trace_view import quote_constants
 from pipelines.intervals import assign_steps
+from pipelines.profiler_names import CONVENTION_KEYS
 
 # reason codes (quarantine.reason)
 EMPTY_FILE = "empty_file"

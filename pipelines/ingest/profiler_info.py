@@ -18,21 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.ingest.errors import QuarantineError
+from pipelines.profiler_names import CONVENTION_KEYS, double_hash
 
-# Keys users set with torch_npu `prof.add_metadata(key, value)` (DESIGN.md conventions, plus
-# `hardware` for the runs row when the profiler itself does not name the device).
-CONVENTION_KEYS = ("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware")
 _INFO_NAME = re.compile(r"^profiler_info(?:_(\d+))?\.json$")
-_MASK32 = 0xFFFFFFFF
-
-
-def double_hash(text: str) -> int:
-    """msprof-analyze's group hash: two 32-bit polynomial hashes (x29, x131) packed high|low."""
-    high = low = 0
-    for char in text:
-        high = (high * 29 + ord(char)) & _MASK32
-        low = (low * 131 + ord(char)) & _MASK32
-    return (high << 32) | low
 
 
 def rank_from_file_name(path: Path) -> int | None:

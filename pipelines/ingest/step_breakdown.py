@@ -53,22 +53,15 @@ from collections.abc import Iterable
 import numpy as np
 import polars as pl
 
-from pipelines.ingest.hccl import P2P_REGEX, RECEIVE_REGEX
-from pipelines.intervals import Coverage, assign_steps, coverage, difference, group_ids
+from pipelines.intervals import assign_steps, difference
+from pipelines.overlap import (
+    breakdown_rows,
+    lane_coverage,
+    lane_totals,
+    overlap_lanes,
+)
+from pipelines.profiler_names import OVERLAP_COLUMNS, P2P_REGEX, RECEIVE_REGEX
 
-# The four overlap lanes, as the Ascend profiler's "Overlap Analysis" process names them, and the
-# step_breakdown column each one sums into.
-COMPUTING = "Computing"
-COMMUNICATION = "Communication"
-NOT_OVERLAPPED = "Communication(Not Overlapped)"
-FREE = "Free"
-OVERLAP_COLUMNS = {
-    COMPUTING: "computing_ns",
-    COMMUNICATION: "communication_ns",
-    NOT_OVERLAPPED: "comm_not_overlapped_ns",
-    FREE: "free_ns",
-}
-OVERLAP_LANES = tuple(OVERLAP_COLUMNS)
 DEVICE_LANES = ("compute", "comm", "overlap")
 BREAKDOWN_COLUMNS = (
     "step",
@@ -84,7 +77,6 @@ BREAKDOWN_COLUMNS = (
     "preparing_ns",
     "p2p_bubble_ns",
 )
-WINDOW_COLUMNS = ("window_start_ns", "window_end_ns")
 _SCHEMA = {
     c: (pl.String if c == "origin" else pl.Int32 if c == "step" else pl.Int64)
     for c in BREAKDOWN_COLUMNS
@@ -175,133 +167,6 @@ def from_trace(slices: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=_SCHEMA)
 
 
-def overlap_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The four overlap lanes and their totals from compute and communication device intervals,
-    per group (a step; null groups form a group of their own).
-
-    `events` has columns group, kind ('compute' | 'comm' | 'p2p'), start_ns, end_ns; 'p2p' rows
-    repeat the point-to-point subset of the comm rows and only feed `p2p_bubble_ns`. Returns
-    (`lanes`: group, name, start_ns, dur_ns — the lane intervals; `totals`: one row per group, by
-    group with nulls last, with computing_ns, communication_ns, comm_not_overlapped_ns,
-    overlapped_ns, free_ns, p2p_bubble_ns (|p2p − compute|), window_start_ns, window_end_ns).
-    Computing = ∪ compute, Communication = ∪ comm, Not Overlapped = comm −
-    compute, Free = window − (compute ∪ comm), window = [first start, last end)."""
-    cov, keys = _coverage(events)
-    parts = []
-    for name, mask in _lane_masks(cov).items():
-        group, start, end = cov.runs(mask)
-        parts.append(
-            keys.select(pl.col("group").gather(group)).with_columns(
-                pl.lit(name).alias("name"),
-                pl.Series("start_ns", start),
-                pl.Series("dur_ns", end - start),
-            )
-        )
-    return pl.concat(parts), _totals(cov, keys)
-
-
-def _coverage(
-    events: pl.DataFrame, kinds: dict[str, pl.Expr] | None = None
-) -> tuple[Coverage, pl.DataFrame]:
-    """The sweep of `events` (group, start_ns, end_ns) per group, and the group keys; `kinds`:
-    compute / comm / p2p membership as boolean expressions (default: from the `kind` column)."""
-    if kinds is None:
-        kinds = {k: pl.col("kind") == k for k in ("compute", "comm", "p2p")}
-    ids, keys = group_ids(events, ["group"])
-    flags = events.select(
-        pl.col("start_ns").cast(pl.Int64),
-        pl.col("end_ns").cast(pl.Int64),
-        *(expr.fill_null(False).alias(name) for name, expr in kinds.items()),
-    )
-    cov = coverage(
-        ids,
-        flags.get_column("start_ns").to_numpy(),
-        flags.get_column("end_ns").to_numpy(),
-        {name: flags.get_column(name).to_numpy() for name in kinds},
-    )
-    return cov, keys
-
-
-def _lane_masks(cov: Coverage) -> dict[str, np.ndarray]:
-    comp, comm = cov.kinds["compute"], cov.kinds["comm"]
-    return {
-        COMPUTING: comp,
-        COMMUNICATION: comm,
-        NOT_OVERLAPPED: comm & ~comp,
-        FREE: ~comm & ~comp,
-    }
-
-
-def _totals(cov: Coverage, keys: pl.DataFrame) -> pl.DataFrame:
-    lanes = _lane_masks(cov)
-    comp, comm, p2p = cov.kinds["compute"], cov.kinds["comm"], cov.kinds["p2p"]
-    return (
-        keys.select(pl.col("group").gather(cov.groups))
-        .with_columns(
-            pl.Series("computing_ns", cov.totals(lanes[COMPUTING])),
-            pl.Series("communication_ns", cov.totals(lanes[COMMUNICATION])),
-            pl.Series("comm_not_overlapped_ns", cov.totals(lanes[NOT_OVERLAPPED])),
-            pl.Series("overlapped_ns", cov.totals(comm & comp)),
-            pl.Series("free_ns", cov.totals(lanes[FREE])),
-            pl.Series("p2p_bubble_ns", cov.totals(p2p & ~comp)),
-            pl.Series("window_start_ns", cov.window_start),
-            pl.Series("window_end_ns", cov.window_end),
-        )
-        .sort("group", nulls_last=True, maintain_order=True)
-    )
-
-
-def breakdown_rows(
-    totals: pl.DataFrame,
-    receive: pl.DataFrame | None = None,
-    host_start: pl.DataFrame | None = None,
-) -> pl.DataFrame:
-    """step_breakdown rows (origin 'derived', then the window columns) from `overlap_lanes`
-    totals, the `hcom_receive*` ops of each group (group, dur_ns: bubble = their total duration;
-    None: no bubble) and the host step starts (group, start_ns: preparing = window start − host
-    start; None or a group without one: NULL)."""
-    bubbles = (
-        (
-            pl.DataFrame(schema={"group": totals.schema["group"], "dur_ns": pl.Int64})
-            if receive is None
-            else receive.select(pl.col("group").cast(totals.schema["group"]), "dur_ns")
-        )
-        .group_by("group")
-        .agg(pl.col("dur_ns").sum().alias("bubble_ns"))
-    )
-    host = (
-        pl.DataFrame(schema={"group": totals.schema["group"], "_host_start": pl.Int64})
-        if host_start is None
-        else host_start.select(
-            pl.col("group").cast(totals.schema["group"]), pl.col("start_ns").alias("_host_start")
-        )
-    )
-    return (
-        totals.join(bubbles, on="group", how="left", nulls_equal=True)
-        .join(host, on="group", how="left", nulls_equal=True)
-        .with_columns(pl.col("bubble_ns").fill_null(0))
-        .select(
-            pl.col("group").cast(pl.Int32).alias("step"),
-            pl.lit("derived").alias("origin"),
-            "computing_ns",
-            "communication_ns",
-            "comm_not_overlapped_ns",
-            "overlapped_ns",
-            "free_ns",
-            (pl.col("window_end_ns") - pl.col("window_start_ns") - pl.col("bubble_ns")).alias(
-                "stage_ns"
-            ),
-            "bubble_ns",
-            (pl.col("comm_not_overlapped_ns") - pl.col("bubble_ns")).alias(
-                "comm_not_overlapped_excl_receive_ns"
-            ),
-            (pl.col("window_start_ns") - pl.col("_host_start")).alias("preparing_ns"),
-            "p2p_bubble_ns",
-            *WINDOW_COLUMNS,
-        )
-    )
-
-
 def derive_breakdown(
     device: pl.DataFrame,
     steps: pl.DataFrame,
@@ -372,7 +237,8 @@ def from_kernels(kernels: pl.DataFrame) -> pl.DataFrame:
         "is_comm",
         (comm & pl.col("name").str.contains(P2P_REGEX)).alias("is_p2p"),
     )
-    totals = _totals(*_coverage(events, {"compute": ~comm, "comm": comm, "p2p": pl.col("is_p2p")}))
+    kinds = {"compute": ~comm, "comm": comm, "p2p": pl.col("is_p2p")}
+    totals = lane_totals(*lane_coverage(events, kinds))
     receive = kernels.filter(comm & pl.col("name").str.contains(RECEIVE_REGEX)).select(
         pl.col("step").alias("group"), "dur_ns"
     )

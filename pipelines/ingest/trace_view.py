@@ -43,6 +43,7 @@ from pipelines.ingest.duck import scratch_connection, sql_string
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.intervals import assign_steps
+from pipelines.profiler_names import PROFILER_STEP_PREFIX as STEP_PREFIX
 
 LANE_BY_PROCESS = {
     "python": "host",
@@ -55,8 +56,6 @@ LANE_BY_PROCESS = {
     "communication": "comm",
     "overlap analysis": "overlap",
 }
-LANES = ("host", "compute", "comm", "overlap", "other")
-STEP_PREFIX = "ProfilerStep#"
 _SNIFF_BYTES = 1 << 16
 # DuckDB reads with buffers sized by this limit: the default (16 MB) keeps RSS near 2x the file;
 # a file with a bigger single event is read again with the large limit.

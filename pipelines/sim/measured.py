@@ -1,15 +1,11 @@
-"""Cost models built from measurements: a fitted τ(c, p) and a table of measured τ.
+"""The fitted cost model: τ(c, p) = α c + β c (p + c/2), plus γ per stage call.
 
-Both read a chunks frame in the canonical schema (pipelines/ingest/frames.py SCHEMAS["chunks"]:
-rank, vstage, request_id, chunk_idx, tokens, prefix_tokens, busy_ns, ...) of one run and model
-the full-model latency of a chunk; a stage holding a fraction f of the layers takes f of it. The
-measured run's stages are assumed to split the layers evenly unless `stage_fractions` says
-otherwise.
-
-FittedCost:   full(c, p) = alpha c + beta c (p + c/2),  plus gamma per stage call
-              (research/schedules.md §4.1: per chunk k at fixed c this is tau_k = a + b k).
-TabulatedCost: the measured full-model latency of each (c, p) seen, interpolated linearly in p
-              between chunks of the same size, FittedCost for chunk sizes never measured.
+FittedCost models the full-model latency of a chunk of c tokens after p prefix tokens (per chunk
+k at fixed c this is tau_k = a + b k, research/schedules.md §4.1); a stage holding a fraction f
+of the layers takes f of it. `from_chunks` fits it to a frame of chunk timings (rank, vstage,
+request_id, chunk_idx, tokens, prefix_tokens, busy_ns: the columns of the canonical chunks
+table) whose stages split the layers evenly unless `stage_fractions` says otherwise. The table of
+measured τ a replay uses beside it is pipelines/replay/costs.TabulatedCost.
 """
 
 from __future__ import annotations
@@ -23,7 +19,10 @@ import polars as pl
 DEFAULT_LAYERS = 120  # divisible by 1..6, 8, 10, 12: any even replay layout splits it exactly
 
 
-def _with_fraction(chunks: pl.DataFrame, stage_fractions: Mapping[int, float] | None):
+def with_fraction(
+    chunks: pl.DataFrame, stage_fractions: Mapping[int, float] | None
+) -> pl.DataFrame:
+    """`chunks` with `fraction`: the share of the layers its vstage holds (even by default)."""
     stages = sorted(chunks["vstage"].unique().to_list())
     if stage_fractions is None:
         stage_fractions = {s: 1.0 / len(stages) for s in stages}
@@ -81,7 +80,7 @@ class FittedCost:
         """Least-squares fit of busy_ns = f (alpha c + beta c (p + c/2)) + gamma over every row.
         With a single chunk size alpha c and gamma cannot be told apart: gamma is then fixed
         to `gamma_ns` (default 0). A given `gamma_ns` is always held fixed."""
-        frame = _with_fraction(chunks, stage_fractions)
+        frame = with_fraction(chunks, stage_fractions)
         c = frame["tokens"].cast(pl.Float64).to_numpy()
         p = frame["prefix_tokens"].cast(pl.Float64).to_numpy()
         f = frame["fraction"].to_numpy()
@@ -100,83 +99,3 @@ class FittedCost:
         gamma = float(coef[2]) if free_gamma else float(gamma_ns or 0.0)
         info = {"rows": len(y), "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0}
         return cls(float(coef[0]), float(coef[1]), gamma, num_layers, info)
-
-
-@dataclass(frozen=True)
-class TabulatedCost:
-    """Measured full-model latency per (tokens, prefix), interpolated in p per chunk size."""
-
-    table: Mapping[int, tuple[np.ndarray, np.ndarray]]  # tokens -> (sorted prefixes, ns)
-    fallback: FittedCost
-    num_layers: int = DEFAULT_LAYERS
-    call_overhead_ns: float = 0.0
-    fallback_calls: int = 1  # calls per chunk whose overhead the measured times include
-
-    def full_ns(self, tokens: np.ndarray, prefix: np.ndarray) -> np.ndarray:
-        c = np.atleast_1d(np.asarray(tokens, dtype=np.int64))
-        p = np.broadcast_to(np.asarray(prefix, dtype=np.float64), c.shape)
-        out = self.fallback.full_ns(c, p) + self.fallback_calls * self.fallback.call_overhead_ns
-        for size in np.unique(c).tolist():
-            if size not in self.table:
-                continue
-            xs, ys = self.table[size]
-            sel = c == size
-            out[sel] = _interp(p[sel], xs, ys)
-        return out
-
-    def stage_ns(
-        self, tokens: np.ndarray, prefix: np.ndarray, layer_lo: np.ndarray, layer_hi: np.ndarray
-    ) -> np.ndarray:
-        frac = (np.asarray(layer_hi) - np.asarray(layer_lo)) / self.num_layers
-        return self.full_ns(tokens, prefix) * frac
-
-    @classmethod
-    def from_chunks(
-        cls,
-        chunks: pl.DataFrame,
-        *,
-        gamma_ns: float | None = None,
-        stage_fractions: Mapping[int, float] | None = None,
-        num_layers: int = DEFAULT_LAYERS,
-    ) -> TabulatedCost:
-        """Sum busy_ns over the stages of each (request, chunk), scale to the whole model by
-        the layer fraction those stages cover, and average over chunks with the same (c, p).
-        A known per-call overhead `gamma_ns` is taken off every measured stage first and charged
-        per call again in the replayed schedule (whose call count may differ); the fallback for
-        unmeasured chunk sizes is FittedCost.from_chunks(gamma_ns=...)."""
-        frame = _with_fraction(chunks, stage_fractions)
-        gamma = float(gamma_ns or 0.0)
-        frame = frame.with_columns(pl.col("busy_ns").cast(pl.Float64) - gamma)
-        per_chunk = (
-            frame.group_by(["request_id", "chunk_idx"])
-            .agg(
-                pl.col("tokens").first(),
-                pl.col("prefix_tokens").first(),
-                (pl.col("busy_ns").sum() / pl.col("fraction").sum()).alias("full_ns"),
-            )
-            .group_by(["tokens", "prefix_tokens"])
-            .agg(pl.col("full_ns").mean())
-            .sort(["tokens", "prefix_tokens"])
-        )
-        table = {}
-        for (size,), group in per_chunk.group_by(["tokens"], maintain_order=True):
-            table[int(size)] = (
-                group["prefix_tokens"].cast(pl.Float64).to_numpy(),
-                group["full_ns"].to_numpy(),
-            )
-        fallback = FittedCost.from_chunks(
-            chunks, gamma_ns=gamma_ns, stage_fractions=stage_fractions, num_layers=num_layers
-        )
-        calls = 0 if gamma_ns is not None else frame["vstage"].n_unique()
-        return cls(table, fallback, num_layers, gamma, calls)
-
-
-def _interp(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Linear interpolation with linear extrapolation from the end segments."""
-    if len(xs) == 1:
-        return np.full(len(x), ys[0])
-    y = np.interp(x, xs, ys)
-    lo, hi = x < xs[0], x > xs[-1]
-    y[lo] = ys[0] + (x[lo] - xs[0]) * (ys[1] - ys[0]) / (xs[1] - xs[0])
-    y[hi] = ys[-1] + (x[hi] - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
-    return y

@@ -1,4 +1,4 @@
-"""Per-request, per-rank and per-run metrics of a SimResult, and its canonical chunks table.
+"""Per-request, per-rank and per-run metrics of a SimResult.
 
 Accounting (per rank, over the run's window [first task start, last task end], the same window
 for every rank, so the fill and drain of the pipeline count):
@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.ingest.frames import SCHEMAS
 from pipelines.intervals import coverage
 from pipelines.sim.result import SimResult
 
@@ -148,25 +147,3 @@ def summarize(result: SimResult) -> dict[str, Any]:
         }
     )
     return out
-
-
-def chunks_frame(result: SimResult, run_id: str) -> pl.DataFrame:
-    """Compute tasks of the run's requests in the canonical `chunks` schema (single-device decode
-    pieces are not chunks); busy_ns is the task's compute time."""
-    compute = result.tasks.filter(
-        (pl.col("kind") == "compute")
-        & pl.col("request_id").is_in(result.requests["request_id"].implode())
-    )
-    frame = compute.select(
-        pl.lit(run_id).alias("run_id"),
-        "rank",
-        "vstage",
-        "request_id",
-        "chunk_idx",
-        "tokens",
-        "prefix_tokens",
-        "start_ns",
-        "end_ns",
-        (pl.col("end_ns") - pl.col("start_ns")).alias("busy_ns"),
-    )
-    return frame.cast(SCHEMAS["chunks"]).select(list(SCHEMAS["chunks"]))

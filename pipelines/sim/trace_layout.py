@@ -18,7 +18,8 @@ Conventions shared by the Ascend, Kineto and Chrome writers:
   step whose window holds their start; per step, Computing = union of compute tasks,
   Communication = union of comm ops, Communication(Not Overlapped) = Communication minus
   Computing, Free = the gaps inside [first event start, last event end) covered by neither
-  (the readers' derivation, pipelines/ingest/step_breakdown.overlap_lanes).
+  (the readers' derivation, pipelines/overlap.overlap_lanes); p2p_bubble_ns is the time inside
+  point-to-point ops (every simulated transfer is one) with no compute.
 """
 
 from __future__ import annotations
@@ -28,11 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipelines.ingest.hccl import RECEIVE_REGEX
-from pipelines.ingest.profiler_info import double_hash
-from pipelines.ingest.step_breakdown import breakdown_rows
-from pipelines.ingest.step_breakdown import overlap_lanes as derive_lanes
 from pipelines.intervals import assign_steps
+from pipelines.overlap import breakdown_rows
+from pipelines.overlap import overlap_lanes as derive_lanes
+from pipelines.profiler_names import P2P_REGEX, RECEIVE_REGEX, double_hash, group_suffix
 from pipelines.sim.result import SimResult
 
 DEFAULT_EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z: t=0 of a simulated run
@@ -134,7 +134,7 @@ class P2PGroup:
     @property
     def suffix(self) -> str:
         """Last three digits of the hash: the `<G3>` field of hcom op names."""
-        return f"{self.hash % 1000:03d}"
+        return group_suffix(self.hash)
 
 
 def p2p_group(result: SimResult) -> P2PGroup:
@@ -205,6 +205,9 @@ def overlap_lanes(compute: pl.DataFrame, comm: pl.DataFrame, steps: pl.DataFrame
         [
             compute.select(pl.lit("compute").alias("kind"), "start_ns", "end_ns"),
             comm.select(pl.lit("comm").alias("kind"), "start_ns", "end_ns"),
+            comm.filter(pl.col("op").str.contains(P2P_REGEX)).select(
+                pl.lit("p2p").alias("kind"), "start_ns", "end_ns"
+            ),
         ]
     )
     events = assign_steps(events, steps).filter(pl.col("step").is_not_null())

@@ -33,8 +33,22 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.ingest.profiler_info import CONVENTION_KEYS
-from pipelines.ingest.step_breakdown import OVERLAP_LANES
+from pipelines.profiler_names import (
+    ASCEND_PT_SUFFIX,
+    CONVENTION_KEYS,
+    HARDWARE_PROCESS,
+    HCCL_PROCESS,
+    KERNEL_DETAILS,
+    METADATA,
+    OUTPUT_DIR,
+    OVERLAP_LANES,
+    OVERLAP_PROCESS,
+    PROFILER_STEP_PREFIX,
+    PYTHON_PROCESS,
+    STEP_TRACE_TIME,
+    TRACE_VIEW,
+    profiler_info_name,
+)
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import (
     P2P_GROUP_KIND,
@@ -129,15 +143,16 @@ def write_ascend_pt(
     schedule = str(result.meta.get("schedule", "sim"))
     folders = []
     for rank in rank_ids(result):
-        folder = out / f"{worker}-{schedule}-rank{rank}_{os_pid_of(rank)}_{stamp}_ascend_pt"
-        output = folder / "ASCEND_PROFILER_OUTPUT"
+        name = f"{worker}-{schedule}-rank{rank}_{os_pid_of(rank)}_{stamp}{ASCEND_PT_SUFFIX}"
+        folder = out / name
+        output = folder / OUTPUT_DIR
         output.mkdir(parents=True, exist_ok=True)
         rank_trace = _RankTrace(result, rank, base)
-        _write_json(folder / f"profiler_info_{rank}.json", _profiler_info(result, rank, base))
-        _write_json(folder / "profiler_metadata.json", profiler_metadata(result, rank))
-        _write_json(output / "trace_view.json", rank_trace.events())
-        rank_trace.write_kernel_details(output / "kernel_details.csv")
-        rank_trace.write_step_trace_time(output / "step_trace_time.csv")
+        _write_json(folder / profiler_info_name(rank), _profiler_info(result, rank, base))
+        _write_json(folder / METADATA, profiler_metadata(result, rank))
+        _write_json(output / TRACE_VIEW, rank_trace.events())
+        rank_trace.write_kernel_details(output / KERNEL_DETAILS)
+        rank_trace.write_step_trace_time(output / STEP_TRACE_TIME)
         folders.append(folder)
     return folders
 
@@ -258,12 +273,12 @@ class _RankTrace:
         py = self.os_pid
         label = f"NPU {self.device}"
         out = [
-            meta(py, "process_name", {"name": "Python"}),
+            meta(py, "process_name", {"name": PYTHON_PROCESS}),
             meta(py, "process_labels", {"labels": "CPU"}),
             meta(py, "process_sort_index", {"sort_index": SORT_PYTHON}),
             meta(py, "thread_name", {"name": f"Thread {py}"}, py),
             meta(py, "thread_sort_index", {"sort_index": py}, py),
-            meta(hw, "process_name", {"name": "Ascend Hardware"}),
+            meta(hw, "process_name", {"name": HARDWARE_PROCESS}),
             meta(hw, "process_labels", {"labels": label}),
             meta(hw, "process_sort_index", {"sort_index": SORT_HARDWARE}),
             meta(hw, "thread_name", {"name": f"Stream {COMPUTE_STREAM}"}, COMPUTE_STREAM),
@@ -273,7 +288,7 @@ class _RankTrace:
             out += [
                 meta(hw, "thread_name", {"name": f"Stream {COMM_STREAM}"}, COMM_STREAM),
                 meta(hw, "thread_sort_index", {"sort_index": COMM_STREAM}, COMM_STREAM),
-                meta(hccl, "process_name", {"name": "HCCL"}),
+                meta(hccl, "process_name", {"name": HCCL_PROCESS}),
                 meta(hccl, "process_labels", {"labels": label}),
                 meta(hccl, "process_sort_index", {"sort_index": SORT_HCCL}),
                 meta(hccl, "thread_name", {"name": f"Group {self.group.hash} Communication"}, 0),
@@ -282,7 +297,7 @@ class _RankTrace:
                 meta(hccl, "thread_sort_index", {"sort_index": 1}, 1),
             ]
         out += [
-            meta(ov, "process_name", {"name": "Overlap Analysis"}),
+            meta(ov, "process_name", {"name": OVERLAP_PROCESS}),
             meta(ov, "process_labels", {"labels": label}),
             meta(ov, "process_sort_index", {"sort_index": SORT_OVERLAP}),
         ]
@@ -297,7 +312,7 @@ class _RankTrace:
             out.append(
                 {
                     "ph": "X",
-                    "name": f"ProfilerStep#{step}",
+                    "name": f"{PROFILER_STEP_PREFIX}{step}",
                     "pid": py,
                     "tid": py,
                     "ts": self.t(start),

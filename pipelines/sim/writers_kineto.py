@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.ingest.profiler_info import CONVENTION_KEYS
+from pipelines.profiler_names import CONVENTION_KEYS, PROFILER_STEP_PREFIX
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import (
     P2P_GROUP_KIND,
@@ -132,7 +132,7 @@ def kineto_trace(result: SimResult, rank: int, base_time_ns: int, epoch_ns: int)
     for name, pid, tid, args in meta:
         ev.events.append({"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": args})
     for step, start, end in step_windows(result).iter_rows():
-        ev.x("user_annotation", f"ProfilerStep#{step}", ev.cpu, ev.cpu, start, end, {})
+        ev.x("user_annotation", f"{PROFILER_STEP_PREFIX}{step}", ev.cpu, ev.cpu, start, end, {})
     for row in compute_tasks(result, rank).iter_rows(named=True):
         kernel = KERNEL_NAMES[bool(row["is_chunk"])]
         ev.launched(row["marker"], kernel, COMPUTE_STREAM, row["start_ns"], row["end_ns"], {})

@@ -15,8 +15,10 @@ from pipelines.analysis.fits import (
     fit_curve,
     vpp_bubble_ratio,
 )
-from pipelines.sim.measured import FittedCost, TabulatedCost
-from pipelines.sim.metrics import bubble_ratio_exact, chunks_frame, summarize
+from pipelines.replay.costs import TabulatedCost
+from pipelines.replay.tables import chunks_frame
+from pipelines.sim.measured import FittedCost
+from pipelines.sim.metrics import bubble_ratio_exact, summarize
 from pipelines.sim.run import simulate
 
 CHUNK = 16384

@@ -19,7 +19,7 @@ from pipelines.analysis.segment import (
 )
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
-from pipelines.sim.metrics import chunks_frame
+from pipelines.replay.tables import chunks_frame
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
 

@@ -11,7 +11,7 @@ import pytest
 from pipelines.analysis.segment import segment_chunks
 from pipelines.ingest.ascend_text import read_rank
 from pipelines.ingest.kineto import read_trace
-from pipelines.sim.metrics import chunks_frame
+from pipelines.replay.tables import chunks_frame
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
 from pipelines.sim.writers_kineto import write_kineto_trace

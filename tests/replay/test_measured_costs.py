@@ -7,9 +7,12 @@ import polars as pl
 import pytest
 
 from pipelines.ingest.frames import SCHEMAS
-from pipelines.sim.measured import FittedCost, TabulatedCost
-from pipelines.sim.metrics import chunks_frame, summarize
-from pipelines.sim.run import replay, simulate
+from pipelines.replay.costs import TabulatedCost
+from pipelines.replay.rerun import replay
+from pipelines.replay.tables import chunks_frame
+from pipelines.sim.measured import FittedCost
+from pipelines.sim.metrics import summarize
+from pipelines.sim.run import simulate
 
 TRUTH = FittedCost(alpha_ns=2_000.0, beta_ns=0.05, call_overhead_ns=3_000_000.0)
 
