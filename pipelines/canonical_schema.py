@@ -56,19 +56,14 @@ def canonical_tables() -> dict[str, Table]:
     """Every canonical table as its DDL declares it, in CANONICAL_TABLES order."""
     import duckdb
 
+    from pipelines import warehouse_queries
+
     scratch = duckdb.connect()
     try:
         for table in CANONICAL_TABLES:
             scratch.execute(ddl_text(table))
-        tables = dict(
-            scratch.execute(
-                "select table_name, comment from duckdb_tables() where not internal"
-            ).fetchall()
-        )
-        columns = scratch.execute(
-            "select table_name, column_name, data_type, is_nullable, comment"
-            " from duckdb_columns() where not internal order by table_name, column_index"
-        ).fetchall()
+        tables = dict(warehouse_queries.catalog_tables(scratch))
+        columns = warehouse_queries.catalog_columns(scratch)
     finally:
         scratch.close()
     by_table: dict[str, list[Column]] = {}

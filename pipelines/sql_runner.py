@@ -2,7 +2,7 @@
 
 Each file is one SELECT and defines one relation named after the file (lower-case). A relation's
 dependencies are the relations its SELECT reads, as DuckDB's own parser reports them
-(`DuckDBPyConnection.get_table_names`, common table expressions excluded); each must be a
+(`json_serialize_sql`, common table expressions excluded); each must be a
 canonical table (sql/schema) or another derived relation, else `SqlLayerError`. `build` creates
 the relations as views in dependency order (`graphlib`; a cycle is a `SqlLayerError`), so a view
 always shows the canonical tables as they are now. docs/sql_layer.md describes the layers.
@@ -10,11 +10,13 @@ always shows the canonical tables as they are now. docs/sql_layer.md describes t
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import cache
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -51,14 +53,37 @@ def read_relation(path: Path, layer: str) -> Relation:
         prefixes = " or ".join(LAYER_PREFIXES[layer])
         raise SqlLayerError(f"{path}: a {layer} relation is named {prefixes}...")
     select = path.read_text().strip().rstrip(";")
+    return Relation(name, layer, path, select, frozenset(referenced_tables(select, path)))
+
+
+def referenced_tables(select: str, where: Path | str = "query") -> set[str]:
+    """Names of the tables and views `select` reads, from DuckDB's parse tree
+    (`json_serialize_sql`: parsed, not bound, so the tables need not exist); names of common
+    table expressions are left out. Raises SqlLayerError when DuckDB cannot parse it."""
     scratch = duckdb.connect()
     try:
-        depends_on = frozenset(t.lower() for t in scratch.get_table_names(select))
-    except duckdb.Error as exc:
-        raise SqlLayerError(f"{path}: {exc}") from exc
+        # a literal, not a bound parameter: binding a Python value makes DuckDB import pandas
+        literal = "'" + select.replace("'", "''") + "'"
+        tree = json.loads(scratch.execute(f"select json_serialize_sql({literal})").fetchone()[0])
     finally:
         scratch.close()
-    return Relation(name, layer, path, select, depends_on)
+    if tree.get("error"):
+        raise SqlLayerError(f"{where}: {tree.get('error_message', 'not a SELECT DuckDB parses')}")
+    tables: set[str] = set()
+    ctes: set[str] = set()
+    stack: list[Any] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                tables.add(node["table_name"].lower())
+            cte_map = node.get("cte_map")
+            if isinstance(cte_map, dict):
+                ctes.update(entry["key"].lower() for entry in cte_map.get("map", []))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return tables - ctes
 
 
 def discover(sql_dir: Path = SQL_DIR) -> dict[str, Relation]:

@@ -33,6 +33,22 @@ def schema_columns(
     return [(r[0], r[1]) for r in rows]
 
 
+def catalog_tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str | None]]:
+    """(table, its `comment on table` text) of every user table."""
+    return con.execute(
+        "select table_name, comment from duckdb_tables() where not internal"
+    ).fetchall()
+
+
+def catalog_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, bool, str | None]]:
+    """(table, column, DuckDB type, nullable, `comment on column` text) of every user table's
+    columns, in declared order."""
+    return con.execute(
+        "select table_name, column_name, data_type, is_nullable, comment"
+        " from duckdb_columns() where not internal order by table_name, column_index"
+    ).fetchall()
+
+
 def relation_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Whether a table or view `name` is visible to the connection (temp views included)."""
     row = con.execute(
