@@ -33,7 +33,8 @@ comment on column step_breakdown.overlapped_ns is 'communication overlapped by c
 comment on column step_breakdown.free_ns is 'device idle time (ns)';
 comment on column step_breakdown.stage_ns is 'step window (ns)';
 comment on column step_breakdown.bubble_ns is 'profiler definition: hcom_receive* only (ns)';
-comment on column step_breakdown.comm_not_overlapped_excl_receive_ns is 'not-overlapped communication without receives (ns)';
+comment on column step_breakdown.comm_not_overlapped_excl_receive_ns is
+'not-overlapped communication without receives (ns)';
 comment on column step_breakdown.preparing_ns is 'time before the first device task of the step (ns)';
 comment on column step_breakdown.p2p_bubble_ns is 'ours: wait inside all p2p ops (send, receive, batchSendRecv) (ns)';
 comment on column step_breakdown.complete is 'false when a derived row cannot be right, null when nothing judges it';
