@@ -287,13 +287,10 @@ def fit_campaign(con, run_ids: list[str]) -> pl.DataFrame:
 
 def replay_first(con, config: DemoConfig, run_ids: list[str]):
     """Replay the campaign's first DeepSeek (else first) CPP run under the replay schedules."""
+    from pipelines import warehouse_queries
     from pipelines.replay.store import replay_run
 
-    rows = con.execute(
-        "select run_id, model from runs where run_id in (select unnest(?::varchar[]))"
-        " and schedule = 'cpp' order by seq_len, run_id",
-        [run_ids],
-    ).fetchall()
+    rows = warehouse_queries.cpp_runs_by_length(con, run_ids)
     if not rows:
         return None
     preferred = [r for r, model in rows if model == "deepseek-v3.1"]

@@ -9,34 +9,19 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from pipelines.paths import SQL_DIR, warehouse_path
+from pipelines import sql_runner
+from pipelines import warehouse_queries as queries
+from pipelines.canonical_schema import CANONICAL_TABLES, canonical_tables, ddl_text
+from pipelines.paths import warehouse_path
 
-# Canonical tables in dependency order; each has sql/schema/<name>.sql.
-CANONICAL_TABLES = (
-    "runs",
-    "run_inputs",
-    "ranks",
-    "slices",
-    "kernels",
-    "comm_ops",
-    "step_breakdown",
-    "chunks",
-    "quarantine",
-)
 INSERT_BATCH_ROWS = 122_880  # DuckDB's row-group size
 # Tables whose rows belong to one run (deleted and rewritten together on re-ingest).
 RUN_TABLES = tuple(t for t in CANONICAL_TABLES if t != "quarantine")
-
-
-def sql_text(relation: str, layer: str = "schema") -> str:
-    """Text of sql/<layer>/<relation>.sql."""
-    return (SQL_DIR / layer / f"{relation}.sql").read_text()
 
 
 DEFAULT_WAIT_S = 300.0  # how long a command waits for another process's write lock
@@ -122,12 +107,16 @@ def connect(
                 on_wait(f"warehouse in use by {holder}, waiting (up to {limit:.0f} s)")
                 said = True
             time.sleep(_POLL_S)
-    if not read_only:
-        try:
+    try:
+        if read_only:
+            # a file written by an older version may lack (or hold older) derived views: this
+            # connection sees the current sql/ definitions as temp views
+            sql_runner.build(con, temporary=True)
+        else:
             create_schema(con)
-        except Exception:
-            con.close()
-            raise
+    except Exception:
+        con.close()
+        raise
     return con
 
 
@@ -157,40 +146,30 @@ def session(
         con.close()
 
 
-@cache
 def declared_columns(table: str) -> tuple[tuple[str, str], ...]:
-    """(name, type) of each column sql/schema/<table>.sql declares (read in a scratch database)."""
-    scratch = duckdb.connect()
-    try:
-        scratch.execute(sql_text(table))
-        return tuple((r[0], r[1]) for r in scratch.execute(f"describe {table}").fetchall())
-    finally:
-        scratch.close()
+    """(name, type) of each column sql/schema/<table>.sql declares."""
+    return tuple((c.name, c.duckdb_type) for c in canonical_tables()[table].columns)
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create every canonical table that does not exist yet, and add the columns a newer
-    sql/schema declares to tables an older version created (nullable, so old rows stay)."""
-    existing = {
-        (r[0], r[1])
-        for r in con.execute(
-            "select table_name, column_name from information_schema.columns"
-            " where table_schema = current_schema()"
-        ).fetchall()
-    }
+    """Create every canonical table that does not exist yet, add the columns a newer
+    sql/schema declares to tables an older version created (nullable, so old rows stay), then
+    (re)create the derived views of sql/ (pipelines.sql_runner.build)."""
+    existing = set(queries.schema_columns(con))
     tables = {t for t, _ in existing}
     for table in CANONICAL_TABLES:
         if table not in tables:
-            con.execute(sql_text(table))
+            con.execute(ddl_text(table))
             continue
         for column, kind in declared_columns(table):
             if (table, column) not in existing:
                 con.execute(f'alter table {table} add column "{column}" {kind}')
+    sql_runner.build(con)
 
 
 def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
     """Column names of a warehouse table, in declared order."""
-    return [row[0] for row in con.execute(f"describe {table}").fetchall()]
+    return queries.table_columns(con, table)
 
 
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> int:
@@ -250,31 +229,28 @@ def record_quarantine(
     content_hash: str | None = None,
 ) -> None:
     """Add a quarantine row unless the same (path, reason, content) is already there."""
-    exists = con.execute(
-        "select 1 from quarantine where path = ? and reason = ?"
-        " and content_hash is not distinct from ?",
-        [path, reason, content_hash],
-    ).fetchone()
-    if not exists:
+    if not queries.quarantine_has(con, path, reason, content_hash):
         con.execute(
             "insert into quarantine values (?, ?, ?, ?, ?)",
             [path, reason, detail, content_hash, datetime.now(UTC).replace(tzinfo=None)],
         )
 
 
-def run_sql_file(con: duckdb.DuckDBPyConnection, relation: str, layer: str) -> None:
-    """Materialise sql/<layer>/<relation>.sql (one SELECT) as table <relation>."""
-    con.execute(f"create or replace table {relation} as {sql_text(relation, layer)}")
-
-
-def temp_view(con: duckdb.DuckDBPyConnection, relation: str, layer: str) -> None:
-    """sql/<layer>/<relation>.sql as a temporary view <relation> (works on read-only
-    connections; nothing is stored)."""
-    con.execute(f"create or replace temp view {relation} as {sql_text(relation, layer)}")
+def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    """Store a frame computed in Python (e.g. the tau_fits table) as table `table`, replacing it,
+    in one transaction. Derived SQL relations are views built by pipelines.sql_runner instead."""
+    con.execute("begin transaction")
+    try:
+        con.execute(f'drop table if exists "{table}"')
+        con.from_arrow(frame.to_arrow()).create(table)
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
 
 
 def row_counts(
     con: duckdb.DuckDBPyConnection, tables: Iterable[str] = CANONICAL_TABLES
 ) -> dict[str, int]:
     """Row count per table."""
-    return {t: con.execute(f"select count(*) from {t}").fetchone()[0] for t in tables}
+    return queries.row_counts(con, tables)

@@ -25,6 +25,7 @@ import duckdb
 import polars as pl
 
 from pipelines import warehouse
+from pipelines import warehouse_queries as queries
 from pipelines.analysis.segment import (
     DEFAULT_MARKER_REGEX,
     PROFILER_STEP_REGEX,
@@ -174,7 +175,7 @@ class ChunkReport:
 def _select_runs(
     con: duckdb.DuckDBPyConnection, run_ids: list[str] | None, report: ChunkReport
 ) -> list[str]:
-    rows = con.execute("select run_id, source from runs order by run_id").fetchall()
+    rows = queries.run_sources(con)
     source = dict(rows)
     if run_ids is None:
         return [r for r, s in rows if s != SIMULATED_SOURCE]
@@ -193,12 +194,8 @@ def stored_rules(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict[str
     """The segmentation rule (JSON or None) stored with each of `run_ids` that exists."""
     if SEGMENTATION_COLUMN not in warehouse.table_columns(con, "runs"):
         return dict.fromkeys(run_ids)  # a warehouse from before the column: all default
-    rows = con.execute(
-        f"select run_id, {SEGMENTATION_COLUMN} from runs where run_id in"
-        " (select unnest(?::varchar[]))",
-        [run_ids],
-    ).fetchall()
-    return dict(rows)
+    rules = queries.run_columns(con, run_ids, [SEGMENTATION_COLUMN])
+    return dict(rules.iter_rows())
 
 
 def extract_chunks(
@@ -257,7 +254,7 @@ def extract_chunks(
 
 
 def _kept(con: duckdb.DuckDBPyConnection, run_id: str, why: str, rule: str | None) -> KeptRun:
-    count = con.execute("select count(*) from chunks where run_id = ?", [run_id]).fetchone()[0]
+    count = queries.chunk_counts(con, [run_id]).get(run_id, 0)
     return KeptRun(run_id, why, int(count), rule)
 
 
@@ -277,10 +274,7 @@ def segment_run(
     if marker_regex is None and not renumber:
         rule = SegmentationRule.from_json(stored_rules(con, [run_id]).get(run_id))
         marker_regex, renumber = rule.marker_regex, rule.renumber
-    lanes = ", ".join(f"'{lane}'" for lane in SEGMENT_LANES)
-    slices = con.execute(
-        f"select * from slices where run_id = ? and lane in ({lanes})", [run_id]
-    ).pl()
+    slices = queries.run_slices(con, run_id, SEGMENT_LANES)
     return segment_chunks(
         slices,
         run_id,

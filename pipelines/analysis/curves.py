@@ -22,15 +22,6 @@ FIT_COLUMNS: dict[str, pl.DataType] = {
 }
 
 
-def mark_partial(chunks: pl.DataFrame) -> pl.DataFrame:
-    """Add `is_partial`: a request's last chunk when it is shorter than the request's longest
-    (the remainder of seq_len / chunk_size); the same rule as sql/intermediate/int_chunk_tau.sql."""
-    request = ["run_id", "vstage", "request_id"]
-    is_last = pl.col("chunk_idx") == pl.col("chunk_idx").max().over(request)
-    shorter = pl.col("tokens") < pl.col("tokens").max().over(request)
-    return chunks.with_columns((is_last & shorter).fill_null(False).alias("is_partial"))
-
-
 def _points(chunks: pl.DataFrame, drop_partial: bool) -> pl.DataFrame:
     """The points to fit: one row per observed chunk, tau in `tau_ns`."""
     frame = chunks
@@ -38,7 +29,9 @@ def _points(chunks: pl.DataFrame, drop_partial: bool) -> pl.DataFrame:
         frame = frame.rename({"busy_ns": "tau_ns"})
     if drop_partial:
         if "is_partial" not in frame.columns:
-            frame = mark_partial(frame)
+            from pipelines.analysis.tau_points import flag_partial_chunks
+
+            frame = flag_partial_chunks(frame)  # the rule of sql/intermediate/int_chunk_flags.sql
         frame = frame.filter(~pl.col("is_partial"))
     return frame.filter(pl.col("tau_ns").is_not_null())
 

@@ -15,8 +15,6 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import warehouse
-
 # group hashes and instance counters in HCCL op names (hcom_allReduce__123_0_1): one op, not many
 _OP_SUFFIX = re.compile(r"(__\d+(_\d+)*|_\d+_\d+_\d+)$")
 TOP = 10
@@ -113,7 +111,6 @@ def _run_row(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | No
 def breakdown_by_rank(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """Per rank: the preferred breakdown row summed over its steps, with the derived row's
     disagreement with the profiler where it has one."""
-    warehouse.temp_view(con, "int_step_breakdown_preferred", "intermediate")
     return con.execute(
         """
         select rank, count(*) as steps,

@@ -1,15 +1,15 @@
-"""The tau_k points to fit: chunks joined with their run configuration (sql/intermediate/
-int_chunk_tau.sql), with simulated reruns left out, plus runs that carry chunk markers but have no
-chunk rows yet, segmented in memory. One loader for `tracereplay fit`, the demo and Dagster."""
+"""The tau_k points to fit: the `int_chunk_tau` relation (sql/intermediate/int_chunk_tau.sql:
+chunks joined with their run configuration, partial remainder chunks flagged) of measured runs,
+plus runs that carry chunk markers but have no chunk rows yet, segmented in memory and put through
+the same SQL. One loader for `tracereplay fit`, the demo and Dagster."""
 
 from __future__ import annotations
 
 import duckdb
 import polars as pl
 
-from pipelines.warehouse import sql_text
-
-RUN_CONFIG = ("source", "model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware")
+from pipelines import sql_runner, warehouse
+from pipelines import warehouse_queries as queries
 
 
 def load_tau_points(
@@ -18,16 +18,11 @@ def load_tau_points(
     schedule: str | None = None,
     segment: bool = True,
 ) -> tuple[pl.DataFrame, list[str]]:
-    """sql/intermediate/int_chunk_tau.sql on the warehouse's chunks and runs, plus (`segment`)
-    the chunks of runs that have chunk markers in their slices but no chunk rows yet, segmented
-    in memory with the default marker rule. Simulated reruns of a run (`tracereplay replay`,
-    replay_of set) are left out: their chunks re-use measured tau, they are no new repeats.
-    Returns (rows, run ids segmented here)."""
-    frame = (
-        con.execute(sql_text("int_chunk_tau", "intermediate"))
-        .pl()
-        .filter(pl.col("replay_of").is_null())
-    )
+    """Rows of `int_chunk_tau` for measured runs (simulated reruns, replay_of set, are left
+    out: their chunks re-use measured tau, they are no new repeats), plus (`segment`) the chunks
+    of runs that have chunk markers in their slices but no chunk rows yet, segmented in memory
+    with each run's rule. Returns (rows, run ids segmented here)."""
+    frame = queries.measured_chunk_tau(con)
     segmented: list[str] = []
     if segment:
         extra = _segment_unchunked(con)
@@ -43,24 +38,35 @@ def load_tau_points(
 
 def _segment_unchunked(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     from pipelines.analysis.chunk_store import segment_run
-    from pipelines.analysis.curves import mark_partial
 
-    run_ids = [
-        row[0]
-        for row in con.execute(
-            "select distinct s.run_id from slices as s"
-            " where s.lane = 'host' and s.name like 'chunk[%'"
-            " and not exists (select 1 from chunks as c where c.run_id = s.run_id)"
-            " order by 1"
-        ).fetchall()
-    ]
+    run_ids = queries.runs_with_markers_but_no_chunks(con)
     parts = [segment_run(con, run_id)[0] for run_id in run_ids]
     if not parts:
         return pl.DataFrame()
-    chunks = pl.concat(parts)
-    config = con.execute(
-        f"select run_id, {', '.join(RUN_CONFIG)} from runs where run_id in "
-        f"(select unnest(?::varchar[]))",
-        [run_ids],
-    ).pl()
-    return mark_partial(chunks.join(config, on="run_id", how="left")).rename({"busy_ns": "tau_ns"})
+    runs = queries.run_columns(con, run_ids, queries.table_columns(con, "runs")[1:])
+    return chunk_tau_of(pl.concat(parts), runs)
+
+
+def chunk_tau_of(chunks: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """`int_chunk_tau` (measured runs) over chunk and run rows held in memory: they are written
+    to a scratch in-memory warehouse whose views are built from sql/ as everywhere else."""
+    scratch = warehouse.connect(":memory:")
+    try:
+        warehouse.insert_frame(scratch, "runs", runs)
+        warehouse.insert_frame(scratch, "chunks", chunks)
+        return queries.measured_chunk_tau(scratch)
+    finally:
+        scratch.close()
+
+
+def flag_partial_chunks(chunks: pl.DataFrame) -> pl.DataFrame:
+    """`chunks` (any frame with run_id, vstage, request_id, chunk_idx, tokens) with the
+    is_last_chunk and is_partial columns of sql/intermediate/int_chunk_flags.sql, computed by
+    that file in a scratch DuckDB where the frame stands in for the `chunks` table."""
+    scratch = duckdb.connect()
+    try:
+        scratch.register("chunks", chunks.to_arrow())
+        sql_runner.build(scratch, ["int_chunk_flags"], temporary=True)
+        return queries.read_relation(scratch, "int_chunk_flags")
+    finally:
+        scratch.close()

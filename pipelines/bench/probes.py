@@ -43,7 +43,7 @@ def _ours(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
         con = warehouse.connect(out)
         try:
             report = ingest_paths([path], con, progress=False)
-            slices = con.execute("select count(*) from slices").fetchone()[0]
+            slices = warehouse.row_counts(con, ["slices"])["slices"]
         finally:
             con.close()
         return {

@@ -116,12 +116,11 @@ def _extract_chunks(target, run_ids: list[str]) -> dict[str, int]:
 def _stored_chunks(target, run_ids: list[str]) -> dict[str, int]:
     if not run_ids:
         return {}
+    from pipelines import warehouse_queries
+
     with target.open() as con:
-        rows = con.execute(
-            "select run_id, count(*) from chunks where list_contains(?, run_id) group by run_id",
-            [run_ids],
-        ).fetchall()
-    return dict.fromkeys(run_ids, 0) | dict(rows)
+        rows = warehouse_queries.chunk_counts(con, run_ids)
+    return dict.fromkeys(run_ids, 0) | rows
 
 
 def _line(r, chunks: int | None) -> str:

@@ -3,133 +3,42 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import polars as pl
 
-# Polars dtypes of the canonical tables (sql/schema/*.sql is the warehouse-side twin).
-SCHEMAS: dict[str, dict[str, pl.DataType]] = {
-    "runs": {
-        "run_id": pl.String,
-        "source": pl.String,
-        "origin": pl.String,
-        "content_hash": pl.String,
-        "model": pl.String,
-        "schedule": pl.String,
-        "chunk_size": pl.Int64,
-        "seq_len": pl.Int64,
-        "tp": pl.Int32,
-        "pp": pl.Int32,
-        "vp": pl.Int32,
-        "dp": pl.Int32,
-        "world_size": pl.Int32,
-        "hardware": pl.String,
-        "software": pl.String,
-        "collected_at": pl.Datetime("us"),
-        "replay_of": pl.String,
-        "tags": pl.String,
-        "ingested_at": pl.Datetime("us"),
-        "dropped_rows": pl.String,
-        "segmentation": pl.String,
-    },
-    "run_inputs": {
-        "run_id": pl.String,
-        "path": pl.String,
-        "bytes": pl.Int64,
-        "sha256": pl.String,
-    },
-    "ranks": {
-        "run_id": pl.String,
-        "rank": pl.Int32,
-        "device_id": pl.Int32,
-        "pp_stage": pl.Int32,
-        "groups": pl.String,
-        "source_path": pl.String,
-    },
-    "slices": {
-        "run_id": pl.String,
-        "rank": pl.Int32,
-        "lane": pl.String,
-        "thread": pl.String,
-        "name": pl.String,
-        "category": pl.String,
-        "start_ns": pl.Int64,
-        "dur_ns": pl.Int64,
-        "step": pl.Int32,
-        "args": pl.String,
-    },
-    "kernels": {
-        "run_id": pl.String,
-        "rank": pl.Int32,
-        "step": pl.Int32,
-        "name": pl.String,
-        "type": pl.String,
-        "core": pl.String,
-        "start_ns": pl.Int64,
-        "dur_ns": pl.Int64,
-        "wait_ns": pl.Int64,
-        "is_comm": pl.Boolean,
-    },
-    "comm_ops": {
-        "run_id": pl.String,
-        "rank": pl.Int32,
-        "step": pl.Int32,
-        "op": pl.String,
-        "op_type": pl.String,
-        "group_name": pl.String,
-        "group_kind": pl.String,
-        "is_p2p": pl.Boolean,
-        "peer": pl.Int32,
-        "bytes": pl.Int64,
-        "start_ns": pl.Int64,
-        "dur_ns": pl.Int64,
-        "wait_ns": pl.Int64,
-        "transit_ns": pl.Int64,
-        "sync_ns": pl.Int64,
-    },
-    "step_breakdown": {
-        "run_id": pl.String,
-        "rank": pl.Int32,
-        "step": pl.Int32,
-        "origin": pl.String,
-        "computing_ns": pl.Int64,
-        "communication_ns": pl.Int64,
-        "comm_not_overlapped_ns": pl.Int64,
-        "overlapped_ns": pl.Int64,
-        "free_ns": pl.Int64,
-        "stage_ns": pl.Int64,
-        "bubble_ns": pl.Int64,
-        "comm_not_overlapped_excl_receive_ns": pl.Int64,
-        "preparing_ns": pl.Int64,
-        "p2p_bubble_ns": pl.Int64,
-        "complete": pl.Boolean,
-        "incomplete_reason": pl.String,
-    },
-    "chunks": {
-        "run_id": pl.String,
-        "rank": pl.Int32,
-        "vstage": pl.Int32,
-        "request_id": pl.String,
-        "chunk_idx": pl.Int32,
-        "tokens": pl.Int64,
-        "prefix_tokens": pl.Int64,
-        "start_ns": pl.Int64,
-        "end_ns": pl.Int64,
-        "busy_ns": pl.Int64,
-    },
-}
+from pipelines.canonical_schema import CANONICAL_TABLES, polars_schema
 
-RUN_TABLE_NAMES = tuple(SCHEMAS)
+RUN_TABLE_NAMES = tuple(t for t in CANONICAL_TABLES if t != "quarantine")
+"""The tables a reader fills for one run (`quarantine` is the warehouse's own)."""
+
+
+def __getattr__(name: str) -> Any:
+    # SCHEMAS is built on first use from sql/schema (pipelines.canonical_schema), so importing
+    # this module does not start DuckDB.
+    if name == "SCHEMAS":
+        return _schemas()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@cache
+def _schemas() -> dict[str, dict[str, pl.DataType]]:
+    """Polars dtypes of the run tables, derived from their DDL (sql/schema/<table>.sql)."""
+    return {table: polars_schema(table) for table in RUN_TABLE_NAMES}
+
+
+SCHEMAS: dict[str, dict[str, pl.DataType]]
 
 
 def empty(table: str) -> pl.DataFrame:
     """An empty frame with the canonical schema of `table`."""
-    return pl.DataFrame(schema=SCHEMAS[table])
+    return pl.DataFrame(schema=_schemas()[table])
 
 
 def conform(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     """Select and cast `frame` to the canonical schema of `table`; absent columns become null."""
-    schema = SCHEMAS[table]
+    schema = _schemas()[table]
     unknown = set(frame.columns) - set(schema)
     if unknown:
         raise ValueError(f"{table}: columns not in the canonical schema: {sorted(unknown)}")

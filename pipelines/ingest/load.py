@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import warehouse
+from pipelines import warehouse, warehouse_queries
 from pipelines.ingest.assemble import (
     FileDigest,
     apply_tags,
@@ -159,18 +159,9 @@ def _json_dict(text: str | None) -> dict[str, Any]:
 
 def stored_runs(con: duckdb.DuckDBPyConnection) -> dict[str, StoredRun]:
     """Every measured run of the warehouse (reruns made by `replay` excluded), by run_id."""
-    counts = " ".join(
-        f"left join (select run_id, count(*) as n_{t} from {t} group by run_id) using (run_id)"
-        for t in ("ranks", "slices", "kernels", "comm_ops", "step_breakdown")
-    )
-    rows = con.execute(
-        "select run_id, origin, content_hash, tags, segmentation, dropped_rows, source,"
-        " coalesce(n_ranks, 0), coalesce(n_slices, 0), coalesce(n_kernels, 0),"
-        " coalesce(n_comm_ops, 0), coalesce(n_step_breakdown, 0)"
-        f" from runs {counts} where replay_of is null"
-    ).fetchall()
+    rows = warehouse_queries.stored_run_rows(con)
     files: dict[str, dict[str, str]] = {}
-    for run_id, path, sha in con.execute("select run_id, path, sha256 from run_inputs").fetchall():
+    for run_id, path, sha in warehouse_queries.run_input_files(con):
         files.setdefault(run_id, {})[path] = sha
     out = {}
     for row in rows:
@@ -266,10 +257,7 @@ def _drop_null_keys(
 
 
 def _not_null_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
-    rows = con.execute(
-        "select table_name, column_name from information_schema.columns"
-        " where table_schema = current_schema() and is_nullable = 'NO'"
-    ).fetchall()
+    rows = warehouse_queries.schema_columns(con, not_null_only=True)
     out: dict[str, list[str]] = {}
     for table, column in rows:
         out.setdefault(table, []).append(column)
@@ -301,12 +289,7 @@ def _write_run(
     run_id = frames.run_id
     con.execute("begin transaction")
     try:
-        here = [
-            r[0]
-            for r in con.execute(
-                "select run_id from runs where origin = ? and replay_of is null", [origin]
-            ).fetchall()
-        ]
+        here = warehouse_queries.run_ids_at_origin(con, origin)
         gone = sorted({*here, *replace} - {run_id})
         for old in [*gone, run_id]:
             warehouse.delete_run(con, old)
@@ -330,7 +313,7 @@ def write_frames(con: duckdb.DuckDBPyConnection, frames: RunFrames) -> tuple[str
 
 def _retag(con: duckdb.DuckDBPyConnection, stored: StoredRun, tags: dict[str, str]) -> None:
     """Store merged tags on an unchanged run (and the run facts they set)."""
-    row = con.execute("select * from runs where run_id = ?", [stored.run_id]).pl()
+    row = warehouse_queries.run_row(con, stored.run_id)
     updated = apply_tags(row.row(0, named=True), tags)
     columns = [c for c in row.columns if c != "run_id" and updated.get(c) != row[c][0]]
     if not columns:

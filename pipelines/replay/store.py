@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import warehouse
+from pipelines import warehouse, warehouse_queries
 from pipelines.replay.measured import Measured
 from pipelines.replay.tables import SOURCE, rerun_tables
 from pipelines.sim.metrics import summarize
@@ -82,16 +82,15 @@ class ReplayReport:
 def load_measured(con: duckdb.DuckDBPyConnection, run_id: str, extract: bool = True) -> Measured:
     """The runs row and chunks of `run_id`; with `extract`, a run without stored chunks is
     segmented first (chunk_store.extract_chunks). Raises ReplayError when there are none."""
-    run = con.execute("select * from runs where run_id = ?", [run_id]).pl()
+    run = warehouse_queries.run_row(con, run_id)
     if run.is_empty():
         raise ReplayError(f"no run {run_id!r} in the warehouse (see `tracereplay chunks`)")
-    query = "select * from chunks where run_id = ? order by rank, vstage, request_id, chunk_idx"
-    chunks = con.execute(query, [run_id]).pl()
+    chunks = warehouse_queries.run_chunks(con, run_id)
     if chunks.is_empty() and extract and run["source"][0] != SOURCE:
         from pipelines.analysis.chunk_store import extract_chunks
 
         extract_chunks(con, [run_id])
-        chunks = con.execute(query, [run_id]).pl()
+        chunks = warehouse_queries.run_chunks(con, run_id)
     if chunks.is_empty():
         raise ReplayError(
             f"run {run_id!r} has no chunks: its slices carry no chunk markers "
@@ -166,10 +165,7 @@ def simulate_reruns(
 
 def _ingested_at(con: duckdb.DuckDBPyConnection, run_id: str, content_hash: str) -> Any:
     """Keep the first write time of an unchanged rerun (same content hash)."""
-    row = con.execute(
-        "select ingested_at from runs where run_id = ? and content_hash = ?", [run_id, content_hash]
-    ).fetchone()
-    return row[0] if row else None
+    return warehouse_queries.ingested_at(con, run_id, content_hash)
 
 
 def replay_run(

@@ -1,6 +1,6 @@
 -- one row per chunk x virtual stage with its run configuration: tau_ns = device busy time of the
--- chunk on its stage; is_partial marks a request's last chunk when it is shorter than the others
--- (the remainder of seq_len / chunk_size), which curve fits leave out
+-- chunk on its stage; is_partial (int_chunk_flags) marks a request's shorter remainder chunk,
+-- which curve fits leave out
 select
     c.run_id,
     r.source,
@@ -23,12 +23,7 @@ select
     c.start_ns,
     c.end_ns,
     c.busy_ns as tau_ns,
-    c.chunk_idx = max(c.chunk_idx) over request as is_last_chunk,
-    coalesce(
-        c.chunk_idx = max(c.chunk_idx) over request
-        and c.tokens < max(c.tokens) over request,
-        false
-    ) as is_partial
-from chunks as c
-join runs as r on r.run_id = c.run_id
-window request as (partition by c.run_id, c.vstage, c.request_id)
+    c.is_last_chunk,
+    c.is_partial
+from int_chunk_flags as c
+inner join runs as r on c.run_id = r.run_id

@@ -27,12 +27,14 @@ with ranked as (
         ) as origins
     from step_breakdown as b
 ),
+
 derived as (
     select *
     from step_breakdown
     where origin = 'derived'
     qualify row_number() over (partition by run_id, rank, step order by complete desc nulls last) = 1
 ),
+
 reference as (
     select *
     from step_breakdown
@@ -41,6 +43,7 @@ reference as (
         partition by run_id, rank, step order by case origin when 'profiler' then 0 else 1 end
     ) = 1
 )
+
 select
     p.run_id,
     p.rank,
@@ -58,9 +61,9 @@ select
     p.bubble_ns,
     p.comm_not_overlapped_excl_receive_ns,
     p.preparing_ns,
-    coalesce(p.p2p_bubble_ns, case when d.complete then d.p2p_bubble_ns end) as p2p_bubble_ns,
     d.complete as derived_complete,
     d.incomplete_reason as derived_incomplete_reason,
+    coalesce(p.p2p_bubble_ns, case when d.complete then d.p2p_bubble_ns end) as p2p_bubble_ns,
     case when d.run_id is not null then r.origin end as reference_origin,
     d.stage_ns - r.stage_ns as derived_stage_diff_ns,
     d.computing_ns - r.computing_ns as derived_computing_diff_ns,
@@ -69,7 +72,7 @@ select
     / nullif(r.stage_ns + coalesce(r.bubble_ns, 0), 0) as derived_coverage
 from ranked as p
 left join derived as d
-    on d.run_id = p.run_id and d.rank = p.rank and d.step is not distinct from p.step
+    on p.run_id = d.run_id and p.rank = d.rank and d.step is not distinct from p.step
 left join reference as r
-    on r.run_id = p.run_id and r.rank = p.rank and r.step is not distinct from p.step
+    on p.run_id = r.run_id and p.rank = r.rank and r.step is not distinct from p.step
 where p.preference = 1

@@ -58,8 +58,6 @@ def test_sql_models_flag_the_remainder_chunk_and_aggregate_per_run(tmp_path) -> 
     path = tmp_path / "w.duckdb"
     _warehouse(path)
     con = wh.connect(path)
-    wh.run_sql_file(con, "int_chunk_tau", "intermediate")
-    wh.run_sql_file(con, "fct_tau_by_chunk", "marts")
     partial = con.execute(
         "select run_id, chunk_idx from int_chunk_tau where is_partial order by run_id"
     ).fetchall()

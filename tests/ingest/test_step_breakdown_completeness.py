@@ -14,7 +14,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines import warehouse as wh
 from pipelines.ingest.load import ingest_paths
 from pipelines.ingest.step_breakdown import (
     ABS_TOLERANCE_NS,
@@ -71,7 +70,6 @@ def test_set_d_trimmed_ranks_are_incomplete_and_the_profiler_is_preferred(
     ).fetchall()
     assert others == [("cluster", 16, True, 0), ("profiler", 2, True, 0)]
 
-    wh.run_sql_file(warehouse, "int_step_breakdown_preferred", "intermediate")
     preferred = {
         r["rank"]: r
         for r in _rows(
@@ -101,7 +99,6 @@ def test_complete_sets_derived_rows_are_complete(real_dir: Path, warehouse, name
         " where origin = 'derived' order by rank, step"
     ).fetchall()
     assert rows and all(r[2] is True and r[3] is None for r in rows), rows
-    wh.run_sql_file(warehouse, "int_step_breakdown_preferred", "intermediate")
     preferred = warehouse.execute(
         "select origin, derived_complete, derived_stage_diff_ns, derived_computing_diff_ns,"
         " derived_coverage from int_step_breakdown_preferred where derived_complete is not null"
@@ -172,7 +169,6 @@ def test_trimmed_kernel_details_is_incomplete_and_not_preferred(tmp_path: Path, 
         " computing 1.0 ms vs profiler 6.0 ms; communication 0.0 ms vs profiler 2.0 ms"
     )
     assert rows["profiler"]["complete"] is True and rows["profiler"]["incomplete_reason"] is None
-    wh.run_sql_file(warehouse, "int_step_breakdown_preferred", "intermediate")
     (chosen,) = _rows(warehouse, "select * from int_step_breakdown_preferred", [])
     assert (chosen["origin"], chosen["stage_ns"], chosen["computing_ns"]) == (
         "profiler",
@@ -191,7 +187,6 @@ def test_whole_kernel_details_is_complete(tmp_path: Path, warehouse) -> None:
         2 * MS,
     )
     assert derived["complete"] is True and derived["incomplete_reason"] is None
-    wh.run_sql_file(warehouse, "int_step_breakdown_preferred", "intermediate")
     (chosen,) = _rows(warehouse, "select * from int_step_breakdown_preferred", [])
     assert chosen["origin"] == "profiler" and chosen["derived_complete"] is True
     assert chosen["p2p_bubble_ns"] == 0  # ours, from the complete derived row
@@ -223,7 +218,6 @@ def test_without_profiler_rows_the_cluster_summary_judges(tmp_path: Path, wareho
         "kernel_coverage 10.0 % of the cluster step window; stage 1.0 ms vs cluster 10.0 ms"
     )
     assert derived[1]["complete"] is True and derived[1]["incomplete_reason"] is None
-    wh.run_sql_file(warehouse, "int_step_breakdown_preferred", "intermediate")
     chosen = dict(
         warehouse.execute(
             "select rank, origin from int_step_breakdown_preferred order by rank"

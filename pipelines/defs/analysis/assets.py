@@ -12,6 +12,7 @@ from typing import Literal
 import dagster as dg
 import polars as pl
 
+from pipelines import warehouse as wh
 from pipelines.analysis.chunk_store import extract_chunks
 from pipelines.analysis.tau_points import load_tau_points
 from pipelines.defs.ingest.lookup import runs_under
@@ -71,7 +72,7 @@ def chunks(
             link=config.link,
             renumber=config.renumber,
         )
-        total = con.execute("select count(*) from chunks").fetchone()[0]
+        total = wh.row_counts(con, ["chunks"])["chunks"]
     per_run = [
         {
             "run_id": run.run_id,
@@ -156,11 +157,7 @@ def tau_fits(
             n_boot=config.n_boot,
             seed=config.seed,
         )
-        con.register("_fits", fits.to_arrow())
-        try:
-            con.execute(f"create or replace table {FIT_TABLE} as select * from _fits")
-        finally:
-            con.unregister("_fits")
+        wh.replace_table(con, FIT_TABLE, fits)
     verdicts = dict(fits.group_by("verdict").len().sort("verdict").iter_rows())
     if fits.is_empty():
         context.log.warning("no chunks in the warehouse: the fit table is empty")

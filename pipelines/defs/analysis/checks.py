@@ -12,6 +12,7 @@ from fnmatch import fnmatch
 import dagster as dg
 import polars as pl
 
+from pipelines import warehouse_queries
 from pipelines.defs.analysis.assets import FIT_TABLE, tau_fits
 from pipelines.defs.metadata import markdown_frame
 from pipelines.defs.resources import WarehouseResource
@@ -49,10 +50,8 @@ def _load_fits(warehouse: WarehouseResource) -> pl.DataFrame | None:
     if not warehouse.file.exists():
         return None
     with warehouse.connect(read_only=True) as con:
-        found = con.execute(
-            "select count(*) from information_schema.tables where table_name = ?", [FIT_TABLE]
-        ).fetchone()[0]
-        return con.execute(f"select * from {FIT_TABLE}").pl() if found else None
+        found = warehouse_queries.relation_exists(con, FIT_TABLE)
+        return warehouse_queries.read_relation(con, FIT_TABLE) if found else None
 
 
 def _missing(config: ModelVerdictConfig, severity: dg.AssetCheckSeverity) -> dg.AssetCheckResult:

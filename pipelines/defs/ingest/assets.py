@@ -17,6 +17,8 @@ import dagster as dg
 import duckdb
 
 from pipelines import warehouse as wh
+from pipelines import warehouse_queries as wh_queries
+from pipelines.canonical_schema import table_description
 from pipelines.defs.ingest.folders import folder_state
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_rows
@@ -25,15 +27,8 @@ from pipelines.ingest.discover import discover
 from pipelines.ingest.load import IngestReport, WarehouseTarget, ingest_paths
 
 INGEST_TABLES = ("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine")
-TABLE_DESCRIPTIONS = {
-    "runs": "One row per profiled or simulated run (configuration, origin, content hash).",
-    "ranks": "One row per rank of a run (device, pipeline stage, groups).",
-    "slices": "Device and host events of every rank (compute, comm, host, overlap lanes).",
-    "kernels": "Rows of kernel_details per rank (name, type, core, start, duration, wait).",
-    "comm_ops": "Collective and point-to-point operations per rank.",
-    "step_breakdown": "Per rank and step: computing, communication, overlap, free, bubble (ns).",
-    "quarantine": "Inputs that could not be ingested, with a reason code.",
-}
+# from the DDL's `comment on table` (sql/schema/<table>.sql, pipelines.canonical_schema)
+TABLE_DESCRIPTIONS = {table: table_description(table) for table in INGEST_TABLES}
 
 
 def _existing_folder(raw_dir: RawDirResource, partition_key: str) -> Path:
@@ -99,11 +94,7 @@ def raw_run_files(
 def _span(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> tuple[int | None, int | None]:
     if not run_ids:
         return None, None
-    first, last = con.execute(
-        "select min(start_ns), max(start_ns) from slices where list_contains(?, run_id)",
-        [run_ids],
-    ).fetchone()
-    return first, last
+    return wh_queries.slice_start_span(con, run_ids)
 
 
 def _quarantine_rows(report: IngestReport, folder: Path) -> list[tuple[str, str, str]]:

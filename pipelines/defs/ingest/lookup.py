@@ -6,12 +6,10 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines import warehouse_queries
+
 
 def runs_under(con: duckdb.DuckDBPyConnection, folder: Path) -> list[str]:
     """run_ids whose origin is `folder` (resolved) or lies inside it, sorted."""
     root = str(folder.resolve())
-    rows = con.execute(
-        "select run_id from runs where origin = ? or starts_with(origin, ?) order by run_id",
-        [root, root.rstrip("/") + "/"],
-    ).fetchall()
-    return [row[0] for row in rows]
+    return warehouse_queries.run_ids_under(con, root)
