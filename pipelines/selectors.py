@@ -19,6 +19,8 @@ from datetime import date, timedelta
 
 import duckdb
 
+from pipelines import warehouse_queries
+
 SPECIAL_KEYS = ("since", "until", "runs", "replays")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 # run columns a selector never compares (free text or internal)
@@ -90,7 +92,7 @@ def parse_selector(text: str | None) -> Selector:
 
 
 def _run_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in con.execute("describe runs").fetchall()]
+    return [c for t, c in warehouse_queries.schema_columns(con) if t == "runs"]
 
 
 def _where(selector: Selector, columns: list[str]) -> tuple[str, list[object]]:
@@ -125,10 +127,7 @@ def select_run_ids(con: duckdb.DuckDBPyConnection, selector: Selector | str | No
     if not isinstance(selector, Selector):
         selector = parse_selector(selector)
     where, params = _where(selector, _run_columns(con))
-    rows = con.execute(
-        f"select run_id from runs where {where} order by collected_at nulls last, run_id", params
-    ).fetchall()
-    return [r[0] for r in rows]
+    return warehouse_queries.run_ids_where(con, where, params)
 
 
 def available_facts(con: duckdb.DuckDBPyConnection, keys: list[str], limit: int = 8) -> str:
@@ -142,14 +141,7 @@ def available_facts(con: duckdb.DuckDBPyConnection, keys: list[str], limit: int 
             expr, params = f'cast("{key}" as varchar)', []
         else:
             expr, params = "json_extract_string(tags, ?)", [f'$."{key}"']
-        values = [
-            r[0]
-            for r in con.execute(
-                f"select distinct {expr} as v from runs where replay_of is null and v is not null"
-                " order by v",
-                params,
-            ).fetchall()
-        ]
+        values = warehouse_queries.distinct_run_values(con, expr, params)
         shown = ", ".join(values[:limit]) + (
             f", ... ({len(values)} in all)" if len(values) > limit else ""
         )
@@ -165,15 +157,12 @@ def require_runs(con: duckdb.DuckDBPyConnection, selector: Selector | str | None
     found = select_run_ids(con, selector)
     if found:
         return found
-    total = con.execute("select count(*) from runs where replay_of is null").fetchone()[0]
+    total, first, last = warehouse_queries.measured_run_span(con)
     if total == 0:
         raise SelectorError("the warehouse holds no runs: run `tracereplay ingest PATH` first")
     keys = [k for k, _ in selector.facts] or ["model", "schedule", "seq_len"]
     hint = available_facts(con, keys)
-    dates = con.execute(
-        "select min(collected_at)::date, max(collected_at)::date from runs where replay_of is null"
-    ).fetchone()
-    when = f"; collected {dates[0]} .. {dates[1]}" if dates[0] else ""
+    when = f"; collected {first} .. {last}" if first else ""
     raise SelectorError(
         f"no run matches {selector.text or 'the selector'!r} ({total} runs stored; {hint}{when})"
     )

@@ -7,6 +7,8 @@ Table names given as arguments are checked against the warehouse's own catalog f
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -232,3 +234,181 @@ def measured_chunk_tau(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Rows of the int_chunk_tau relation of measured runs (simulated reruns, replay_of set,
     left out: their chunks re-use measured tau, they are no new repeats)."""
     return con.execute("select * from int_chunk_tau where replay_of is null").pl()
+
+
+# --- run views (tracereplay runs / show) --------------------------------------------------
+
+
+def run_list(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
+    """One row per run: facts, rank count, makespan (first device/host event start to last end,
+    else the chunk span), whether chunks are stored."""
+    if not run_ids:
+        return pl.DataFrame()
+    return con.execute(
+        """
+        with sel as (select unnest(?::varchar[]) as run_id),
+        span as (
+            select run_id, max(start_ns + dur_ns) - min(start_ns) as makespan_ns
+            from slices where run_id in (select run_id from sel) group by run_id
+        ),
+        kernel_span as (
+            select run_id, max(start_ns + dur_ns) - min(start_ns) as kernel_span_ns
+            from kernels where run_id in (select run_id from sel) group by run_id
+        ),
+        chunk_span as (
+            select run_id, count(*) as chunks, max(end_ns) - min(start_ns) as chunk_span_ns
+            from chunks where run_id in (select run_id from sel) group by run_id
+        ),
+        rank_count as (
+            select run_id, count(*) as ranks from ranks
+            where run_id in (select run_id from sel) group by run_id
+        )
+        select r.run_id, r.source, r.model, r.schedule, r.seq_len, r.chunk_size,
+               coalesce(k.ranks, 0) as ranks, r.collected_at,
+               coalesce(s.makespan_ns, ks.kernel_span_ns, c.chunk_span_ns) as makespan_ns,
+               coalesce(c.chunks, 0) as chunks, r.replay_of, r.origin
+        from runs r join sel using (run_id)
+        left join span s using (run_id)
+        left join kernel_span ks using (run_id)
+        left join chunk_span c using (run_id)
+        left join rank_count k using (run_id)
+        order by r.collected_at nulls last, r.run_id
+        """,
+        [run_ids],
+    ).pl()
+
+
+def run_record(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | None:
+    frame = con.execute("select * from runs where run_id = ?", [run_id]).pl()
+    if frame.is_empty():
+        return None
+    row = frame.row(0, named=True)
+    for key in ("tags", "software", "dropped_rows", "segmentation"):
+        if row.get(key):
+            with contextlib.suppress(ValueError):
+                row[key] = json.loads(row[key])
+    return row
+
+
+def breakdown_by_rank(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """Per rank: the preferred breakdown row summed over its steps, with the derived row's
+    disagreement with the profiler where it has one."""
+    return con.execute(
+        """
+        select rank, count(*) as steps,
+               string_agg(distinct origin, '+' order by origin) as origin,
+               bool_and(coalesce(complete, true)) as complete,
+               sum(computing_ns)::bigint as computing_ns,
+               sum(comm_not_overlapped_ns)::bigint as comm_not_overlapped_ns,
+               sum(overlapped_ns)::bigint as overlapped_ns,
+               sum(free_ns)::bigint as free_ns,
+               sum(stage_ns)::bigint as stage_ns,
+               sum(bubble_ns)::bigint as bubble_ns,
+               sum(p2p_bubble_ns)::bigint as p2p_bubble_ns,
+               any_value(derived_incomplete_reason) filter (where derived_complete = false)
+                   as derived_incomplete_reason,
+               any_value(reference_origin) as reference_origin,
+               sum(derived_stage_diff_ns)::bigint as derived_stage_diff_ns,
+               min(derived_coverage) as derived_coverage
+        from int_step_breakdown_preferred
+        where run_id = ?
+        group by rank order by rank
+        """,
+        [run_id],
+    ).pl()
+
+
+def top_kernels(con: duckdb.DuckDBPyConnection, run_id: str, top: int = 10) -> pl.DataFrame:
+    """Kernels by total device time (kernel_details rows, else compute-lane slices)."""
+    frame = con.execute(
+        """
+        select name, count(*) as count, sum(dur_ns)::bigint as total_ns, max(dur_ns) as max_ns,
+               count(distinct rank) as ranks
+        from kernels where run_id = ? and not coalesce(is_comm, false)
+        group by name order by total_ns desc, name limit ?
+        """,
+        [run_id, top],
+    ).pl()
+    if frame.height:
+        return frame.with_columns(pl.lit("kernel_details").alias("from"))
+    return con.execute(
+        """
+        select name, count(*) as count, sum(dur_ns)::bigint as total_ns, max(dur_ns) as max_ns,
+               count(distinct rank) as ranks, 'trace' as "from"
+        from slices where run_id = ? and lane = 'compute'
+        group by name order by total_ns desc, name limit ?
+        """,
+        [run_id, top],
+    ).pl()
+
+
+def has_chunk_markers(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
+    row = con.execute(
+        "select 1 from slices where run_id = ? and lane = 'host' and name like 'chunk[%' limit 1",
+        [run_id],
+    ).fetchone()
+    return row is not None
+
+
+def chunk_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """Per rank and virtual stage: chunks, requests, first and last index, busy time."""
+    return con.execute(
+        """
+        select rank, vstage, count(*) as chunks, count(distinct request_id) as requests,
+               min(chunk_idx) as first_k, max(chunk_idx) as last_k,
+               avg(busy_ns) as mean_busy_ns, min(busy_ns) as min_busy_ns,
+               max(busy_ns) as max_busy_ns
+        from chunks where run_id = ? group by rank, vstage order by rank, vstage
+        """,
+        [run_id],
+    ).pl()
+
+
+def match_run_id(con: duckdb.DuckDBPyConnection, text: str) -> list[str]:
+    """Run ids equal to `text`, else those starting with it (a unique prefix is enough)."""
+    exact = con.execute("select run_id from runs where run_id = ?", [text]).fetchall()
+    if exact:
+        return [exact[0][0]]
+    rows = con.execute(
+        "select run_id from runs where starts_with(run_id, ?) order by run_id", [text]
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def comm_op_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """op, is_p2p, dur_ns, wait_ns, rank of every comm op of a run."""
+    return con.execute(
+        "select op, coalesce(is_p2p, false) as is_p2p, dur_ns, wait_ns, rank"
+        " from comm_ops where run_id = ?",
+        [run_id],
+    ).pl()
+
+
+def run_ids_where(con: duckdb.DuckDBPyConnection, where: str, params: list[object]) -> list[str]:
+    """Run ids matching a WHERE clause composed by pipelines.selectors (columns of runs only),
+    oldest first."""
+    rows = con.execute(
+        f"select run_id from runs where {where} order by collected_at nulls last, run_id", params
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def distinct_run_values(
+    con: duckdb.DuckDBPyConnection, expression: str, params: list[object]
+) -> list[str]:
+    """Distinct non-null values of an expression over measured runs (selector hints)."""
+    rows = con.execute(
+        f"select distinct {expression} as v from runs where replay_of is null and v is not null"
+        " order by v",
+        params,
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def measured_run_span(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
+    """(count, first collected day, last collected day) of the measured runs."""
+    row = con.execute(
+        "select count(*), min(collected_at)::date, max(collected_at)::date from runs"
+        " where replay_of is null"
+    ).fetchone()
+    return row[0], row[1], row[2]
