@@ -9,7 +9,10 @@ import polars as pl
 
 from pipelines.warehouse import sql_text
 
-RUN_CONFIG = ("source", "model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware")
+RUN_CONFIG = (
+    *("source", "model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware"),
+    "attention",
+)
 
 
 def load_tau_points(

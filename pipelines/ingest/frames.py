@@ -31,6 +31,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "ingested_at": pl.Datetime("us"),
         "dropped_rows": pl.String,
         "segmentation": pl.String,
+        "attention": pl.String,
     },
     "run_inputs": {
         "run_id": pl.String,

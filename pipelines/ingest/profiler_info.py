@@ -20,8 +20,19 @@ from typing import Any
 from pipelines.ingest.errors import QuarantineError
 
 # Keys users set with torch_npu `prof.add_metadata(key, value)` (DESIGN.md conventions, plus
-# `hardware` for the runs row when the profiler itself does not name the device).
-CONVENTION_KEYS = ("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware")
+# `hardware` for the runs row when the profiler itself does not name the device, and `attention`:
+# dense or sparse, which decides whether tau_k is expected linear, docs/tau_k.md).
+CONVENTION_KEYS = (
+    "model",
+    "schedule",
+    "chunk_size",
+    "seq_len",
+    "tp",
+    "pp",
+    "vp",
+    "hardware",
+    "attention",
+)
 _INFO_NAME = re.compile(r"^profiler_info(?:_(\d+))?\.json$")
 _MASK32 = 0xFFFFFFFF
 

@@ -20,5 +20,6 @@ create table if not exists runs (
     tags varchar,                     -- json object of user tags
     ingested_at timestamp,
     dropped_rows varchar,             -- json object: reason -> rows dropped by the readers
-    segmentation varchar              -- json: the chunk rule `tracereplay chunks` applied (null: markers)
+    segmentation varchar,             -- json: the chunk rule `tracereplay chunks` applied (null: markers)
+    attention varchar                 -- dense or sparse (DSA top-k): decides the expected tau_k shape
 );
