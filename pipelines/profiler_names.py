@@ -77,4 +77,8 @@ def hcom_op_name(op_type: str, g3: str, idx: int, k: int = 1) -> str:
 
 # --- run conventions: keys users set with torch_npu `prof.add_metadata(key, value)` --------------
 # (DESIGN.md conventions, plus `hardware` for the runs row when the profiler does not name it)
-CONVENTION_KEYS = ("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware")
+# `attention`: dense or sparse, which decides whether tau_k is expected linear (docs/tau_k.md)
+CONVENTION_KEYS = (
+    *("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware"),
+    "attention",
+)

@@ -7,8 +7,12 @@ import polars as pl
 from pipelines.analysis.fits import CurveFit, fit_curve
 from pipelines.analysis.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
 
-CURVE_KEYS = ("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware", "vstage")
-"""A curve = one configuration and one virtual stage; repeats of it (runs) are pooled."""
+CURVE_KEYS = (
+    *("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware", "attention"),
+    "vstage",
+)
+"""A curve = one configuration and one virtual stage; repeats of it (runs) are pooled. `attention`
+(dense / sparse, a run fact) rides along: it decides which shape the curve is expected to have."""
 
 FIT_COLUMNS: dict[str, pl.DataType] = {
     name: (

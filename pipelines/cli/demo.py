@@ -18,10 +18,12 @@ deepseek-v3.1 (dense attention) and glm-5.2 (DeepSeek sparse attention, DSA) x s
 vpp x prompts of 128K and 256K tokens in 16K chunks, pp=2, x --repeats runs with 3% noise and
 distinct seeds. Each run is written as torch_npu *_ascend_pt folders under <out>/raw/, ingested
 into the warehouse, segmented into chunks by its chunk markers, and tau_k is fitted per
-configuration and virtual stage. Prints the fit table with its verdicts, which curves are flagged
-(not linear), the self-check (dense-attention curves linear, DSA curves flagged), and a replay of
-the first DeepSeek CPP run under cpp, vpp and vpp_pack. Progress and timings go to stderr.
-Re-running it rewrites the same bytes and adds no rows.
+configuration and virtual stage (stored as the table tau_fits). The campaign is the one the
+Dagster asset sim_campaign writes (same folders, same bytes). Prints the fit table with its
+verdicts, the self-check (the verdict policy the Dagster checks apply: runs with dense attention
+give no flagged curve, runs with sparse attention no linear one; too_noisy / too_short decide
+nothing), and a replay of the first DeepSeek CPP run under cpp, vpp and vpp_pack. Progress and
+timings go to stderr. Re-running it rewrites the same bytes and adds no rows.
 
 Exit status: 0 self-check passed, 1 self-check failed, 2 an input was quarantined."""
 
@@ -62,9 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
+    from pipelines.campaign import Campaign
     from pipelines.demo import DEFAULT_OUT, DemoConfig
 
-    config = DemoConfig(out=args.out or DEFAULT_OUT, warehouse=args.warehouse, repeats=args.repeats)
+    campaign = Campaign(repeats=args.repeats)
+    config = DemoConfig(out=args.out or DEFAULT_OUT, warehouse=args.warehouse, campaign=campaign)
     if args.quick:
         config = config.quick()
     if args.no_replay:
@@ -108,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     config = config_from_args(args)
     print(
-        f"demo: {len(config.runs())} simulated runs -> {config.out / 'raw'}, "
+        f"demo: {len(config.campaign.runs())} simulated runs -> {config.raw_dir}, "
         f"warehouse {config.warehouse_path}",
         file=sys.stderr,
     )

@@ -25,7 +25,11 @@ cluster-robust by run when runs are pooled; a/b by Fieller; the VPP balance resi
 sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k with a bootstrap interval; the whole-run bubble
 ratio VPP would leave for the curve (pp=2, vp=2, equal stages, free transfers, one request; exact
 identity, same bootstrap) and VPP's gain, CPP's bubble minus VPP's (docs/tau_k.md §6.2).
-Times are printed in ms. Exit status 0 (verdicts are reported, not enforced)."""
+Times are printed in ms. Every curve of the warehouse is fitted and stored as the table tau_fits
+(the same step as the demo and the Dagster asset tau_fits); --model / --schedule only filter what
+is printed. The verdict policy is summarised: runs with dense attention (runs.attention) are
+expected linear, runs with sparse attention flagged; too_noisy and too_short decide nothing.
+Exit status 0 (verdicts are reported, not enforced)."""
 
 TEXT_COLUMNS = (
     ("model", "model"),
@@ -144,27 +148,46 @@ def _json_value(x):
     return x
 
 
+def policy_summary(curves: pl.DataFrame) -> str:
+    """One line per expectation of the verdict policy (pipelines.analysis.verdict_policy)."""
+    from pipelines.analysis.verdict_policy import check_fits
+
+    results = [r for r in check_fits(curves) if r.covered.height]
+    if not results:
+        return (
+            "verdict policy: no curve's runs name their attention (dense / sparse), nothing "
+            "expected; tag them at ingest: tracereplay ingest DIR --tag attention=dense"
+        )
+    return "\n".join(
+        f"{'ok  ' if r.passed else 'FAIL'} {r.expectation.name}: {r.description()}" for r in results
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines import warehouse
-    from pipelines.analysis.curves import fit_curves
-    from pipelines.analysis.tau_points import load_tau_points
+    from pipelines.analysis.fit_store import FitOptions, fit_and_store
 
     path = warehouse.warehouse_path(args.warehouse)
     if not Path(path).exists():
         print(f"tracereplay fit: no warehouse at {path}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    con = warehouse.connect(path, read_only=True, wait_s=args.wait)
+    options = FitOptions(segment=not args.no_segment, drop_partial=not args.keep_partial)
+    con = warehouse.connect(path, wait_s=args.wait)
     try:
-        chunks, segmented = load_tau_points(con, args.model, args.schedule, not args.no_segment)
+        report = fit_and_store(con, options)
     finally:
         con.close()
-    if segmented:
+    if report.segmented:
         print(
-            f"tracereplay fit: segmented {len(segmented)} run(s) without stored chunks from their "
-            "chunk markers (in memory)",
+            f"tracereplay fit: segmented {len(report.segmented)} run(s) without stored chunks "
+            "from their chunk markers (in memory)",
             file=sys.stderr,
         )
-    curves = fit_curves(chunks, drop_partial=not args.keep_partial)
+    curves = report.fits
+    if args.model:
+        curves = curves.filter(pl.col("model") == args.model)
+    if args.schedule:
+        curves = curves.filter(pl.col("schedule") == args.schedule)
     if args.json:
         records = [{k: _json_value(v) for k, v in row.items()} for row in curves.to_dicts()]
         json.dump({"curves": records}, sys.stdout, indent=1, default=str)
@@ -177,4 +200,6 @@ def run(args: argparse.Namespace) -> int:
     counts = curves.group_by("verdict").len().sort("verdict")
     summary = ", ".join(f"{v}: {n}" for v, n in counts.iter_rows())
     print(f"\n{curves.height} curves ({summary}); evidence per curve with --json")
+    print(policy_summary(curves))
+    print(f"stored {report.fits.height} curves as table tau_fits in {path}")
     return EXIT_OK

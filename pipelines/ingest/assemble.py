@@ -34,7 +34,7 @@ from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames, RunFrames
 from pipelines.ingest.step_breakdown import assess
 
 RUN_INT_KEYS = ("chunk_size", "seq_len", "tp", "pp", "vp", "dp", "world_size")
-RUN_TEXT_KEYS = ("model", "schedule", "hardware")
+RUN_TEXT_KEYS = ("model", "schedule", "hardware", "attention")
 DISTRIBUTED_KEYS = {
     "tp": "tensor_model_parallel_size",
     "pp": "pipeline_model_parallel_size",

@@ -91,6 +91,7 @@ class _Trace(msgspec.Struct):
     pp: str | int | None = None
     vp: str | int | None = None
     hardware: str | None = None
+    attention: str | None = None
 
 
 def read_trace(path: Path) -> RankFrames:

@@ -233,6 +233,14 @@ def default_hardware(model: str) -> str:
     return ROOFLINE_MODELS[model][1].name if model in ROOFLINE_MODELS else ASCEND_910B.name
 
 
+def attention_kind(model: str) -> str:
+    """The `attention` run fact of a preset: "sparse" for DSA (top-k keys per query), "dense"
+    for GQA, MLA and the roofline models (every query reads its whole prefix)."""
+    if model in ROOFLINE_MODELS:
+        return "dense"
+    return "sparse" if MODELS[_known(model)].attention == "dsa" else "dense"
+
+
 def default_tp(model: str) -> int:
     return 1 if model in ROOFLINE_MODELS else MODELS[_known(model)].default_tp
 

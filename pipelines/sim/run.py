@@ -272,6 +272,7 @@ def prepare(
         else (presets.default_tp(model) if isinstance(model, str) else 1),
         "hardware": hardware
         or (presets.default_hardware(model) if isinstance(model, str) else "custom"),
+        "attention": presets.attention_kind(model) if isinstance(model, str) else None,
         "comm_mode": comm_model.mode if comm_model is not None else "none",
         "dcpp_rule": dcpp.rule if dcpp is not None else None,
         "pack_windows": windows,

@@ -12,6 +12,7 @@ select
     r.pp,
     r.vp,
     r.hardware,
+    r.attention,
     r.replay_of,
     r.collected_at,
     c.rank,

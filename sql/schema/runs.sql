@@ -20,7 +20,8 @@ create table if not exists runs (
     tags varchar,
     ingested_at timestamp,
     dropped_rows varchar,
-    segmentation varchar
+    segmentation varchar,
+    attention varchar
 );
 
 comment on table runs is 'One row per profiled or simulated run (configuration, origin, content hash).';
@@ -45,3 +46,4 @@ comment on column runs.tags is 'json object of user tags';
 comment on column runs.ingested_at is 'when the run was written to the warehouse';
 comment on column runs.dropped_rows is 'json object: reason -> rows dropped by the readers';
 comment on column runs.segmentation is 'json: the chunk rule `tracereplay chunks` applied (null: chunk markers)';
+comment on column runs.attention is 'dense or sparse (DSA top-k): decides the expected tau_k shape';

@@ -80,8 +80,10 @@ def test_fit_command_prints_one_curve_per_configuration(tmp_path, capsys) -> Non
     assert curves["dsa"]["verdict"] == "linear_offset"
 
     assert main(["fit", "--warehouse", str(path), "--model", "dsa"]) == 0
-    text = capsys.readouterr().out
-    assert "linear_offset" in text and "dense" not in text
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[1:2]] == ["dsa"] and not lines[2]
+    assert any("linear_offset" in line for line in lines)
+    assert "no curve's runs name their attention" in "\n".join(lines)
 
 
 def test_fit_command_without_a_warehouse_is_a_bad_input(tmp_path) -> None:

@@ -14,13 +14,12 @@ import pytest
 from pipelines.defs.analysis.assets import chunks, tau_fits
 from pipelines.defs.analysis.checks import dense_models_linear, dsa_models_flagged
 from pipelines.defs.ingest.assets import canonical_tables, raw_run_files
-from pipelines.defs.ingest.folders import folder_state
 from pipelines.defs.resources import RawDirResource, WarehouseResource
 from pipelines.defs.simulation.assets import sim_campaign
+from pipelines.ingest.folders import folder_state
 from tests.defs.conftest import metadata_by_key
 
 CAMPAIGN = {
-    "name": "t",
     "models": ["llama3-8b", "glm-5.2"],
     "schedules": ["cpp"],
     "seq_lens": [65536],
@@ -52,16 +51,18 @@ class Campaign:
             [sim_campaign], run_config={"ops": {"sim_campaign": {"config": CAMPAIGN}}}
         )
 
-    def fit(self, dense: list[str] | None = None, dsa: list[str] | None = None):
-        ops = {}
-        if dense is not None:
-            ops["tau_fits_dense_models_linear"] = {"config": {"models": dense}}
-        if dsa is not None:
-            ops["tau_fits_dsa_models_flagged"] = {"config": {"models": dsa}}
-        result = self.materialize(
-            [tau_fits, dense_models_linear, dsa_models_flagged], run_config={"ops": ops}
-        )
+    def fit(self) -> tuple[dg.ExecuteInProcessResult, dict[str, dg.AssetCheckEvaluation]]:
+        result = self.materialize([tau_fits, dense_models_linear, dsa_models_flagged])
         return result, {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+    def set_attention(self, by_model: dict[str, str | None]) -> None:
+        """Rewrite the runs' attention fact (what `--tag attention=...` would store)."""
+        con = duckdb.connect(str(self.warehouse))
+        try:
+            for model, kind in by_model.items():
+                con.execute("update runs set attention = ? where model = ?", [kind, model])
+        finally:
+            con.close()
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,7 @@ def test_campaign_registers_one_partition_per_run(campaign: Campaign) -> None:
     assert meta["runs"] == meta["runs_written"] == meta["partitions_added"] == expected
     assert campaign.keys == sorted(meta["partition_keys"])
     assert sorted(p.name for p in campaign.raw.iterdir()) == campaign.keys  # no staging left
-    assert all(k.startswith("t-") and "-cpp-s65536-c8192-r" in k for k in campaign.keys)
+    assert all("-cpp-64k-c8k-r" in k for k in campaign.keys)
 
 
 def test_rematerialised_campaign_leaves_folders_untouched(campaign: Campaign) -> None:
@@ -113,28 +114,38 @@ def test_fits_and_checks_pass_on_the_defaults(campaign: Campaign) -> None:
     meta = metadata_by_key(result, "tau_fits")["tau_fits"]
     assert meta["dagster/row_count"] == len(CAMPAIGN["models"]) * CAMPAIGN["pp"]
     assert "| llama3-8b | cpp |" in meta["fits"] and "| glm-5.2 | cpp |" in meta["fits"]
-    assert meta["verdicts"].get("linear") == CAMPAIGN["pp"]  # both llama stages
+    # llama: 8 chunks x 2 repeats; a stage may be too_noisy (inconclusive), never flagged
+    assert meta["verdicts"].get("linear", 0) >= 1
     dense, dsa = checks["dense_models_linear"], checks["dsa_models_flagged"]
     assert dense.passed and dense.metadata["curves_checked"].value == CAMPAIGN["pp"]
+    assert dense.metadata["curves_offending"].value == 0
     assert dsa.passed and dsa.metadata["curves_checked"].value == CAMPAIGN["pp"]
     assert dsa.severity == dg.AssetCheckSeverity.WARN
 
 
 def test_checks_fail_when_the_expectation_is_wrong(campaign: Campaign) -> None:
     # GLM declared dense: its collapsed slope is flagged, the error check fails;
-    # Llama declared DSA: its curves are plainly linear, the warning check fails
-    result, checks = campaign.fit(dense=["GLM-5*"], dsa=["llama*"])
+    # Llama declared sparse: its curves are plainly linear, the warning check fails
+    campaign.set_attention({"glm-5.2": "dense", "llama3-8b": "sparse"})
+    try:
+        result, checks = campaign.fit()
+    finally:
+        campaign.set_attention({"glm-5.2": "sparse", "llama3-8b": "dense"})
     assert result.success  # non-blocking checks: the run still succeeds
     dense, dsa = checks["dense_models_linear"], checks["dsa_models_flagged"]
     assert not dense.passed and dense.severity == dg.AssetCheckSeverity.ERROR
     assert dense.metadata["curves_offending"].value >= 1
     assert "glm-5.2" in dense.metadata["offending"].value
     assert not dsa.passed and dsa.severity == dg.AssetCheckSeverity.WARN
-    assert dsa.metadata["curves_offending"].value == CAMPAIGN["pp"]
+    assert dsa.metadata["curves_offending"].value >= 1
 
 
-def test_checks_without_matching_models_pass_and_say_so(campaign: Campaign) -> None:
-    _, checks = campaign.fit(dense=["mistral*"])
+def test_checks_without_an_attention_fact_pass_and_say_so(campaign: Campaign) -> None:
+    campaign.set_attention({"glm-5.2": None, "llama3-8b": None})
+    try:
+        _, checks = campaign.fit()
+    finally:
+        campaign.set_attention({"glm-5.2": "sparse", "llama3-8b": "dense"})
     dense = checks["dense_models_linear"]
     assert dense.passed and dense.metadata["curves_checked"].value == 0
     assert "nothing to check" in dense.description

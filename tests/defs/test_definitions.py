@@ -33,6 +33,18 @@ def test_asset_keys_checks_and_sensor(loaded: dg.Definitions) -> None:
     assert selected == INGEST_TABLES | {"raw_run_files", "chunks"}
 
 
+def test_refits_run_out_of_the_box(loaded: dg.Definitions) -> None:
+    """The automation sensor that evaluates tau_fits' eager condition starts RUNNING (Dagster's
+    implicit default one starts stopped), and sim_campaign feeds the ingest assets."""
+    repo = loaded.get_repository_def()
+    sensor = repo.get_sensor_def("refit_when_chunks_change")
+    assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert dg.AssetKey("tau_fits") in sensor.asset_selection.resolve(repo.asset_graph)
+    raw = repo.asset_graph.get(dg.AssetKey("raw_run_files"))
+    assert dg.AssetKey("sim_campaign") in raw.parent_keys
+
+
 def test_partitions_pools_and_executor(loaded: dg.Definitions) -> None:
     assert loaded.executor is dg.in_process_executor
     assert set(loaded.resources) == {"warehouse", "raw_dir"}

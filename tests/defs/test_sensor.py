@@ -9,9 +9,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.defs.ingest.folders import folder_state, run_folders, usable_key
 from pipelines.defs.ingest.sensors import raw_run_folders
 from pipelines.defs.resources import RawDirResource
+from pipelines.ingest.folders import folder_state, run_folders, usable_key
 from tests.defs.conftest import write_tiny_run
 
 

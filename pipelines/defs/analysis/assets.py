@@ -3,8 +3,8 @@
 `chunks` segments every run of a partition from its host-side chunk markers
 (pipelines.analysis.segment; simulated runs carry the same markers as real ones) and replaces
 those runs' rows in the `chunks` table. `tau_fits` fits tau_k per configuration and virtual
-stage over the whole warehouse (pipelines.analysis.curves.fit_curves on
-sql/intermediate/int_chunk_tau.sql) and stores the result as the DuckDB table `tau_fits`.
+stage over the whole warehouse through pipelines.analysis.fit_store.fit_and_store, the step
+`tracereplay fit` and the demo call, which stores the DuckDB table `tau_fits`.
 """
 
 from typing import Literal
@@ -14,13 +14,12 @@ import polars as pl
 
 from pipelines import warehouse as wh
 from pipelines.analysis.chunk_store import extract_chunks
-from pipelines.analysis.tau_points import load_tau_points
-from pipelines.defs.ingest.lookup import runs_under
+from pipelines.analysis.fit_store import FitOptions, fit_and_store
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_frame
 from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
+from pipelines.ingest.origins import runs_under
 
-FIT_TABLE = "tau_fits"
 FIT_SUMMARY_COLUMNS = (
     "model",
     "schedule",
@@ -33,6 +32,7 @@ FIT_SUMMARY_COLUMNS = (
     "intercept_ms",
     "r2",
     "balance",
+    "attention",
     "verdict",
 )
 
@@ -115,12 +115,22 @@ def chunks(
 
 
 class FitConfig(dg.Config):
-    """Options of pipelines.analysis.curves.fit_curves."""
+    """Options of the fit step (pipelines.analysis.fit_store.FitOptions)."""
 
+    segment: bool = True
     keep_partial: bool = False
     level: float = 0.95
     n_boot: int = 1000
     seed: int = 0
+
+    def options(self) -> FitOptions:
+        return FitOptions(
+            segment=self.segment,
+            drop_partial=not self.keep_partial,
+            level=self.level,
+            n_boot=self.n_boot,
+            seed=self.seed,
+        )
 
 
 def fit_summary(fits: pl.DataFrame) -> pl.DataFrame:
@@ -138,33 +148,25 @@ def fit_summary(fits: pl.DataFrame) -> pl.DataFrame:
     group_name="analysis",
     kinds={"duckdb", "polars"},
     pool=WRITE_POOL,
-    # refit whenever a run's chunks change (the default automation sensor evaluates this)
+    # refit whenever a run's chunks change (evaluated by the automation sensor in automation.py)
     automation_condition=dg.AutomationCondition.eager(),
     description="tau_k fits and linearity verdicts per configuration and virtual stage.",
 )
 def tau_fits(
     context: dg.AssetExecutionContext, config: FitConfig, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:
-    # statsmodels.api takes seconds to import: only when fitting, not when the code location loads
-    from pipelines.analysis.curves import fit_curves
-
     with warehouse.connect() as con:
-        points, _ = load_tau_points(con, segment=False)
-        fits = fit_curves(
-            points,
-            drop_partial=not config.keep_partial,
-            level=config.level,
-            n_boot=config.n_boot,
-            seed=config.seed,
-        )
-        wh.replace_table(con, FIT_TABLE, fits)
+        report = fit_and_store(con, config.options())
+    fits = report.fits
     verdicts = dict(fits.group_by("verdict").len().sort("verdict").iter_rows())
+    if report.segmented:
+        context.log.info(f"segmented in memory (no chunk rows yet): {', '.join(report.segmented)}")
     if fits.is_empty():
         context.log.warning("no chunks in the warehouse: the fit table is empty")
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": fits.height,
-            "points": points.height,
+            "points": report.points,
             "verdicts": dg.MetadataValue.json(verdicts),
             "fits": markdown_frame(fit_summary(fits), max_rows=200),
         }

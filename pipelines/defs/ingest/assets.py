@@ -19,11 +19,11 @@ import duckdb
 from pipelines import warehouse as wh
 from pipelines import warehouse_queries as wh_queries
 from pipelines.canonical_schema import table_description
-from pipelines.defs.ingest.folders import folder_state
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
 from pipelines.ingest.discover import discover
+from pipelines.ingest.folders import folder_state
 from pipelines.ingest.load import IngestReport, WarehouseTarget, ingest_paths
 
 INGEST_TABLES = ("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine")
@@ -43,6 +43,7 @@ def _existing_folder(raw_dir: RawDirResource, partition_key: str) -> Path:
 
 @dg.asset(
     partitions_def=runs_partitions,
+    deps=["sim_campaign"],  # simulated folders come from there; real ones are dropped in by hand
     group_name="ingest",
     kinds={"file"},
     description="The files of one run folder under the raw folder: runs found, readers, bytes.",

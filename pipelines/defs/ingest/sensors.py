@@ -15,9 +15,9 @@ import dagster as dg
 
 from pipelines.defs.analysis.assets import chunks
 from pipelines.defs.ingest.assets import canonical_tables, raw_run_files
-from pipelines.defs.ingest.folders import folder_state, run_folders
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.resources import RawDirResource
+from pipelines.ingest.folders import folder_state, run_folders
 
 INGEST_SELECTION = dg.AssetSelection.assets(raw_run_files, canonical_tables, chunks)
 

@@ -1,0 +1,124 @@
+"""What the verdicts mean for a campaign: which flag a curve, which decide nothing, and which
+curves are expected to be linear. One policy for the demo's self-check, the Dagster checks and the
+`tracereplay fit` summary.
+
+* Flagged (tau_k is not (k+1)t-like): `kinked`, `convex`, `concave` (a bent curve) and
+  `linear_offset` (a collapsed slope, what DSA's top-k attention does past its top-k keys).
+  Every flag already carries both a significance and a practical magnitude (classify,
+  pipelines.analysis.verdicts): a bend needs p < alpha *and* a departure from the line of at least
+  `Thresholds.min_effect` (2 % of the mean tau); `linear_offset` needs the whole slope/intercept
+  interval inside +-1/`offset_ratio_min`. `flag_magnitude` states that magnitude per curve.
+* Inconclusive: `too_noisy`, `too_short`: listed, never counted for or against an expectation.
+* Expected shape, from the run fact `attention` (runs.attention: simulator preset, the
+  `attention` key of profiler_metadata.json, or `--tag attention=...`), never from model names:
+  `dense` attention -> `linear` (a flag fails the expectation); `sparse` -> flagged (a `linear`
+  curve fails it). Curves whose runs name no attention are not covered.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import polars as pl
+
+FLAGGED_VERDICTS = ("linear_offset", "kinked", "convex", "concave")
+INCONCLUSIVE_VERDICTS = ("too_noisy", "too_short")
+SHOWN = (
+    "model",
+    "attention",
+    "schedule",
+    "chunk_size",
+    "seq_len",
+    "vstage",
+    "n_runs",
+    "verdict",
+    "magnitude",
+)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """Curves of runs with this `attention` should be `linear` or flagged."""
+
+    name: str
+    attention: str
+    wants: Literal["linear", "flagged"]
+
+    def offends(self) -> pl.Expr:
+        """Whether a (covered) curve contradicts the expectation."""
+        if self.wants == "linear":
+            return pl.col("verdict").is_in(FLAGGED_VERDICTS)
+        return pl.col("verdict") == "linear"
+
+
+DENSE_LINEAR = Expectation("dense_models_linear", "dense", "linear")
+SPARSE_FLAGGED = Expectation("dsa_models_flagged", "sparse", "flagged")
+EXPECTATIONS = (DENSE_LINEAR, SPARSE_FLAGGED)
+
+
+def flag_magnitude(row: dict) -> str:
+    """The practical size behind a curve's verdict, as text ('' for unflagged curves)."""
+    verdict = row.get("verdict")
+    effect = {"kinked": "breakpoint_effect", "convex": "curvature_effect"}.get(
+        "convex" if verdict == "concave" else str(verdict)
+    )
+    if effect is not None and row.get(effect) is not None:
+        return f"departure {row[effect]:.1%} of mean tau"
+    if verdict == "linear_offset":
+        hi, lo = row.get("ba_hi"), row.get("ba_lo")
+        if hi is not None and lo is not None and math.isfinite(hi) and math.isfinite(lo):
+            return f"|slope/intercept| <= {max(hi, -lo):.3g}"
+    return ""
+
+
+@dataclass(frozen=True)
+class ExpectationResult:
+    """One expectation over a fit table: the curves it covers, those that contradict it and
+    those whose verdict decides nothing."""
+
+    expectation: Expectation
+    covered: pl.DataFrame
+    offending: pl.DataFrame
+    inconclusive: pl.DataFrame
+
+    @property
+    def passed(self) -> bool:
+        return self.offending.is_empty()
+
+    @property
+    def decided(self) -> int:
+        return self.covered.height - self.inconclusive.height
+
+    def description(self) -> str:
+        e = self.expectation
+        if self.covered.is_empty():
+            return f"no curves of runs with {e.attention} attention: nothing to check"
+        wants = "linear" if e.wants == "linear" else "flagged (not linear)"
+        return (
+            f"{e.attention} attention, expected {wants}: {self.offending.height} of "
+            f"{self.covered.height} curves contradict it, {self.inconclusive.height} inconclusive"
+        )
+
+
+def _shown(frame: pl.DataFrame) -> pl.DataFrame:
+    magnitude = pl.Series("magnitude", [flag_magnitude(r) for r in frame.to_dicts()], pl.String)
+    frame = frame.with_columns(magnitude)
+    return frame.select(c for c in SHOWN if c in frame.columns)
+
+
+def check_expectation(fits: pl.DataFrame, expectation: Expectation) -> ExpectationResult:
+    """Apply one expectation to a fit table (fit_curves / the stored `tau_fits`)."""
+    if "attention" in fits.columns:
+        covered = fits.filter(pl.col("attention") == expectation.attention)
+    else:
+        covered = fits.clear()
+    inconclusive = covered.filter(pl.col("verdict").is_in(INCONCLUSIVE_VERDICTS))
+    offending = covered.filter(expectation.offends())
+    return ExpectationResult(expectation, _shown(covered), _shown(offending), _shown(inconclusive))
+
+
+def check_fits(fits: pl.DataFrame) -> list[ExpectationResult]:
+    """Every expectation of the policy over a fit table."""
+    return [check_expectation(fits, e) for e in EXPECTATIONS]

@@ -1,0 +1,166 @@
+"""The simulated campaign: one grid, one folder name and one seed per run, one way to publish.
+
+A campaign is models x schedules x sequence lengths x repeats, simulated with lognormal
+run-to-run noise and written as torch_npu text exports (pipelines.sim.writers_ascend), one run
+folder `<model>-<schedule>-<seq_len>-c<chunk>-r<repeat>/` per run under a raw folder. `tracereplay
+demo` and the Dagster asset `sim_campaign` both call `write_campaign`: the same configuration
+gives the same folders with the same bytes, whichever door wrote them.
+
+Seeds derive from (campaign seed, model, schedule, seq_len, chunk_size, pp, repeat) only, so
+adding a model or a length leaves the other runs' noise unchanged; trace timestamps come from a
+fixed epoch, so re-writing a campaign rewrites the same bytes and each folder is published
+`unchanged` (pipelines.publish).
+
+Defaults: the three paper presets (qwen3-coder-30b-a3b and deepseek-v3.1 with dense attention,
+glm-5.2 with DeepSeek sparse attention) x cpp, vpp x 128K, 256K prompts in 16K chunks (8 and 16
+chunks per request), pp=2, 3 repeats, 3 % noise: 36 runs. With 8K chunks and 2 repeats the
+DeepSeek curves were judged `convex` at 2-3 % effect in 2 of 38 curves (issue 8), so there is one
+grid, this one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pipelines.publish import Status, publish, staging_folder
+
+MODELS = ("qwen3-coder-30b-a3b", "deepseek-v3.1", "glm-5.2")
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """The grid of simulated runs and the knobs every run shares."""
+
+    models: tuple[str, ...] = MODELS
+    schedules: tuple[str, ...] = ("cpp", "vpp")
+    seq_lens: tuple[int, ...] = (131072, 262144)
+    chunk_size: int = 16384
+    pp: int = 2
+    repeats: int = 3
+    noise: float = 0.03
+    seed: int = 0
+
+    def quick(self) -> Campaign:
+        """The smallest campaign that still tests the verdicts: CPP at the first length only."""
+        return replace(self, schedules=self.schedules[:1], seq_lens=self.seq_lens[:1])
+
+    def runs(self) -> list[CampaignRun]:
+        """Every run, model-major (the order folders are written in)."""
+        return [
+            CampaignRun(model, schedule, seq_len, repeat)
+            for model in self.models
+            for schedule in self.schedules
+            for seq_len in self.seq_lens
+            for repeat in range(self.repeats)
+        ]
+
+
+def _tokens(n: int) -> str:
+    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
+
+
+@dataclass(frozen=True)
+class CampaignRun:
+    """One simulated run of a campaign."""
+
+    model: str
+    schedule: str
+    seq_len: int
+    repeat: int
+
+    def key(self, campaign: Campaign) -> str:
+        """Folder name under the raw folder (= the Dagster partition key)."""
+        return (
+            f"{self.model}-{self.schedule}-{_tokens(self.seq_len)}-c{_tokens(campaign.chunk_size)}"
+            f"-r{self.repeat}"
+        )
+
+    def seed(self, campaign: Campaign) -> int:
+        """A seed that depends only on the run's coordinates (and the campaign seed)."""
+        text = (
+            f"{campaign.seed}/{self.model}/{self.schedule}/{self.seq_len}/{campaign.chunk_size}/"
+            f"{campaign.pp}/{self.repeat}"
+        )
+        return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """A run written into the raw folder: where, with which seed, what happened to the folder,
+    and the simulator's own makespan and bubble ratio (for a glance, not for analysis)."""
+
+    run: CampaignRun
+    folder: Path
+    seed: int
+    status: Status
+    makespan_ns: float
+    bubble_ratio: float
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "folder": self.folder.name,
+            "model": self.run.model,
+            "schedule": self.run.schedule,
+            "seq_len": self.run.seq_len,
+            "repeat": self.run.repeat,
+            "seed": self.seed,
+            "makespan_ms": self.makespan_ns / 1e6,
+            "bubble_ratio": self.bubble_ratio,
+            "status": self.status,
+        }
+
+
+def write_run(campaign: Campaign, run: CampaignRun, raw_dir: Path) -> PublishedRun:
+    """Simulate one run, write it to a staging sibling and publish it as raw_dir/<key>/."""
+    from pipelines.sim.metrics import summarize
+    from pipelines.sim.run import simulate
+    from pipelines.sim.writers_ascend import write_ascend_pt
+
+    seed = run.seed(campaign)
+    result = simulate(
+        [run.seq_len],
+        run.schedule,
+        model=run.model,
+        chunk_size=campaign.chunk_size,
+        pp=campaign.pp,
+        noise=campaign.noise,
+        seed=seed,
+    )
+    final = raw_dir / run.key(campaign)
+    staged = staging_folder(final)
+    shutil.rmtree(staged, ignore_errors=True)
+    write_ascend_pt(result, staged)
+    status = publish(staged, final)
+    summary = summarize(result)
+    return PublishedRun(
+        run, final, seed, status, float(summary["makespan_ns"]), float(summary["bubble_ratio"])
+    )
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+def write_campaign(campaign: Campaign, raw_dir: Path, log: Log = _quiet) -> list[PublishedRun]:
+    """Write every run of the campaign into `raw_dir` (created if missing), in `runs()` order;
+    logs one progress line per model."""
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    runs = campaign.runs()
+    published = []
+    start = time.perf_counter()
+    for i, run in enumerate(runs, start=1):
+        published.append(write_run(campaign, run, raw_dir))
+        if i == len(runs) or runs[i].model != run.model:
+            log(
+                f"simulate {i}/{len(runs)} runs ({run.model} done)  "
+                f"{time.perf_counter() - start:.1f} s"
+            )
+    return published

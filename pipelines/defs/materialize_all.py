@@ -1,0 +1,74 @@
+"""Materialise everything in one command, in dependency order:
+
+    uv run python -m pipelines.defs.materialize_all [--quick]
+
+`sim_campaign` writes the campaign and registers its partitions, then every partition of `runs`
+(simulated and real run folders alike) is ingested and segmented, then `tau_fits` is fitted and its
+checks evaluated. `dagster asset materialize --select '*'` cannot do this: one run cannot hold
+both the unpartitioned and the dynamically partitioned assets. Runs are recorded in the instance
+of $DAGSTER_HOME (an ephemeral one when it is unset), so they show up in `dg dev`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import dagster as dg
+
+from pipelines.defs.analysis.assets import chunks, tau_fits
+from pipelines.defs.analysis.checks import dense_models_linear, dsa_models_flagged
+from pipelines.defs.ingest.assets import canonical_tables, raw_run_files
+from pipelines.defs.ingest.partitions import runs_partitions
+from pipelines.defs.simulation.assets import sim_campaign
+
+PER_RUN = (raw_run_files, canonical_tables, chunks)
+FIT = (tau_fits, dense_models_linear, dsa_models_flagged)
+
+
+def materialize_all(
+    instance: dg.DagsterInstance,
+    resources: dict[str, Any],
+    campaign: dict[str, Any] | None = None,
+    log: Callable[[str], None] = print,
+) -> dg.ExecuteInProcessResult:
+    """Run sim_campaign (config `campaign`), every partition's ingest and chunks, then tau_fits
+    and its checks; raises when a step fails. Returns the last (fit) result."""
+
+    def run(assets, **kwargs) -> dg.ExecuteInProcessResult:
+        return dg.materialize(assets, instance=instance, resources=resources, **kwargs)
+
+    run([sim_campaign], run_config={"ops": {"sim_campaign": {"config": campaign or {}}}})
+    keys = sorted(instance.get_dynamic_partitions(runs_partitions.name))
+    for i, key in enumerate(keys, start=1):
+        run(PER_RUN, partition_key=key)
+        log(f"ingested and segmented {i}/{len(keys)}: {key}")
+    result = run(FIT)
+    for check in result.get_asset_check_evaluations():
+        log(f"check {check.check_name}: {'passed' if check.passed else 'FAILED'}")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pipelines.campaign import Campaign
+    from pipelines.definitions import defs
+
+    parser = argparse.ArgumentParser(prog="python -m pipelines.defs.materialize_all")
+    parser.add_argument("--quick", action="store_true", help="the demo's --quick campaign")
+    args = parser.parse_args(argv)
+    campaign = {}
+    if args.quick:
+        quick = Campaign().quick()
+        campaign = {"schedules": list(quick.schedules), "seq_lens": list(quick.seq_lens)}
+    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
+    with instance or dg.DagsterInstance.ephemeral() as inst:
+        result = materialize_all(inst, dict(defs().resources), campaign)
+    checks = result.get_asset_check_evaluations()
+    return 0 if checks and all(c.passed for c in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
