@@ -7,11 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
-
-EXIT_OK = 0
-EXIT_TARGET_MISSED = 1
-EXIT_BAD_ARGS = 2
 
 INGEST_DESCRIPTION = """\
 Generate a trace_view.json of --size-mb MB by replicating the real events of the msinsight
@@ -77,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
-    return EXIT_BAD_ARGS
+    return ExitCode.BAD_INPUT
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -86,7 +83,7 @@ def run_ingest(args: argparse.Namespace) -> int:
 
     if args.size_mb <= 0 or (args.hta_mb is not None and args.hta_mb <= 0) or args.repeat < 1:
         print("tracereplay bench ingest: sizes and --repeat must be positive", file=sys.stderr)
-        return EXIT_BAD_ARGS
+        return ExitCode.BAD_INPUT
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -104,11 +101,11 @@ def run_ingest(args: argparse.Namespace) -> int:
         )
     except FileNotFoundError as exc:
         print(f"tracereplay bench ingest: {exc}", file=sys.stderr)
-        return EXIT_BAD_ARGS
+        return ExitCode.BAD_INPUT
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     else:
         print(format_report(report))
     ours = report.by_path("ours")
     ok = report.all_met and ours is not None and ours.ok
-    return EXIT_OK if ok else EXIT_TARGET_MISSED
+    return ExitCode.OK if ok else ExitCode.CHECK_FAILED

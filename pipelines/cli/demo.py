@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from pipelines.cli import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
 
 DESCRIPTION = """\
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.repeats < 2:
         print("tracereplay demo: --repeats must be at least 2 (fits pool repeats)", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     config = config_from_args(args)
     print(
         f"demo: {len(config.runs())} simulated runs -> {config.out / 'raw'}, "
@@ -135,5 +135,5 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"demo finished in {report.timings['total_s']:.1f} s", file=sys.stderr)
     if report.quarantined:
-        return EXIT_BAD_INPUT
-    return EXIT_OK if report.check.ok else EXIT_CHECK_FAILED
+        return ExitCode.BAD_INPUT
+    return ExitCode.OK if report.check.ok else ExitCode.CHECK_FAILED

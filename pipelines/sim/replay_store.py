@@ -30,13 +30,9 @@ import polars as pl
 from pipelines import warehouse
 from pipelines.ingest.frames import SCHEMAS, conform
 from pipelines.sim.metrics import chunks_frame, ranks_frame, summarize
+from pipelines.sim.replay_options import COMM_CHOICES, COSTS, REPLAY_SCHEDULES, SCHEDULE_CHOICES
 from pipelines.sim.result import SimResult
 
-REPLAY_SCHEDULES = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
-# accepted besides the defaults: the two DCPP rules by name
-SCHEDULE_CHOICES = (*REPLAY_SCHEDULES, "dcpp_sglang", "dcpp_vllm_ascend")
-COSTS = ("tabulated", "fitted")
-COMM_CHOICES = ("auto", "preset", "none")
 SOURCE = "sim"
 ORIGIN = "sim"
 COMPUTE_NAME = "prefill_chunk"
