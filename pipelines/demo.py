@@ -26,9 +26,8 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.paths import DATA_DIR
+from pipelines import paths
 
-DEFAULT_OUT = DATA_DIR / "demo"
 WAREHOUSE_NAME = "warehouse.duckdb"
 DEMO_MODELS = ("qwen3-coder-30b-a3b", "deepseek-v3.1", "glm-5.2")
 
@@ -38,7 +37,7 @@ class DemoConfig:
     """The campaign grid. Defaults: 3 models x 2 schedules x 2 lengths x 3 repeats = 36 runs;
     16K chunks give 8 and 16 chunks per request (pp=2: 2 stages under CPP, 4 under VPP)."""
 
-    out: Path = DEFAULT_OUT
+    out: Path = field(default_factory=paths.demo_dir)  # data/demo under the project root
     warehouse: Path | None = None  # default <out>/warehouse.duckdb
     models: tuple[str, ...] = DEMO_MODELS
     schedules: tuple[str, ...] = ("cpp", "vpp")

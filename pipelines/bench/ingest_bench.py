@@ -38,7 +38,6 @@ from pipelines.bench.generate import (
     to_kineto,
 )
 from pipelines.bench.harness import Measurement, measure, median_of
-from pipelines.paths import PROJECT_ROOT
 
 HTA_PYTHON_ENV = "TRACEREPLAY_HTA_PYTHON"
 HTA_PROBE = Path(__file__).with_name("hta_probe.py")
@@ -309,7 +308,6 @@ def _measure_ours(trace: GeneratedTrace, root: Path, say: Callable[[str], None])
         _probe_command("ours", trace.rank_dir, root / "ours.duckdb"),
         trace.mb,
         trace.events,
-        cwd=PROJECT_ROOT,
         timeout_s=PROBE_TIMEOUT_S,
     )
     result.extra["load1"] = load1
@@ -336,7 +334,6 @@ def _measure_plain(
         _probe_command(kind, *args),
         trace.mb,
         trace.events,
-        cwd=PROJECT_ROOT,
         timeout_s=PROBE_TIMEOUT_S,
     )
     result.extra["load1"] = load1

@@ -38,15 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="output folder: raw traces in DIR/raw/ (default: data/demo/)",
+        help="output folder: raw traces in DIR/raw/ (default: data/demo/ under the project root)",
     )
     parser.add_argument(
         "--warehouse",
         type=Path,
         default=None,
         metavar="FILE",
-        help="DuckDB warehouse (default: <out>/warehouse.duckdb; the demo does not use "
-        "$TRACEREPLAY_WAREHOUSE)",
+        help="DuckDB warehouse (default: <out>/warehouse.duckdb with --out, else the one "
+        "`tracereplay fit` reads: $TRACEREPLAY_WAREHOUSE or data/warehouse.duckdb)",
     )
     parser.add_argument(
         "--repeats", type=int, default=3, metavar="N", help="runs per configuration (default: 3)"
@@ -62,9 +62,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    from pipelines.demo import DEFAULT_OUT, DemoConfig
+    from pipelines import paths
+    from pipelines.demo import DemoConfig
 
-    config = DemoConfig(out=args.out or DEFAULT_OUT, warehouse=args.warehouse, repeats=args.repeats)
+    # without --out the demo's tables go where `tracereplay fit` looks (docs/paths.md)
+    warehouse = args.warehouse or (None if args.out else paths.warehouse_path())
+    out = args.out or paths.demo_dir()
+    config = DemoConfig(out=out, warehouse=warehouse, repeats=args.repeats)
     if args.quick:
         config = config.quick()
     if args.no_replay:
