@@ -2,7 +2,7 @@
 
 Each probe is a fresh process of this interpreter, run `repeat` times after one warm-up run; the
 wall time covers process start to exit. The ratio to `python -c pass` removes most of what the
-machine's load adds, so runs on different machines compare by ratio (docs/stack.md, "Start-up")."""
+machine's load adds, so runs on different machines compare by ratio (docs/stack.md §8)."""
 
 from __future__ import annotations
 

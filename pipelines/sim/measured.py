@@ -7,7 +7,7 @@ measured run's stages are assumed to split the layers evenly unless `stage_fract
 otherwise.
 
 FittedCost:   full(c, p) = alpha c + beta c (p + c/2),  plus gamma per stage call
-              (research/schedules.md §4.1: per chunk k at fixed c this is tau_k = a + b k).
+              (docs/schedules.md §4.1: per chunk k at fixed c this is tau_k = a + b k).
 TabulatedCost: the measured full-model latency of each (c, p) seen, interpolated linearly in p
               between chunks of the same size, FittedCost for chunk sizes never measured.
 """
