@@ -26,11 +26,10 @@ from typing import Any
 
 import polars as pl
 
+from pipelines import paths
 from pipelines.analysis.verdict_policy import ExpectationResult, check_fits
 from pipelines.campaign import Campaign, write_campaign
-from pipelines.paths import DATA_DIR
 
-DEFAULT_OUT = DATA_DIR / "demo"
 WAREHOUSE_NAME = "warehouse.duckdb"
 
 
@@ -39,7 +38,7 @@ class DemoConfig:
     """Where the demo writes, its campaign (pipelines.campaign.Campaign defaults: 36 runs) and
     the schedules the replay compares."""
 
-    out: Path = DEFAULT_OUT
+    out: Path = field(default_factory=paths.demo_dir)  # data/demo under the project root
     warehouse: Path | None = None  # default <out>/warehouse.duckdb
     campaign: Campaign = field(default_factory=Campaign)
     replay_schedules: tuple[str, ...] = ("cpp", "vpp", "vpp_pack")

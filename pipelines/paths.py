@@ -1,16 +1,53 @@
-"""The one place where project paths and their environment overrides are resolved."""
+"""The one place where project paths and their environment overrides are resolved.
+
+Data paths resolve from the working folder, never from where the package is installed: the
+project root is the nearest folder at or above the working folder that holds a `tracereplay.toml`
+marker (the repository ships one; place one in any folder to make it a project), else the working
+folder itself. Data lives in `<root>/data/`. The SQL files are package data, found next to the
+installed package or, in a checkout, in the top-level `sql/` (docs/paths.md)."""
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-SQL_DIR = PROJECT_ROOT / "sql"
-DATA_DIR = PROJECT_ROOT / "data"
-RAW_DIR = DATA_DIR / "raw"
-DEFAULT_WAREHOUSE = DATA_DIR / "warehouse.duckdb"
-REAL_TRACES_DIR = PROJECT_ROOT.parent / "shared" / "traces" / "real"
+MARKER = "tracereplay.toml"
+WAREHOUSE_NAME = "warehouse.duckdb"
+
+
+def _sql_dir() -> Path:
+    """The wheel force-includes the top-level sql/ as pipelines/sql; a checkout reads sql/."""
+    packaged = Path(str(resources.files("pipelines").joinpath("sql")))
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "sql"
+
+
+SQL_DIR = _sql_dir()
+# the shared real profiler samples next to a repository checkout: a test and benchmark input
+REAL_TRACES_DIR = Path(
+    os.environ.get("TRACEREPLAY_REAL_TRACES")
+    or Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "real"
+)
+
+
+def project_root(start: str | os.PathLike[str] | None = None) -> Path:
+    """The nearest folder at or above `start` (default: the working folder) holding
+    tracereplay.toml, else `start` itself."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / MARKER).is_file():
+            return folder
+    return here
+
+
+def data_dir() -> Path:
+    """<project root>/data."""
+    return project_root() / "data"
+
+
+def demo_dir() -> Path:
+    """Where `tracereplay demo` writes its raw run folders by default: data/demo."""
+    return data_dir() / "demo"
 
 
 def warehouse_path(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -18,10 +55,10 @@ def warehouse_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit:
         return Path(explicit)
     env = os.environ.get("TRACEREPLAY_WAREHOUSE")
-    return Path(env) if env else DEFAULT_WAREHOUSE
+    return Path(env) if env else data_dir() / WAREHOUSE_NAME
 
 
 def raw_dir() -> Path:
     """Folder the Dagster sensor watches for new run folders ($TRACEREPLAY_RAW_DIR overrides)."""
     env = os.environ.get("TRACEREPLAY_RAW_DIR")
-    return Path(env) if env else RAW_DIR
+    return Path(env) if env else data_dir() / "raw"

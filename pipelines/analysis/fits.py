@@ -257,15 +257,16 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale):
     return out
 
 
-def _interval(values: np.ndarray) -> tuple[float, float]:
+def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    """The central `level` percentile interval of the finite values."""
     values = values[np.isfinite(values)]
     if values.size == 0:
         return NAN, NAN
-    lo, hi = np.quantile(values, [0.025, 0.975])
+    lo, hi = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
 
 
-def _bootstrap(k, y, runs, k_grid, n_boot, seed, min_runs):
+def _bootstrap(k, y, runs, k_grid, n_boot, seed, min_runs, level):
     """Percentile intervals of the balance residual and of the predicted VPP bubble ratio, and
     the resampling unit: runs (each resample's mean curve; the VPP bubble only when it has every
     k of a contiguous k_grid), else the interior chunk positions (ratio of sums; the VPP
@@ -288,7 +289,7 @@ def _bootstrap(k, y, runs, k_grid, n_boot, seed, min_runs):
             balance.append(balance_residual(k_grid[present], t[present] / c[present]))
         full = (count > 0).all(axis=1) if contiguous else np.zeros(len(count), dtype=bool)
         vpp = _vpp_bubble_rows(total[full] / count[full]) if full.any() else np.array([])
-        return (*_interval(np.array(balance)), *_interval(vpp), "bootstrap(runs)")
+        return (*_interval(np.array(balance), level), *_interval(vpp, level), "bootstrap(runs)")
     means = np.array([y[k_index == i].mean() for i in range(len(k_grid))])
     terms = _balance_terms(k_grid, means)
     if terms is None or len(terms[0]) < 2:
@@ -303,7 +304,7 @@ def _bootstrap(k, y, runs, k_grid, n_boot, seed, min_runs):
         edge_idle = (means[0] + means[-1] + second[0] + second[-1]) / 4
         idle = edge_idle + diff[pick].sum(axis=1) / 4
         vpp = idle / (means[0] + means[-1] + weight[pick].sum(axis=1) / 2 + idle)
-    return (*_interval(balance), *_interval(vpp), "bootstrap(k)")
+    return (*_interval(balance, level), *_interval(vpp, level), "bootstrap(k)")
 
 
 def fit_curve(
@@ -373,7 +374,7 @@ def fit_curve(
     counts = np.array([(k == kk).sum() for kk in k_grid])
     balance = balance_residual(k_grid, means)
     lo, hi, vpp_lo, vpp_hi, method = _bootstrap(
-        k, y, runs, k_grid, n_boot, seed, min_runs_for_run_bootstrap
+        k, y, runs, k_grid, n_boot, seed, min_runs_for_run_bootstrap, level
     )
     # the identities need the request's consecutive chunks: none missing between k_min, k_max
     contiguous = bool(np.all(np.diff(k_grid) == 1))

@@ -2,7 +2,7 @@
 
 A marker is a host slice (lane ``host``) whose name matches a regex with named groups ``req``,
 ``k`` and optionally ``vs``, ``tokens``, ``prefix``. The default regex accepts exactly the
-DESIGN.md form ``chunk[req=<id>,k=<k>,vs=<vstage>,tokens=<c>,prefix=<p>]`` (keys in any order,
+form ``chunk[req=<id>,k=<k>,vs=<vstage>,tokens=<c>,prefix=<p>]`` (docs/tau_k.md §1; any order,
 ``tokens``/``prefix`` optional). Device slices of the same rank belong to the marker that contains
 their *anchor* time: the start of the host slice that launched them when a flow/correlation id in
 ``args`` links the two (``connection_id``, ``correlation``, ``External id``), otherwise their own

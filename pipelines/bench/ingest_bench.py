@@ -5,7 +5,7 @@ Paths (all on the same file, or for HTA on its Kineto conversion):
   ours      ingest_paths([rank folder]) into a fresh warehouse (discovery, hashing, all readers,
             derived tables, warehouse write)
   duckdb    DuckDB read_json(format='array', explicit columns) into a table: the fastest plain
-            parse (research/stack.md §6); duckdb_1t the same on one thread (the target uses
+            parse (docs/stack.md §6); duckdb_1t the same on one thread (the target uses
             the faster of the two)
   msgspec   typed msgspec decode, args left raw (no table)
   orjson    orjson.loads (no table; only when orjson is installed)
@@ -38,11 +38,10 @@ from pipelines.bench.generate import (
     to_kineto,
 )
 from pipelines.bench.harness import Measurement, measure, median_of
-from pipelines.paths import PROJECT_ROOT
 
 HTA_PYTHON_ENV = "TRACEREPLAY_HTA_PYTHON"
 HTA_PROBE = Path(__file__).with_name("hta_probe.py")
-HTA_EXPECTED_MB_S = 7.5  # research/peers.md §2: "about 7-8 MB/s of JSON" on this machine
+HTA_EXPECTED_MB_S = 7.5  # docs/stack.md §7: HTA parses about 7-8 MB/s of JSON (measured)
 HTA_BUDGET_S = 180.0  # parse HTA a leading slice when the whole file would take longer
 PROBE_TIMEOUT_S = 1800.0
 DUCKDB_PATHS = ("duckdb", "duckdb_1t")  # default threads, one thread
@@ -309,7 +308,6 @@ def _measure_ours(trace: GeneratedTrace, root: Path, say: Callable[[str], None])
         _probe_command("ours", trace.rank_dir, root / "ours.duckdb"),
         trace.mb,
         trace.events,
-        cwd=PROJECT_ROOT,
         timeout_s=PROBE_TIMEOUT_S,
     )
     result.extra["load1"] = load1
@@ -336,7 +334,6 @@ def _measure_plain(
         _probe_command(kind, *args),
         trace.mb,
         trace.events,
-        cwd=PROJECT_ROOT,
         timeout_s=PROBE_TIMEOUT_S,
     )
     result.extra["load1"] = load1

@@ -26,7 +26,7 @@ import msgspec
 from pipelines.ingest.trace_view import TraceEvent
 
 RESULT_PREFIX = "BENCH_RESULT "
-# The columns our reader asks DuckDB for (pipelines.ingest.trace_view), as in research/stack.md §6.
+# The columns our reader asks DuckDB for (pipelines.ingest.trace_view), as in docs/stack.md §6.
 DUCKDB_COLUMNS = (
     "{name: 'VARCHAR', ph: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'VARCHAR',"
     " dur: 'VARCHAR', cat: 'VARCHAR', args: 'JSON'}"

@@ -1,8 +1,8 @@
 """The `tracereplay` command. Each subcommand lives in its own module of this package and exposes
 `register(subparsers)`, which adds its parser and sets `func(args) -> int` as the handler.
 
-Exit codes (DESIGN.md): 0 ok; 1 a check or regression failed; 2 some input was quarantined or the
-arguments were bad."""
+Every command exits with an `ExitCode`: 0 ok; 1 a check, target or regression failed; 2 some input
+was quarantined or the arguments were bad."""
 
 from __future__ import annotations
 
@@ -10,10 +10,15 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from enum import IntEnum
 
-EXIT_OK = 0
-EXIT_CHECK_FAILED = 1
-EXIT_BAD_INPUT = 2
+
+class ExitCode(IntEnum):
+    """The exit status of every `tracereplay` command."""
+
+    OK = 0
+    CHECK_FAILED = 1  # a check, a benchmark target or a regression failed
+    BAD_INPUT = 2  # an input was quarantined, or the arguments were bad
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,17 +46,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     from pipelines.warehouse import WarehouseError
 
     try:
         return int(args.func(args) or 0)
     except WarehouseError as exc:
         print(f"tracereplay {args.command}: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except BrokenPipeError:  # `tracereplay runs | head`: the reader left, nothing to say
         sys.stderr.close()
-        return EXIT_OK
+        return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""`tracereplay bench ingest`: ingest speed and memory on a large trace made of real events."""
+"""`tracereplay bench`: every benchmark of the project (code in pipelines/bench/).
+
+ingest        ingest speed and memory on a large trace made of real events
+sim           simulator timings (one 1M-token request per schedule, and a sweep)
+tau-accuracy  how well the fits and verdicts recover what the simulator put in
+startup       start-up time of the command against a bare interpreter"""
 
 from __future__ import annotations
 
@@ -7,11 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
-
-EXIT_OK = 0
-EXIT_TARGET_MISSED = 1
-EXIT_BAD_ARGS = 2
 
 INGEST_DESCRIPTION = """\
 Generate a trace_view.json of --size-mb MB by replicating the real events of the msinsight
@@ -33,7 +35,7 @@ failed, 2 bad arguments."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("bench", help="benchmarks (ingest speed and memory)")
+    parser = subparsers.add_parser("bench", help="benchmarks: ingest, sim, tau-accuracy, startup")
     benches = parser.add_subparsers(dest="bench", metavar="BENCH")
     ingest = benches.add_parser(
         "ingest",
@@ -72,12 +74,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_json_option(ingest)
     ingest.set_defaults(func=run_ingest)
+
+    sim = benches.add_parser(
+        "sim", help="simulator timings: one 1M-token request per schedule, and a sweep"
+    )
+    sim.add_argument("--repeat", type=int, default=5, help="timed runs per schedule (default 5)")
+    sim.add_argument(
+        "--sweep", type=int, default=10_000, metavar="N", help="sweep configurations (default 1e4)"
+    )
+    sim.set_defaults(func=run_sim)
+
+    accuracy = benches.add_parser(
+        "tau-accuracy",
+        help="how well tau_k fits and verdicts recover the simulator's truth (rates with n, CI)",
+    )
+    accuracy.add_argument(
+        "--runs", type=int, default=200, help="runs per campaign, DSA half (default 200)"
+    )
+    accuracy.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+    add_json_option(accuracy)
+    accuracy.set_defaults(func=run_tau_accuracy)
+
+    startup = benches.add_parser(
+        "startup",
+        help="start-up time of tracereplay commands vs `python -c pass` in the same run",
+        description="Wall time of fresh processes (this interpreter): python -c pass (the "
+        "baseline), tracereplay --help, tracereplay fit --help and importing the fit stack, "
+        "interleaved, after one warm-up each; prints median, min and the ratio to the baseline, "
+        "and whether the heavy dependencies have bytecode. Exit status: 0 the --help median is "
+        "under 300 ms, 1 it is not, 2 bad arguments.",
+    )
+    startup.add_argument("--repeat", type=int, default=10, help="runs per command (default 10)")
+    add_json_option(startup)
+    startup.set_defaults(func=run_startup)
     parser.set_defaults(func=lambda _args: _usage(parser))
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
-    return EXIT_BAD_ARGS
+    return ExitCode.BAD_INPUT
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -86,7 +121,7 @@ def run_ingest(args: argparse.Namespace) -> int:
 
     if args.size_mb <= 0 or (args.hta_mb is not None and args.hta_mb <= 0) or args.repeat < 1:
         print("tracereplay bench ingest: sizes and --repeat must be positive", file=sys.stderr)
-        return EXIT_BAD_ARGS
+        return ExitCode.BAD_INPUT
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -104,11 +139,54 @@ def run_ingest(args: argparse.Namespace) -> int:
         )
     except FileNotFoundError as exc:
         print(f"tracereplay bench ingest: {exc}", file=sys.stderr)
-        return EXIT_BAD_ARGS
+        return ExitCode.BAD_INPUT
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     else:
         print(format_report(report))
     ours = report.by_path("ours")
     ok = report.all_met and ours is not None and ours.ok
-    return EXIT_OK if ok else EXIT_TARGET_MISSED
+    return ExitCode.OK if ok else ExitCode.CHECK_FAILED
+
+
+def run_sim(args: argparse.Namespace) -> int:
+    from pipelines.bench.sim_bench import run_sim_bench
+
+    if args.repeat < 1 or args.sweep < 1:
+        print("tracereplay bench sim: --repeat and --sweep must be positive", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    run_sim_bench(args.repeat, args.sweep)
+    return ExitCode.OK
+
+
+def run_tau_accuracy(args: argparse.Namespace) -> int:
+    from pipelines.bench.tau_accuracy import run_tau_accuracy as run_report
+
+    if args.runs < 1:
+        print("tracereplay bench tau-accuracy: --runs must be positive", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    run_report(args.runs, args.seed, args.json)
+    return ExitCode.OK
+
+
+def run_startup(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from pipelines.bench.startup import (
+        dependency_bytecode,
+        format_startup,
+        help_target_met,
+        measure_startup,
+    )
+
+    if args.repeat < 1:
+        print("tracereplay bench startup: --repeat must be positive", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    timings, bytecode = measure_startup(args.repeat), dependency_bytecode()
+    met = help_target_met(timings)
+    if args.json:
+        record = {"timings": [asdict(t) for t in timings], "bytecode": bytecode, "met": met}
+        print(json.dumps(record, indent=2))
+    else:
+        print(format_startup(timings, bytecode))
+    return ExitCode.OK if met else ExitCode.CHECK_FAILED

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from pipelines.cli import EXIT_BAD_INPUT, EXIT_OK
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
 
 DESCRIPTION = """\
@@ -128,10 +128,10 @@ def run(args: argparse.Namespace) -> int:
     ]
     if len(given) > 1:
         print(f"tracereplay chunks: {' and '.join(given)} exclude each other", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     if args.match_timeout is not None and not args.match_timeout > 0:
         print("tracereplay chunks: --match-timeout must be a positive number", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     regex = args.marker_regex
     if args.profiler_steps:
         regex = PROFILER_STEP_REGEX
@@ -142,11 +142,11 @@ def run(args: argparse.Namespace) -> int:
             compile_marker_regex(regex)  # before opening the warehouse
     except MarkerRuleError as exc:
         print(f"tracereplay chunks: {exc}; nothing changed", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     path = warehouse.warehouse_path(args.warehouse)
     if not Path(path).exists():
         print(f"tracereplay chunks: no warehouse at {path}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     con = warehouse.connect(path, wait_s=args.wait)
     try:
         report = extract_chunks(
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except MarkerRuleError as exc:
         print(f"tracereplay chunks: {exc}; nothing changed", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     finally:
         con.close()
     for run_id in report.unknown:
@@ -183,4 +183,4 @@ def run(args: argparse.Namespace) -> int:
         )
     elif not report.kept:
         print("no ingested runs to segment")
-    return EXIT_BAD_INPUT if report.unknown or report.kept else EXIT_OK
+    return ExitCode.BAD_INPUT if report.unknown or report.kept else ExitCode.OK

@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from pipelines.cli import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
 
 DESCRIPTION = """\
@@ -40,15 +40,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="output folder: raw traces in DIR/raw/ (default: data/demo/)",
+        help="output folder: raw traces in DIR/raw/ (default: data/demo/ under the project root)",
     )
     parser.add_argument(
         "--warehouse",
         type=Path,
         default=None,
         metavar="FILE",
-        help="DuckDB warehouse (default: <out>/warehouse.duckdb; the demo does not use "
-        "$TRACEREPLAY_WAREHOUSE)",
+        help="DuckDB warehouse (default: <out>/warehouse.duckdb with --out, else the one "
+        "`tracereplay fit` reads: $TRACEREPLAY_WAREHOUSE or data/warehouse.duckdb)",
     )
     parser.add_argument(
         "--repeats", type=int, default=3, metavar="N", help="runs per configuration (default: 3)"
@@ -64,11 +64,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
+    from pipelines import paths
     from pipelines.campaign import Campaign
-    from pipelines.demo import DEFAULT_OUT, DemoConfig
+    from pipelines.demo import DemoConfig
 
+    # without --out the demo's tables go where `tracereplay fit` looks (docs/paths.md)
+    warehouse = args.warehouse or (None if args.out else paths.warehouse_path())
+    out = args.out or paths.demo_dir()
     campaign = Campaign(repeats=args.repeats)
-    config = DemoConfig(out=args.out or DEFAULT_OUT, warehouse=args.warehouse, campaign=campaign)
+    config = DemoConfig(out=out, warehouse=warehouse, campaign=campaign)
     if args.quick:
         config = config.quick()
     if args.no_replay:
@@ -109,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.repeats < 2:
         print("tracereplay demo: --repeats must be at least 2 (fits pool repeats)", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     config = config_from_args(args)
     print(
         f"demo: {len(config.campaign.runs())} simulated runs -> {config.raw_dir}, "
@@ -139,5 +143,5 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"demo finished in {report.timings['total_s']:.1f} s", file=sys.stderr)
     if report.quarantined:
-        return EXIT_BAD_INPUT
-    return EXIT_OK if report.check.ok else EXIT_CHECK_FAILED
+        return ExitCode.BAD_INPUT
+    return ExitCode.OK if report.check.ok else ExitCode.CHECK_FAILED

@@ -7,13 +7,14 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
+if TYPE_CHECKING:  # polars loads when a fit runs, not when the parser is built
+    import polars as pl
+
 
 DESCRIPTION = """\
 Fit the per-chunk, per-stage prefill latency tau_k = a + b*k of every configuration in the
@@ -170,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     path = warehouse.warehouse_path(args.warehouse)
     if not Path(path).exists():
         print(f"tracereplay fit: no warehouse at {path}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     options = FitOptions(segment=not args.no_segment, drop_partial=not args.keep_partial)
     con = warehouse.connect(path, wait_s=args.wait)
     try:
@@ -192,14 +193,14 @@ def run(args: argparse.Namespace) -> int:
         records = [{k: _json_value(v) for k, v in row.items()} for row in curves.to_dicts()]
         json.dump({"curves": records}, sys.stdout, indent=1, default=str)
         print()
-        return EXIT_OK
+        return ExitCode.OK
     if curves.is_empty():
         print("no chunks in the warehouse" + (f" for model {args.model}" if args.model else ""))
-        return EXIT_OK
+        return ExitCode.OK
     print(format_table(curves))
     counts = curves.group_by("verdict").len().sort("verdict")
     summary = ", ".join(f"{v}: {n}" for v, n in counts.iter_rows())
     print(f"\n{curves.height} curves ({summary}); evidence per curve with --json")
     print(policy_summary(curves))
     print(f"stored {report.fits.height} curves as table tau_fits in {path}")
-    return EXIT_OK
+    return ExitCode.OK

@@ -6,10 +6,8 @@ import argparse
 import json
 import sys
 
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
 
 DESCRIPTION = """\
 Find runs under the given files and folders (searched recursively, recognised by content, not by
@@ -149,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         tags = _parse_tags(args.tag)
     except ValueError as exc:
         print(f"tracereplay ingest: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     target = WarehouseTarget(warehouse_path(args.warehouse), wait_s=args.wait)
     check_warehouse_file(target.path)  # refuse a non-DuckDB path before any work
     report = ingest_paths(
@@ -189,4 +187,4 @@ def run(args: argparse.Namespace) -> int:
         )
         if not report.runs and not report.quarantined:
             print("nothing ingested: give a profiler folder (*_ascend_pt, Kineto traces, ...)")
-    return EXIT_OK if report.ok else EXIT_BAD_INPUT
+    return ExitCode.OK if report.ok else ExitCode.BAD_INPUT

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from pipelines.cli import EXIT_BAD_INPUT, EXIT_OK
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
 
 DESCRIPTION = """\
@@ -26,7 +26,7 @@ own schedule. Exit status: 0 ok, 2 unknown run, run without chunks, or bad argum
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from pipelines.replay.store import COMM_CHOICES, COSTS, REPLAY_SCHEDULES
+    from pipelines.replay.options import COMM_CHOICES, COSTS, REPLAY_SCHEDULES
 
     parser = subparsers.add_parser(
         "replay",
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     path = warehouse.warehouse_path(args.warehouse)
     if not Path(path).exists():
         print(f"tracereplay replay: no warehouse at {path}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
     con = warehouse.connect(path, read_only=args.no_write, wait_s=args.wait)
     try:
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except ReplayError as exc:
         print(f"tracereplay replay: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     finally:
         con.close()
     written = []
@@ -110,4 +110,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"\nwrote {len(report.reruns)} reruns to {path} (replay_of = {args.run_id})")
         for folder in written:
             print(f"wrote {folder}")
-    return EXIT_OK
+    return ExitCode.OK

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from pipelines.cli import EXIT_BAD_INPUT, EXIT_OK
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
 
 DESCRIPTION = """\
@@ -48,13 +48,13 @@ def run(args: argparse.Namespace) -> int:
             run_ids = require_runs(con, args.selector)
         except SelectorError as exc:
             print(f"tracereplay runs: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return ExitCode.BAD_INPUT
         frame = run_list(con, run_ids)
     finally:
         con.close()
     if args.json:
         print(json.dumps({"runs": frame.to_dicts()}, indent=1, default=str))
-        return EXIT_OK
+        return ExitCode.OK
     ids = short_ids(frame["run_id"].to_list()) if frame.height else {}
     rows = [
         (
@@ -77,4 +77,4 @@ def run(args: argparse.Namespace) -> int:
         f"\n{frame.height} runs (ids shortened to a unique prefix; --json has them whole);"
         " `tracereplay show RUN` for one run"
     )
-    return EXIT_OK
+    return ExitCode.OK

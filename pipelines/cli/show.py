@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from pipelines.cli import EXIT_BAD_INPUT, EXIT_OK
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
 
 DESCRIPTION = """\
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
                 f"tracereplay show: {why} matching {args.run_id!r}; `tracereplay runs` lists them",
                 file=sys.stderr,
             )
-            return EXIT_BAD_INPUT
+            return ExitCode.BAD_INPUT
         view = show_run(con, found[0], fit=not args.no_fit)
     finally:
         con.close()
@@ -224,4 +224,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(view.as_json(), indent=1, default=str))
     else:
         print(_text(view))
-    return EXIT_OK
+    return ExitCode.OK

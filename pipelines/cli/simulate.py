@@ -15,11 +15,13 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipelines.cli import EXIT_BAD_INPUT, EXIT_OK
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
-from pipelines.sim.result import SimResult
+
+if TYPE_CHECKING:  # polars loads when a simulation runs, not when the parser is built
+    from pipelines.sim.result import SimResult
 
 SCHEDULES = (
     "single",
@@ -365,7 +367,7 @@ def run(args: argparse.Namespace) -> int:
             result, extra = simulate_pipeline_from_args(args), {}
     except ArgumentError as exc:
         print(f"tracereplay simulate: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     written = []
     if args.out is not None:
         _remove(stale)
@@ -376,7 +378,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2, default=str))
     else:
         _print_summary(report)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _print_summary(report: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ Both resolve their path when used, so an empty config means $TRACEREPLAY_WAREHOU
 data/warehouse.duckdb, and $TRACEREPLAY_RAW_DIR or data/raw (pipelines/paths.py).
 
 The default executor is the in-process one: a step subprocess costs 3-4 s of start-up, more than
-the work of one partition (research/stack.md §2). Every asset that writes the warehouse runs in
+the work of one partition (docs/stack.md §2). Every asset that writes the warehouse runs in
 the concurrency pool `duckdb_write`, because a DuckDB file accepts one writer process at a time;
 limit the pool to 1 in the instance (`dagster instance concurrency set duckdb_write 1`, or
 `concurrency: {pools: {default_limit: 1}}` in dagster.yaml) when several runs may overlap.

@@ -7,7 +7,7 @@ sha256(origin, content hash): the same bytes at the same origin give the same ru
 bytes copied to another folder are another run (docs/run_identity.md).
 
 Run facts: model / schedule / chunk_size / seq_len / tp / pp / vp from profiler_metadata.json
-convention keys (DESIGN.md), else tp / pp / dp / world_size from MindSpeed `distributed_args`;
+keys (docs/tau_k.md §1), else tp / pp / dp / world_size from MindSpeed `distributed_args`;
 `--tag key=value` overrides any of them and is kept in `tags`. Rank facts: device id (reader),
 pp_stage = position of the rank in its `pp` group, groups = the parallel groups it belongs to.
 """

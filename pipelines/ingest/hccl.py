@@ -1,6 +1,6 @@
 """HCCL naming facts shared by the Ascend readers: group hash, op type, point-to-point ops.
 
-See shared/research/ascend_formats.md §6: a top-level op is `hcom_<opType>__<G3>_<idx>[_<k>]`,
+See docs/ascend_formats.md §6: a top-level op is `hcom_<opType>__<G3>_<idx>[_<k>]`,
 `<G3>` = last three digits of the group hash, and the hash after `@` in communication.json equals
 double_hash(group_id) of the communicator name that the SQLite export stores raw."""
 

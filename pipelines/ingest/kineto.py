@@ -82,7 +82,7 @@ class _Trace(msgspec.Struct):
     deviceProperties: list[dict[str, Any]] | None = None
     baseTimeNanoseconds: int | None = None
     schemaVersion: int | None = None
-    # run conventions (DESIGN.md) set with torch.profiler's prof.add_metadata(key, value)
+    # run conventions (docs/tau_k.md §1) set with torch.profiler's prof.add_metadata(key, value)
     model: str | int | None = None
     schedule: str | int | None = None
     chunk_size: str | int | None = None

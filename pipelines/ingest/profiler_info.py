@@ -4,7 +4,7 @@ groups, distributed_args, the user's add_metadata keys) of a torch_npu `*_ascend
 Rank: `rank_id` is an int in older exports and a string in newer ones ("2"); -1 means a single
 card. When `rank_id` is missing, the N of the file name `profiler_info_N.json` is used.
 Group identity: HCCL names a communicator by its group id (a string); communication.json keys and
-cluster files carry `double_hash(group_id)` (ascend_formats.md §6), which links an op to its
+cluster files carry `double_hash(group_id)` (docs/ascend_formats.md §6), which links an op to its
 parallel group (pp, tp, dp, ...) in `parallel_group_info`.
 """
 

@@ -234,7 +234,7 @@ def topology_run(groups: Sequence[Group], args: dict[str, Any]) -> dict[str, Any
 
 
 def _convention_columns(conventions: dict[str, str], run: dict[str, Any]) -> dict[str, Any]:
-    """runs columns from the user's add_metadata keys (DESIGN.md conventions); tp/pp only fill
+    """runs columns from the user's add_metadata keys (docs/tau_k.md §1); tp/pp only fill
     what the distributed args and groups left open."""
     out: dict[str, Any] = {}
     for key in ("model", "schedule"):

@@ -1,6 +1,6 @@
 """trace_view.json of a torch_npu export -> slices (one row per complete event) and step windows.
 
-Format (ascend_formats.md §3): a bare JSON array of Chrome-trace events (the object form
+Format (docs/ascend_formats.md §3): a bare JSON array of Chrome-trace events (the object form
 `{"traceEvents": [...]}` is accepted too; a UTF-8 BOM and a `.gz` file too); `ts` is a string of
 microseconds with 3 decimals, parsed exactly to integer nanoseconds; `dur` is float microseconds,
 rounded to nanoseconds. A complete event with a bad `ts` or `dur` (missing, NaN, Infinity,
@@ -154,7 +154,7 @@ def _sniff(path: Path) -> tuple[str, bytes]:
 
 
 class TraceEvent(msgspec.Struct, omit_defaults=True):
-    """The event fields the readers use; args stay undecoded (research/stack.md §6)."""
+    """The event fields the readers use; args stay undecoded (docs/stack.md §6)."""
 
     name: Any = None
     ph: Any = None
@@ -306,7 +306,7 @@ def _scan(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def _device_id(meta: pl.DataFrame, process: pl.DataFrame) -> int | None:
     """Device of the compute lane: `process_labels` "NPU <id>", else the pid's low 5 bits when the
-    pid decodes as (host os pid << 10 | sort << 5 | device) (ascend_formats.md §3.3)."""
+    pid decodes as (host os pid << 10 | sort << 5 | device) (docs/ascend_formats.md §3.3)."""
     compute_pids = process.filter(pl.col("lane") == "compute")["pid"].to_list()
     labels = meta.filter((pl.col("name") == "process_labels") & pl.col("pid").is_in(compute_pids))
     for label in labels["labels"].drop_nulls().to_list():

@@ -20,15 +20,10 @@ import polars as pl
 
 from pipelines import warehouse, warehouse_queries
 from pipelines.replay.measured import Measured
+from pipelines.replay.options import COMM_CHOICES, COSTS, REPLAY_SCHEDULES, SCHEDULE_CHOICES
 from pipelines.replay.tables import SOURCE, rerun_tables
 from pipelines.sim.metrics import summarize
 from pipelines.sim.result import SimResult
-
-REPLAY_SCHEDULES = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
-# accepted besides the defaults: the two DCPP rules by name
-SCHEDULE_CHOICES = (*REPLAY_SCHEDULES, "dcpp_sglang", "dcpp_vllm_ascend")
-COSTS = ("tabulated", "fitted")
-COMM_CHOICES = ("auto", "preset", "none")
 
 
 class ReplayError(ValueError):

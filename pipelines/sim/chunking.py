@@ -1,6 +1,6 @@
 """How a prompt is cut into prefill chunks: fixed size, or DCPP's dynamic rules.
 
-Both DCPP rules (research/schedules.md §1, §2) fit f(l) = a l² + b l + c to profiled single-request
+Both DCPP rules (docs/schedules.md §1, §2) fit f(l) = a l² + b l + c to profiled single-request
 prefills of length l (prefix 0, one stage: PP rank 0's layers), set the target T = f(C) - f(0),
 and size the next chunk x after a prefix L by solving f(L + x) - f(L) = T:
 

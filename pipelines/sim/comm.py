@@ -1,7 +1,7 @@
 """Point-to-point activation transfers between pipeline ranks.
 
 One hop carries a chunk's hidden states: `t = latency + tokens * bytes_per_token / bandwidth`.
-Two modes (research/schedules.md §7):
+Two modes (docs/schedules.md §7):
 
 * `blocking`: the sender's stream is busy for the whole transfer, which starts as soon as the
   producing stage ends; the receiver, when it reaches the receive in its program order, blocks

@@ -5,7 +5,7 @@ of layers [layer_lo, layer_hi) on a chunk (numpy arrays, vectorised over tasks),
 fixed per-call overhead `call_overhead_ns`, which the schedule adds once per stage invocation
 (a fold-point continuation on the same rank runs in the same call and does not pay it again).
 
-`LayeredCost` is the analytic model of research/schedules.md §4, per layer l:
+`LayeredCost` is the analytic model of docs/schedules.md §4, per layer l:
 
     gemm      G_l c / (R_gemm * c / (c + c_half))           linear layers; small chunks run less
                                                              efficiently (c_half: half-efficiency)

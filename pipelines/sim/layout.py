@@ -2,7 +2,7 @@
 
 A model of `num_layers` layers is cut into `pp * vp` consecutive layer groups, the virtual stages
 g = 0 .. pp*vp-1, in the order a chunk traverses them. vLLM-Ascend's `get_vpp_indices` (PR #11976,
-research/schedules.md §3) places group g on a rank by sweeps of `pp` groups: even sweeps run
+docs/schedules.md §3) places group g on a rank by sweeps of `pp` groups: even sweeps run
 forward (rank = g mod pp), odd sweeps run backward (rank = pp-1 - g mod pp). With pp=2, vp=2:
 rank 0 holds s0 and s3, rank 1 holds s1 and s2. Where two consecutive groups sit on the same rank
 (the fold point) the chunk continues without communication. vp=1 is the ordinary CPP layout.

@@ -1,7 +1,7 @@
 """The fitted cost model: τ(c, p) = α c + β c (p + c/2), plus γ per stage call.
 
 FittedCost models the full-model latency of a chunk of c tokens after p prefix tokens (per chunk
-k at fixed c this is tau_k = a + b k, research/schedules.md §4.1); a stage holding a fraction f
+k at fixed c this is tau_k = a + b k, docs/schedules.md §4.1); a stage holding a fraction f
 of the layers takes f of it. `from_chunks` fits it to a frame of chunk timings (rank, vstage,
 request_id, chunk_idx, tokens, prefix_tokens, busy_ns: the columns of the canonical chunks
 table) whose stages split the layers evenly unless `stage_fractions` says otherwise. The table of

@@ -20,7 +20,7 @@ operation: `profiler_bubble_ratio` leaves each rank's edge idle (pipeline fill b
 operation, drain after its last) out of numerator and denominator.
 
 With τ_k = (k+1) t per virtual stage and free transfers this gives CPP 2/(N+3) and single-request
-VPP 1/(N+1) (research/schedules.md §4.5).
+VPP 1/(N+1) (docs/schedules.md §4.5).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Model and hardware presets: public architecture figures turned into cost models.
 
-Architectures (per-layer FLOP counts as in research/schedules.md §4):
+Architectures (per-layer FLOP counts as in docs/schedules.md §4):
 
 * qwen3-coder-30b-a3b: 48 layers, hidden 2048, GQA 32 query / 4 KV heads of 128, 128 experts
   top-8 of width 768, every layer MoE (Qwen3-30B-A3B config).

@@ -7,7 +7,7 @@ of chunk k (plus a transfer when the two stages sit on different ranks) and stag
 Program order: within a request, tasks on a rank are sorted by the wavefront key k*vp + slot(g),
 where slot(g) = g for vp <= 2 (stage_slots: gaps for vp >= 3 keep each rank to one stage per
 slot). With vp=1 this is CPP: every rank runs its stage of chunk 0, 1, 2, ... With pp=2, vp=2 it
-is the paper's V schedule (Algorithm 1, research/schedules.md §7):
+is the paper's V schedule (Algorithm 1, docs/schedules.md §7):
 
     rank 0: s0(0) s0(1) s3(0) s0(2) s3(1) ... s0(N-1) s3(N-2) s3(N-1)
     rank 1: s1(0) s2(0) s1(1) s2(1) ...

@@ -88,7 +88,7 @@ def _with_step(frame: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
 def chunk_marker_name(
     request_id: str, chunk_idx: int, vstage: int, tokens: int, prefix_tokens: int
 ) -> str:
-    """The host range name of one chunk (DESIGN.md convention)."""
+    """The host range name of one chunk (docs/tau_k.md §1 convention)."""
     fields = f"req={request_id},k={chunk_idx},vs={vstage},tokens={tokens},prefix={prefix_tokens}"
     return f"chunk[{fields}]"
 

@@ -1,6 +1,6 @@
 """Write a SimResult as torch_npu text exports: one `<worker>_<stamp>_ascend_pt/` folder per rank.
 
-Layout (research/ascend_formats.md §1-§5, §11; V2025a text export):
+Layout (docs/ascend_formats.md §1-§5, §11; V2025a text export):
 
     <worker>_<YYYYmmddHHMMSSfff>_ascend_pt/
       profiler_info_<rank>.json       rank_id, torch_npu_version / cann_version "sim"
@@ -205,7 +205,7 @@ def _profiler_info(result: SimResult, rank: int, base: int) -> dict[str, Any]:
 
 
 def profiler_metadata(result: SimResult, rank: int) -> dict[str, Any]:
-    """profiler_metadata.json content: DESIGN.md convention keys as strings, the parallel layout."""
+    """profiler_metadata.json content: run-fact keys (docs/tau_k.md §1) as strings, the layout."""
     meta = result.meta
     data: dict[str, Any] = {
         key: str(meta[key])

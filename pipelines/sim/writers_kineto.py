@@ -1,6 +1,6 @@
 """Write a SimResult as PyTorch Kineto traces: one `<worker>_<pid>.<stamp>.pt.trace.json` per rank.
 
-Shape of torch >= 2.4 traces (research/ascend_formats.md §15, pytorch/kineto #890/#910/#928):
+Shape of torch >= 2.4 traces (docs/ascend_formats.md §15, pytorch/kineto #890/#910/#928):
 `{"schemaVersion": 1, "deviceProperties": [...], "distributedInfo": {"backend", "rank",
 "world_size"}, "baseTimeNanoseconds": T0, "displayTimeUnit": "ns", "traceEvents": [...]}` where
 `ts`/`dur` are µs floats with ns precision relative to `baseTimeNanoseconds`.

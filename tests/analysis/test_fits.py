@@ -131,7 +131,7 @@ def test_vpp_bubble_prediction_is_the_identity_on_the_mean_curve() -> None:
     mean = np.mean([c[1] for c in curves], axis=0)
     assert fit.vpp_bubble_pred == pytest.approx(vpp_bubble_ratio(mean), rel=1e-12)
     assert fit.vpp_gain_pred == pytest.approx(cpp_bubble_ratio(mean) - vpp_bubble_ratio(mean))
-    # tau = (k+1) t without noise: VPP leaves 1/(N+1), CPP 2/(N+3) (research/schedules.md §4.5)
+    # tau = (k+1) t without noise: VPP leaves 1/(N+1), CPP 2/(N+3) (docs/schedules.md §4.5)
     exact = fit_curve(np.arange(10.0), np.arange(1.0, 11.0) * 1e6, n_boot=0)
     assert exact.vpp_bubble_pred == pytest.approx(1 / 11, rel=1e-12)
     assert exact.vpp_gain_pred == pytest.approx(2 / 13 - 1 / 11, rel=1e-12)

@@ -1,4 +1,4 @@
-"""Fixed and dynamic chunking; the 128K step counts (research/schedules.md §2 table)."""
+"""Fixed and dynamic chunking; the 128K step counts (docs/schedules.md §2 table)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_online_calibration_targets_the_measured_first_chunk() -> None:
 
 def test_128k_prompt_cpp_8_steps_and_dcpp_17_through_simulate() -> None:
     """The paper's Fig. 1b: CPP 8 steps at C = 16K; DCPP 17 with the vLLM-Ascend rules at
-    C = 24K on a stage whose f(l) has b / a = 24576 (research/schedules.md §2)."""
+    C = 24K on a stage whose f(l) has b / a = 24576 (docs/schedules.md §2)."""
     # full(c, p) = alpha c + beta c (p + c/2): f(l) = beta/2 l² + alpha l, b / a = 2 alpha / beta
     cost = FittedCost(alpha_ns=24576.0 * 0.5, beta_ns=1.0)
     cpp = summarize(simulate(K128, "cpp", model=cost, chunk_size=16384, comm=None))

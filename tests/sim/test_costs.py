@@ -30,7 +30,7 @@ def _tau(model: str, chunk: int, n: int) -> np.ndarray:
 
 
 def test_mla_tau_is_nearly_proportional_to_k_plus_one_at_24k() -> None:
-    """research/schedules.md §4.2: FLOPs alone give τ_k ∝ (k + 1.08) for DeepSeek at c = 24K."""
+    """docs/schedules.md §4.2: FLOPs alone give τ_k ∝ (k + 1.08) for DeepSeek at c = 24K."""
     tau = _tau("deepseek-v3.1", 24576, 22)
     slope = tau[1] - tau[0]
     offset = tau[0] / slope  # τ_k = slope (k + offset)
@@ -63,7 +63,7 @@ def test_dsa_slope_is_far_smaller_than_mla_slope() -> None:
 
 def test_small_chunks_cost_more_per_token() -> None:
     """DCPP's fragmentation cost: per-token time rises as chunks shrink (fixed costs, GEMM
-    efficiency), research/schedules.md §7 caveat."""
+    efficiency), docs/schedules.md §7 caveat."""
     cost = presets.cost_model("qwen3-coder-30b-a3b")
     c = np.array([4096, 24576])
     t = cost.stage_ns(c, np.zeros(2), np.zeros(2, dtype=np.int64), np.full(2, 24))

@@ -1,5 +1,5 @@
-"""The paper's qualitative results from the architecture presets (seed 000 §3, §7; research/
-schedules.md §6). Nothing here is fitted per test: one calibration in presets.py serves all."""
+"""The paper's qualitative results from the architecture presets (seed 000 §3, §7;
+docs/schedules.md §6). Nothing here is fitted per test: one calibration in presets.py serves all."""
 
 from __future__ import annotations
 

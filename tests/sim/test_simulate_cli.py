@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from pipelines.cli import ExitCode, main
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -30,7 +30,7 @@ def test_single_json_and_all_formats(tmp_path: Path, capsys: pytest.CaptureFixtu
         "--format",
         "ascend,kineto,chrome",
     )
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     report = json.loads(out)
     # seed 001's "budget 2048, interactive first" row: 12.2 ms / 56 ms / 0.95 s / 21 ms / 97 ms
     assert round(report["itl_max_ms"]) == 56 and round(report["short_ttft_max_ms"]) == 97
@@ -46,7 +46,7 @@ def test_default_formats_and_text_summary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = _run(capsys, "--schedule", "single", "--chunk", "0", "--out", str(tmp_path))
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     assert "itl_max_ms" in out and "wrote" in out
     assert {p.suffix or "dir" for p in tmp_path.iterdir()} == {".json", "dir"}
     assert not (tmp_path / "kineto").exists()
@@ -71,7 +71,7 @@ def test_bad_arguments_exit_2(
     capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     code, _, err = _run(capsys, *argv)
-    assert code == EXIT_BAD_INPUT
+    assert code == ExitCode.BAD_INPUT
     assert message in err
 
 
@@ -100,7 +100,7 @@ def test_pipeline_schedule_writes_every_rank(
         str(tmp_path),
         "--json",
     )
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     report = json.loads(out)
     assert (report["schedule"], report["ranks"], report["vp"], report["requests"]) == (
         "vpp",
@@ -129,14 +129,14 @@ def test_out_folder_holds_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert _run(capsys, "--schedule", "cpp", "--ranks", "4", *base, "ascend,kineto")[0] == 0
     assert len(list(tmp_path.glob("*_ascend_pt"))) == 4
     code, _, err = _run(capsys, "--schedule", "cpp", *base, "ascend")
-    assert code == EXIT_BAD_INPUT and "--overwrite" in err
+    assert code == ExitCode.BAD_INPUT and "--overwrite" in err
     assert len(list(tmp_path.glob("*_ascend_pt"))) == 4
-    assert _run(capsys, "--schedule", "cpp", *base, "ascend", "--overwrite")[0] == EXIT_OK
+    assert _run(capsys, "--schedule", "cpp", *base, "ascend", "--overwrite")[0] == ExitCode.OK
     assert len(list(tmp_path.glob("*_ascend_pt"))) == 2
     assert not list((tmp_path / "kineto").glob("*.json"))
     (tmp_path / "rank9_ascend_pt").mkdir()
     code, _, err = _run(capsys, "--schedule", "cpp", *base, "ascend", "--overwrite")
-    assert code == EXIT_BAD_INPUT and "rank9_ascend_pt" in err
+    assert code == ExitCode.BAD_INPUT and "rank9_ascend_pt" in err
     assert (tmp_path / "rank9_ascend_pt").is_dir()
 
 

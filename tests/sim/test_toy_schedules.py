@@ -1,4 +1,4 @@
-"""Analytic anchors (research/schedules.md §4.5): τ_k = (k+1) t per virtual stage, no comm."""
+"""Analytic anchors (docs/schedules.md §4.5): τ_k = (k+1) t per virtual stage, no comm."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_vpp_async_ablation_value_at_n11() -> None:
 
 
 def test_packing_over_eight_requests_reaches_2_4_percent() -> None:
-    """research/schedules.md §4.5 toy: Algorithm 1's order (no VPP-Async swap) with w stage-0
+    """docs/schedules.md §4.5 toy: Algorithm 1's order (no VPP-Async swap) with w stage-0
     chunks of the next request packed into the drain."""
     ratios = {
         w: float(bubble_ratio_exact(run("vpp_pack", [11] * 8, pack_window=w, reorder=False)))

@@ -15,7 +15,9 @@ from pipelines import warehouse as wh
 from pipelines import warehouse_queries as queries
 from pipelines.analysis.tau_points import flag_partial_chunks
 from pipelines.canonical_schema import CANONICAL_TABLES
-from pipelines.paths import PROJECT_ROOT, SQL_DIR
+from pipelines.paths import SQL_DIR
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _layer(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -1,6 +1,6 @@
 """How well the tau_k fits and verdicts recover what the simulator put in.
 
-    uv run python benchmarks/report_tau_accuracy.py [--runs 200] [--seed 0] [--json]
+    uv run tracereplay bench tau-accuracy [--runs 200] [--seed 0] [--json]
 
 Four campaigns of seeded simulated runs (pipelines.sim.run.simulate, 3% multiplicative noise per
 task), each fitted per run and virtual stage with pipelines.analysis.curves.fit_curves:
@@ -30,7 +30,6 @@ Every rate is printed with n and a 95% Wilson interval.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -480,29 +479,25 @@ def balance_campaign(seeds_per_point: int) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=200, help="runs per campaign (dsa: half)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the configuration draws")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args(argv)
-    rng = np.random.default_rng(args.seed)
+def run_tau_accuracy(runs: int = 200, seed: int = 0, as_json: bool = False) -> None:
+    """Run the four campaigns (`runs` per campaign, DSA half) and print the report."""
+    rng = np.random.default_rng(seed)
     started = time.perf_counter()
     report = {
         "noise": NOISE,
-        "dense": dense_campaign(args.runs, rng),
-        "dsa": dsa_campaign(max(args.runs // 2, 1), rng),
-        "noise_only": noise_campaign(args.runs, rng),
+        "dense": dense_campaign(runs, rng),
+        "dsa": dsa_campaign(max(runs // 2, 1), rng),
+        "noise_only": noise_campaign(runs, rng),
         "balance": balance_campaign(seeds_per_point=3),
         "vpp_interval": interval_coverage(reps=5),
     }
     report["seconds"] = round(time.perf_counter() - started, 1)
-    if args.json:
+    if as_json:
         json.dump(report, sys.stdout, indent=1)
         print()
-        return 0
+        return
     d, g, z, b = report["dense"], report["dsa"], report["noise_only"], report["balance"]
-    print(f"tau_k accuracy report ({NOISE:.0%} multiplicative noise per task, seed {args.seed})")
+    print(f"tau_k accuracy report ({NOISE:.0%} multiplicative noise per task, seed {seed})")
     print(f"\n1. dense presets: {d['runs']} runs, {d['curves']} stage curves")
     print(f"   verdict linear            {wilson(**_hn(d['linear']))}   target >= 95%")
     print(f"   slope CI covers truth     {wilson(**_hn(d['slope_coverage']))}   target >= 90%")
@@ -585,7 +580,6 @@ def main(argv: list[str] | None = None) -> int:
         f"residual {_round(b['balance_range'])}"
     )
     print(f"\n{report['seconds']} s")
-    return 0
 
 
 def _hn(r: dict) -> dict:
@@ -600,7 +594,3 @@ def _round(x):
     if isinstance(x, dict):
         return {k: round(v, 3) for k, v in x.items()}
     return [round(v, 4) for v in x]
-
-
-if __name__ == "__main__":
-    sys.exit(main())

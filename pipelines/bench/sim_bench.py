@@ -1,6 +1,6 @@
 """Simulator timings: one 1M-token request at 4K chunks under each schedule, and a sweep.
 
-    uv run python benchmarks/bench_sim.py [--repeat 5] [--sweep 10000]
+    uv run tracereplay bench sim [--repeat 5] [--sweep 10000]
 
 Part 1 times `run.simulate` (chunking, plan, engine, task table) for one 1,048,576-token prompt in
 4,096-token chunks on 4 pipeline ranks (VPP: 4 x 2 virtual stages) with the DeepSeek-V3.1 preset
@@ -10,7 +10,6 @@ pipeline sizes x sequence lengths x chunk sizes x noise seeds).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import statistics
 import time
@@ -77,17 +76,11 @@ def time_sweep(count: int) -> None:
     )
     print("best makespan (s) over chunk sizes and pp, seed 0:")
     with pl.Config(tbl_rows=-1, tbl_width_chars=120):
-        print(best.select("model", "seq_len", *SWEEP_SCHEDULES))
+        # a small --sweep may not reach every schedule
+        print(best.select("model", "seq_len", *(s for s in SWEEP_SCHEDULES if s in best.columns)))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--sweep", type=int, default=10_000)
-    args = parser.parse_args()
-    time_single(args.repeat)
-    time_sweep(args.sweep)
-
-
-if __name__ == "__main__":
-    main()
+def run_sim_bench(repeat: int = 5, sweep_size: int = 10_000) -> None:
+    """Print both parts: the single-request timings and the sweep."""
+    time_single(repeat)
+    time_sweep(sweep_size)

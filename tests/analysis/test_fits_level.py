@@ -1,0 +1,39 @@
+"""`fit_curve(level=...)` sets the level of every interval, the bootstrap ones included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipelines.analysis.fits import _interval, fit_curve
+
+LEVELS = (0.5, 0.95, 0.99)
+
+
+def test_percentile_interval_takes_the_central_share_of_a_known_sample() -> None:
+    values = np.arange(1001.0)  # 0 .. 1000: the q-quantile is 1000 q
+    assert _interval(values, 0.5) == pytest.approx((250.0, 750.0))
+    assert _interval(values, 0.95) == pytest.approx((25.0, 975.0))
+    assert _interval(values, 0.99) == pytest.approx((5.0, 995.0))
+    assert np.isnan(_interval(np.array([np.nan]), 0.9)).all()
+
+
+@pytest.mark.parametrize("n_runs", [1, 6], ids=["bootstrap_k", "bootstrap_runs"])
+def test_balance_and_vpp_intervals_widen_with_the_level(n_runs: int) -> None:
+    rng = np.random.default_rng(7)
+    k = np.tile(np.arange(8.0), n_runs)
+    runs = np.repeat(np.arange(n_runs), 8)
+    tau = (40.0 + 5.0 * k) * (1 + 0.05 * rng.standard_normal(k.size))
+    fits = {lv: fit_curve(k, tau, runs, level=lv, n_boot=2000, seed=3) for lv in LEVELS}
+    assert fits[0.5].balance_method == ("bootstrap(k)" if n_runs == 1 else "bootstrap(runs)")
+    for lo_name, hi_name in [
+        ("balance_lo", "balance_hi"),
+        ("vpp_bubble_lo", "vpp_bubble_hi"),
+        ("slope_lo", "slope_hi"),
+    ]:
+        widths = [getattr(fits[lv], hi_name) - getattr(fits[lv], lo_name) for lv in LEVELS]
+        assert 0 < widths[0] < widths[1] < widths[2], (lo_name, widths)
+        # nested: the 50 % interval lies inside the 99 % one
+        assert getattr(fits[0.99], lo_name) <= getattr(fits[0.5], lo_name)
+        assert getattr(fits[0.5], hi_name) <= getattr(fits[0.99], hi_name)
+    assert {f.level for f in fits.values()} == set(LEVELS)

@@ -1,0 +1,71 @@
+"""Paths resolve from the working folder (or the nearest tracereplay.toml above it), never from
+where the package is installed; the SQL files are found as package data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines import paths
+from pipelines.cli import ExitCode, main
+
+
+@pytest.fixture
+def no_path_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TRACEREPLAY_WAREHOUSE", "TRACEREPLAY_RAW_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_without_a_marker_the_working_folder_is_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_path_env: None
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert paths.project_root() == tmp_path.resolve()
+    assert paths.warehouse_path() == tmp_path.resolve() / "data" / "warehouse.duckdb"
+    assert paths.raw_dir() == tmp_path.resolve() / "data" / "raw"
+    assert paths.demo_dir() == tmp_path.resolve() / "data" / "demo"
+
+
+def test_the_nearest_marker_above_the_working_folder_is_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_path_env: None
+) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / paths.MARKER).write_text("")
+    deep = tmp_path / "proj" / "a" / "b"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    assert paths.project_root() == (tmp_path / "proj").resolve()
+    assert paths.warehouse_path() == (tmp_path / "proj" / "data" / "warehouse.duckdb").resolve()
+
+
+def test_environment_and_explicit_paths_win(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRACEREPLAY_WAREHOUSE", "/elsewhere/w.duckdb")
+    monkeypatch.setenv("TRACEREPLAY_RAW_DIR", "/elsewhere/raw")
+    assert paths.warehouse_path() == Path("/elsewhere/w.duckdb")
+    assert paths.warehouse_path("x.duckdb") == Path("x.duckdb")
+    assert paths.raw_dir() == Path("/elsewhere/raw")
+
+
+def test_the_repository_checkout_is_a_project() -> None:
+    repo = Path(__file__).resolve().parent.parent
+    assert (repo / paths.MARKER).is_file()
+    assert paths.project_root(repo / "pipelines" / "cli") == repo
+
+
+def test_sql_files_are_found() -> None:
+    assert (paths.SQL_DIR / "intermediate" / "int_chunk_tau.sql").is_file()
+    assert (paths.SQL_DIR / "schema" / "runs.sql").is_file()
+
+
+def test_fit_without_flags_reads_the_warehouse_of_this_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_path_env: None, capsys
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["fit"]) == ExitCode.BAD_INPUT
+    assert f"no warehouse at {tmp_path.resolve() / 'data' / 'warehouse.duckdb'}" in (
+        capsys.readouterr().err
+    )
