@@ -3,6 +3,7 @@ registry of metrics they define (docs/metrics.md is the definition of each)."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import duckdb
@@ -99,7 +100,7 @@ def _student_t_quantile(p: float, df: int) -> float | None:
 
 def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     """Scalar functions the marts use: student_t_quantile(p, df) = scipy.stats.t.ppf."""
-    try:
+    with contextlib.suppress(duckdb.CatalogException):  # already registered on this connection
         con.create_function(
             "student_t_quantile",
             _student_t_quantile,
@@ -107,8 +108,6 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
             sqltypes.DOUBLE,
             null_handling="special",
         )
-    except duckdb.CatalogException:
-        pass  # already registered on this connection
 
 
 def build_marts(con: duckdb.DuckDBPyConnection) -> None:
