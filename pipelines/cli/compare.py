@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 from pipelines.cli._common import add_json_option, add_warehouse_option
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, json_value, table
@@ -99,7 +100,8 @@ def format_comparison(result) -> str:
         f"significant (p adj < 0.05) and the interval lies beyond +-{result.min_effect:.1%}",
     ]
     reasons = sorted({(m.test, m.test_reason) for m in result.metrics if m.test != "none"})
-    lines += [f"test {TEST_LABEL[t]}: {r}" for t, r in reasons]
+    for t, r in reasons:
+        lines += textwrap.wrap(f"test {TEST_LABEL[t]}: {r}", 118, subsequent_indent="  ")
     for m in result.metrics:
         if m.verdict == "inconclusive":
             lines.append(f"{m.metric}: inconclusive, {m.reason}")
