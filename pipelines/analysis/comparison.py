@@ -1,0 +1,83 @@
+"""One comparison of two run sets out of the warehouse: select, build the marts, compare. The
+library door that `tracereplay compare`, the demo and Dagster share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+
+from pipelines.analysis.compare import DEFAULT_MIN_EFFECT, MetricComparison, compare_samples
+from pipelines.analysis.run_metrics import (
+    DEFAULT_COMPARE_METRICS,
+    METRICS,
+    build_marts,
+    check_metrics,
+    metric_values,
+)
+from pipelines.selectors import parse_selector, require_runs
+
+
+@dataclass
+class RunSetComparison:
+    """The two run sets and the per-metric comparisons."""
+
+    baseline: str
+    candidate: str
+    baseline_runs: list[str]
+    candidate_runs: list[str]
+    metrics: list[MetricComparison]
+    min_effect: float
+    correction: str
+    overlap: list[str] = field(default_factory=list)  # runs on both sides
+
+    @property
+    def regressed(self) -> list[MetricComparison]:
+        return [m for m in self.metrics if m.verdict == "regressed"]
+
+
+def compare_run_sets(
+    con: duckdb.DuckDBPyConnection,
+    baseline: str,
+    candidate: str,
+    metrics: list[str] | None = None,
+    *,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    correction: str = "holm",
+    build: bool = True,
+) -> RunSetComparison:
+    """Compare the runs `candidate` selects with those `baseline` selects (selector text).
+    SelectorError when a selector is bad or matches nothing; UnknownMetricError for a metric."""
+    chosen = check_metrics(metrics, DEFAULT_COMPARE_METRICS)
+    base_sel, cand_sel = parse_selector(baseline), parse_selector(candidate)
+    base_runs = require_runs(con, base_sel)
+    cand_runs = require_runs(con, cand_sel)
+    if build:
+        build_marts(con)
+    values = metric_values(con, base_runs + cand_runs, chosen)
+    samples = {}
+    for metric in chosen:
+        rows = values.filter(values["metric"] == metric)
+        side = dict(zip(rows["run_id"].to_list(), rows["value"].to_list(), strict=True))
+        samples[metric] = (
+            np.array([side[r] for r in base_runs if r in side], dtype=float),
+            np.array([side[r] for r in cand_runs if r in side], dtype=float),
+        )
+    results = compare_samples(
+        samples,
+        {m: METRICS[m].lower_is_better for m in chosen},
+        min_effect=min_effect,
+        correction=correction,
+    )
+    overlap = sorted(set(base_runs) & set(cand_runs))
+    return RunSetComparison(
+        base_sel.text,
+        cand_sel.text,
+        base_runs,
+        cand_runs,
+        results,
+        min_effect,
+        results[0].correction if results else correction,
+        overlap,
+    )

@@ -1,0 +1,113 @@
+"""Change points over the nightly history of each configuration and metric: the library door
+`tracereplay regressions` (and later Dagster) share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+
+from pipelines.analysis.changepoints import DEFAULT_MIN_MAGNITUDE, detect_change_points
+from pipelines.analysis.run_metrics import CONFIG_KEYS, METRICS, build_marts, check_metrics
+from pipelines.selectors import parse_selector, require_runs
+
+DEFAULT_HISTORY_METRICS = ("ttft_ns", "makespan_ns", "throughput_tok_s")
+
+
+@dataclass(frozen=True)
+class HistoryChange:
+    """One change point of one configuration's metric, with the runs around it."""
+
+    config: dict[str, object]
+    metric: str
+    status: str  # confirmed | pending
+    direction: str  # regression | improvement
+    run_before: str
+    collected_before: str
+    run_after: str
+    collected_after: str
+    n_before: int
+    n_after: int
+    magnitude: float
+    magnitude_lo: float
+    magnitude_hi: float
+    p_value: float
+
+    @property
+    def is_regression(self) -> bool:
+        return self.status == "confirmed" and self.direction == "regression"
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.__dict__, "config": dict(self.config)}
+
+
+def find_changes(
+    con: duckdb.DuckDBPyConnection,
+    selector: str | None = None,
+    metrics: list[str] | None = None,
+    *,
+    since: str | None = None,
+    min_magnitude: float = DEFAULT_MIN_MAGNITUDE,
+    build: bool = True,
+) -> tuple[list[HistoryChange], int]:
+    """Change points per configuration and metric over collected_at; and how many series were
+    examined. SelectorError / UnknownMetricError on bad input."""
+    chosen = check_metrics(metrics, DEFAULT_HISTORY_METRICS)
+    text = ",".join(t for t in (selector, f"since={since}" if since else None) if t)
+    run_ids = require_runs(con, parse_selector(text))
+    if build:
+        build_marts(con)
+    values = con.execute(
+        "select * from fct_run_metric_values where run_id in (select unnest(?::varchar[]))"
+        " and metric in (select unnest(?::varchar[])) and collected_at is not null"
+        " order by collected_at, run_id",
+        [run_ids, chosen],
+    ).pl()
+    changes: list[HistoryChange] = []
+    series = 0
+    for key, group in values.group_by([*CONFIG_KEYS, "metric"], maintain_order=True):
+        series += 1
+        config = dict(zip(CONFIG_KEYS, key[:-1], strict=True))
+        metric = key[-1]
+        y = group["value"].to_numpy().astype(float)
+        runs = group["run_id"].to_list()
+        when = [str(t)[:19] for t in group["collected_at"].to_list()]
+        for cp in detect_change_points(np.asarray(y), min_magnitude=min_magnitude):
+            worse = (cp.magnitude > 0) == METRICS[metric].lower_is_better
+            changes.append(
+                HistoryChange(
+                    config=config,
+                    metric=metric,
+                    status=cp.status,
+                    direction="regression" if worse else "improvement",
+                    run_before=runs[cp.index - 1],
+                    collected_before=when[cp.index - 1],
+                    run_after=runs[cp.index],
+                    collected_after=when[cp.index],
+                    n_before=cp.n_before,
+                    n_after=cp.n_after,
+                    magnitude=cp.magnitude,
+                    magnitude_lo=cp.magnitude_lo,
+                    magnitude_hi=cp.magnitude_hi,
+                    p_value=cp.p_value,
+                )
+            )
+    return changes, series
+
+
+def runs_around(
+    con: duckdb.DuckDBPyConnection, change: HistoryChange, before: int = 5, after: int = 5
+) -> tuple[list[str], list[str]]:
+    """Up to `before` runs of the configuration just before the change and `after` from it on
+    (for attribution)."""
+    where = " and ".join(f"{k} is not distinct from ?" for k in CONFIG_KEYS)
+    params = [change.config[k] for k in CONFIG_KEYS]
+    rows = con.execute(
+        f"select run_id, collected_at from runs where {where} and replay_of is null"
+        " and collected_at is not null order by collected_at, run_id",
+        params,
+    ).fetchall()
+    ids = [r[0] for r in rows]
+    i = ids.index(change.run_after)
+    return ids[max(0, i - before) : i], ids[i : i + after]

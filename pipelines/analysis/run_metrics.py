@@ -1,0 +1,128 @@
+"""Run metrics: the marts of sql/marts/ that compare, regressions and explain read, and the
+registry of metrics they define (docs/metrics.md is the definition of each)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+from duckdb import sqltypes
+from scipy import stats
+
+from pipelines.warehouse import run_sql_file
+
+# (relation, layer) in dependency order; the integrator will hand these to the general runner.
+MART_BUILD_ORDER: tuple[tuple[str, str], ...] = (
+    ("int_step_breakdown_preferred", "intermediate"),
+    ("int_chunk_tau", "intermediate"),
+    ("fct_request_ttft", "marts"),
+    ("fct_rank_breakdown", "marts"),
+    ("fct_run_tau_fit", "marts"),
+    ("fct_run_metrics", "marts"),
+    ("fct_run_metric_values", "marts"),
+    ("fct_config_metrics", "marts"),
+    ("fct_op_time_by_run", "marts"),
+)
+
+CONFIG_KEYS: tuple[str, ...] = (
+    "model",
+    "schedule",
+    "seq_len",
+    "chunk_size",
+    "tp",
+    "pp",
+    "vp",
+    "hardware",
+)
+"""A configuration: runs that repeat one workload on one setup."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One run-level metric: its unit and which way is better."""
+
+    name: str
+    unit: str  # ns, tok/s, ratio, count
+    lower_is_better: bool
+    label: str
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("ttft_ns", "ns", True, "TTFT, mean over requests"),
+        Metric("ttft_max_ns", "ns", True, "TTFT, slowest request"),
+        Metric("makespan_ns", "ns", True, "prefill makespan"),
+        Metric("throughput_tok_s", "tok/s", False, "prompt tokens per second"),
+        Metric("compute_ns", "ns", True, "compute per rank"),
+        Metric("bubble_ns", "ns", True, "bubble per rank"),
+        Metric("exposed_comm_ns", "ns", True, "exposed communication per rank"),
+        Metric("total_ns", "ns", True, "compute + bubble + exposed comm per rank"),
+        Metric("overlap_ratio", "ratio", False, "overlapped / communication time"),
+        Metric("n_steps", "count", True, "scheduling steps"),
+        Metric("tau_slope_ns", "ns", True, "tau_k slope b (per chunk of prefix)"),
+        Metric("tau_intercept_ns", "ns", True, "tau_k intercept a"),
+        Metric("tau_ab", "ratio", False, "tau_k a/b"),
+    )
+}
+DEFAULT_COMPARE_METRICS: tuple[str, ...] = (
+    "ttft_ns",
+    "makespan_ns",
+    "throughput_tok_s",
+    "compute_ns",
+    "bubble_ns",
+    "exposed_comm_ns",
+)
+
+
+class UnknownMetricError(ValueError):
+    """A metric name that METRICS does not define."""
+
+
+def check_metrics(names: list[str] | tuple[str, ...] | None, default: tuple[str, ...]) -> list[str]:
+    """The metrics asked for (default when none), each known; UnknownMetricError otherwise."""
+    chosen = list(names or default)
+    unknown = [m for m in chosen if m not in METRICS]
+    if unknown:
+        raise UnknownMetricError(
+            f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(METRICS)}"
+        )
+    return chosen
+
+
+def _student_t_quantile(p: float, df: int) -> float | None:
+    if df is None or df < 1:
+        return None
+    return float(stats.t.ppf(p, df))
+
+
+def register_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """Scalar functions the marts use: student_t_quantile(p, df) = scipy.stats.t.ppf."""
+    with contextlib.suppress(duckdb.CatalogException):  # already registered on this connection
+        con.create_function(
+            "student_t_quantile",
+            _student_t_quantile,
+            [sqltypes.DOUBLE, sqltypes.BIGINT],
+            sqltypes.DOUBLE,
+            null_handling="special",
+        )
+
+
+def build_marts(con: duckdb.DuckDBPyConnection) -> None:
+    """Materialise the metric marts (and the intermediates they read) in dependency order."""
+    register_functions(con)
+    for relation, layer in MART_BUILD_ORDER:
+        run_sql_file(con, relation, layer)
+
+
+def metric_values(
+    con: duckdb.DuckDBPyConnection, run_ids: list[str], metrics: list[str]
+) -> pl.DataFrame:
+    """fct_run_metric_values rows of the given runs and metrics (after build_marts)."""
+    return con.execute(
+        "select * from fct_run_metric_values where run_id in (select unnest(?::varchar[]))"
+        " and metric in (select unnest(?::varchar[])) order by collected_at, run_id",
+        [run_ids, metrics],
+    ).pl()

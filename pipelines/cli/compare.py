@@ -1,0 +1,163 @@
+"""`tracereplay compare`: two run sets, metric by metric, with intervals, a test and a verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+
+from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, json_value, table
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+
+DESCRIPTION = """\
+Compare the runs CANDIDATE selects with those BASELINE selects (selectors: docs/selectors.md),
+per metric (docs/metrics.md): n on each side, the relative effect mean(cand)/mean(base) - 1 with a
+95 % bootstrap interval (scipy.stats.bootstrap, BCa), a two-sided test (Welch's t on log values
+under 8 runs a side, where the exact Mann-Whitney U cannot reach small p; Mann-Whitney U from 8),
+Holm's correction across the metrics compared (or Benjamini-Hochberg), and a verdict:
+improved / regressed (corrected p < 0.05 and the whole interval beyond +-min-effect), unchanged
+(the interval within +-min-effect), inconclusive (anything else, n < 3 on a side included).
+Exit status 1 when a metric regressed, 2 for a bad selector or metric, else 0."""
+
+COLUMNS = [
+    ("metric", "metric"),
+    ("n", "n b/c"),
+    ("baseline", "base mean"),
+    ("candidate", "cand mean"),
+    ("effect", "effect [95% CI]"),
+    ("test", "test"),
+    ("p_adj", "p adj"),
+    ("verdict", "verdict"),
+]
+TEST_LABEL = {"welch_t_log": "Welch-log", "mann_whitney_u": "MWU", "none": "-"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare two run sets metric by metric with statistics",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_warehouse_option(parser)
+    add_json_option(parser)
+    parser.add_argument("--baseline", required=True, metavar="SEL", help="baseline runs")
+    parser.add_argument("--candidate", required=True, metavar="SEL", help="candidate runs")
+    parser.add_argument(
+        "--metric",
+        action="append",
+        metavar="M",
+        help="a metric to compare (repeatable; default: ttft_ns makespan_ns throughput_tok_s "
+        "compute_ns bubble_ns exposed_comm_ns)",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=1.0,
+        metavar="PCT",
+        help="smallest relative change worth flagging, in percent (default 1)",
+    )
+    parser.add_argument(
+        "--correction",
+        choices=("holm", "bh"),
+        default="holm",
+        help="multiple-testing correction across metrics (default holm)",
+    )
+    parser.set_defaults(func=run)
+
+
+def format_comparison(result) -> str:
+    """The text report of a RunSetComparison."""
+    from pipelines.analysis.run_metrics import METRICS
+
+    rows = []
+    for m in result.metrics:
+        unit = METRICS[m.metric].unit
+        rows.append(
+            {
+                "metric": m.metric,
+                "n": f"{m.n_baseline}/{m.n_candidate}",
+                "baseline": fmt_value(m.mean_baseline, unit),
+                "candidate": fmt_value(m.mean_candidate, unit),
+                "effect": f"{fmt_pct(m.effect)} [{fmt_pct(m.effect_lo)}, {fmt_pct(m.effect_hi)}]",
+                "test": TEST_LABEL.get(m.test, m.test),
+                "p_adj": fmt_p(m.p_adjusted),
+                "verdict": m.verdict,
+            }
+        )
+    lines = [
+        f"baseline  {result.baseline or '(all runs)'}: {len(result.baseline_runs)} runs",
+        f"candidate {result.candidate or '(all runs)'}: {len(result.candidate_runs)} runs",
+        "",
+        table(COLUMNS, rows),
+        "",
+        f"{result.correction} correction across {len(result.metrics)} metrics; flagged only when "
+        f"significant (p adj < 0.05) and the interval lies beyond +-{result.min_effect:.1%}",
+    ]
+    reasons = sorted({(m.test, m.test_reason) for m in result.metrics if m.test != "none"})
+    for t, r in reasons:
+        lines += textwrap.wrap(f"test {TEST_LABEL[t]}: {r}", 118, subsequent_indent="  ")
+    for m in result.metrics:
+        if m.verdict == "inconclusive":
+            lines.append(f"{m.metric}: inconclusive, {m.reason}")
+    if result.overlap:
+        lines.append(f"warning: {len(result.overlap)} run(s) are on both sides")
+    return "\n".join(lines)
+
+
+def to_json(result) -> dict:
+    return {
+        "baseline": {"selector": result.baseline, "runs": result.baseline_runs},
+        "candidate": {"selector": result.candidate, "runs": result.candidate_runs},
+        "correction": result.correction,
+        "min_effect": result.min_effect,
+        "metrics": [{k: json_value(v) for k, v in m.as_dict().items()} for m in result.metrics],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines import warehouse
+    from pipelines.analysis.comparison import compare_run_sets
+    from pipelines.analysis.run_metrics import UnknownMetricError
+    from pipelines.selectors import SelectorError
+
+    correction = {"holm": "holm", "bh": "fdr_bh"}[args.correction]
+    try:
+        with warehouse.session(args.warehouse, wait_s=args.wait) as con:
+            result = compare_run_sets(
+                con,
+                args.baseline,
+                args.candidate,
+                args.metric,
+                min_effect=args.min_effect / 100,
+                correction=correction,
+            )
+            explanation = None
+            if result.regressed:
+                from pipelines.analysis.attribution import explain_run_sets
+
+                explanation = explain_run_sets(
+                    con, result.baseline_runs, result.candidate_runs, build=False
+                )
+    except (SelectorError, UnknownMetricError) as exc:
+        print(f"tracereplay compare: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        payload = to_json(result)
+        if explanation is not None:
+            payload["attribution"] = explanation.to_json()
+        json.dump(payload, sys.stdout, indent=1, default=str)
+        print()
+    else:
+        print(format_comparison(result))
+        if explanation is not None:
+            from pipelines.cli.explain import format_explanation
+
+            print()
+            print(format_explanation(explanation))
+    return EXIT_REGRESSION if result.regressed else EXIT_OK

@@ -1,0 +1,129 @@
+"""`tracereplay regressions`: change points in each configuration's nightly history."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._report import fmt_p, fmt_pct, json_value, table
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_BAD_INPUT = 2
+
+DESCRIPTION = """\
+Find change points per configuration (model, schedule, seq_len, chunk_size, tp, pp, vp,
+hardware) and metric over collected_at, in the runs SEL selects (docs/selectors.md): ruptures'
+binary segmentation proposes points, each is kept only when Welch's t on log values between the
+segments on either side gives p <= 1e-4 and their medians differ by at least --min-magnitude
+(default 1.5 %), so noise and single-night spikes raise nothing (docs/regressions.md). A point
+with fewer than 5 runs after it is `pending` until later nights confirm it. Exit status 1 when a
+confirmed regression is reported, 2 for a bad selector or metric, else 0."""
+
+COLUMNS = [
+    ("config", "configuration"),
+    ("metric", "metric"),
+    ("before", "last before"),
+    ("after", "first after"),
+    ("n", "n b/a"),
+    ("mag", "magnitude [95% CI]"),
+    ("p", "p"),
+    ("status", "status"),
+]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "regressions",
+        help="change points per configuration and metric over the nightly history",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_warehouse_option(parser)
+    add_json_option(parser)
+    parser.add_argument("selector", nargs="?", default=None, metavar="SEL")
+    parser.add_argument(
+        "--metric",
+        action="append",
+        metavar="M",
+        help="metric (repeatable; default ttft_ns makespan_ns throughput_tok_s)",
+    )
+    parser.add_argument("--since", metavar="DATE", help="only runs collected on or after DATE")
+    parser.add_argument(
+        "--min-magnitude",
+        type=float,
+        default=1.5,
+        metavar="PCT",
+        help="smallest change of the segment medians worth reporting, percent (default 1.5)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _config(c: dict) -> str:
+    return f"{c['model']} {c['schedule']} {c['seq_len']}/{c['chunk_size']} pp{c['pp']}"
+
+
+def _row(ch) -> dict[str, str]:
+    return {
+        "config": _config(ch.config),
+        "metric": ch.metric,
+        "before": ch.collected_before[:10] + " " + ch.run_before[:14],
+        "after": ch.collected_after[:10] + " " + ch.run_after[:14],
+        "n": f"{ch.n_before}/{ch.n_after}",
+        "mag": f"{fmt_pct(ch.magnitude)} [{fmt_pct(ch.magnitude_lo)}, {fmt_pct(ch.magnitude_hi)}]",
+        "p": fmt_p(ch.p_value),
+        "status": ch.direction if ch.status == "confirmed" else f"pending {ch.direction}",
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines import warehouse
+    from pipelines.analysis.attribution import explain_run_sets
+    from pipelines.analysis.history import find_changes, runs_around
+    from pipelines.analysis.run_metrics import UnknownMetricError
+    from pipelines.selectors import SelectorError
+
+    explanations = {}
+    try:
+        with warehouse.session(args.warehouse, wait_s=args.wait) as con:
+            changes, series = find_changes(
+                con,
+                args.selector,
+                args.metric,
+                since=args.since,
+                min_magnitude=args.min_magnitude / 100,
+            )
+            for i, ch in enumerate(changes):
+                if ch.is_regression:
+                    before, after = runs_around(con, ch)
+                    explanations[i] = explain_run_sets(con, before, after, build=False)
+    except (SelectorError, UnknownMetricError) as exc:
+        print(f"tracereplay regressions: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    regressed = any(ch.is_regression for ch in changes)
+    if args.json:
+        rows = []
+        for i, ch in enumerate(changes):
+            row = {k: json_value(v) for k, v in ch.as_dict().items()}
+            if i in explanations:
+                row["attribution"] = explanations[i].to_json()
+            rows.append(row)
+        json.dump(rows, sys.stdout, indent=1, default=str)
+        print()
+        return EXIT_REGRESSION if regressed else EXIT_OK
+    if not changes:
+        print(
+            f"no change points in {series} series (configuration x metric); a series needs at "
+            "least 10 runs with collected_at"
+        )
+        return EXIT_OK
+    from pipelines.cli.explain import format_explanation
+
+    print(table(COLUMNS, [_row(ch) for ch in changes]))
+    print(f"\n{len(changes)} change point(s) in {series} series")
+    for i, explanation in explanations.items():
+        print(f"\n{_config(changes[i].config)} {changes[i].metric}:")
+        print(format_explanation(explanation))
+    return EXIT_REGRESSION if regressed else EXIT_OK

@@ -1,0 +1,28 @@
+-- one row per run x rank: the trusted step_breakdown rows (int_step_breakdown_preferred) summed
+-- over the run's steps (docs/metrics.md). bubble: the stage's idle time, free (no device event)
+-- plus the profiler's bubble (time waiting in hcom_receive*), the seed paper's Table 2 bubble
+-- (idle + launch-blocked); exposed comm: communication not hidden behind compute, the receive
+-- wait excluded (it is bubble); overlap ratio: overlapped / communication time.
+select
+    run_id,
+    rank,
+    count(*) as n_steps,
+    string_agg(distinct origin, ',' order by origin) as origins,
+    bool_and(coalesce(complete, false)) as all_complete,
+    sum(computing_ns) as compute_ns,
+    sum(coalesce(free_ns, 0) + coalesce(bubble_ns, 0)) as bubble_ns,
+    sum(bubble_ns) as receive_wait_ns,
+    sum(p2p_bubble_ns) as p2p_bubble_ns,
+    sum(
+        coalesce(
+            comm_not_overlapped_excl_receive_ns,
+            comm_not_overlapped_ns - coalesce(bubble_ns, 0)
+        )
+    ) as exposed_comm_ns,
+    sum(communication_ns) as comm_ns,
+    sum(overlapped_ns) as overlapped_ns,
+    sum(free_ns) as free_ns,
+    sum(stage_ns) as stage_ns,
+    sum(overlapped_ns) / nullif(sum(communication_ns), 0) as overlap_ratio
+from int_step_breakdown_preferred
+group by run_id, rank

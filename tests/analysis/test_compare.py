@@ -1,0 +1,78 @@
+"""compare_samples: the acceptance trials (100 seeded pairs of 5-run sets) and the verdict rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipelines.analysis.compare import compare_samples
+
+NOISE = 0.015  # run-to-run noise, lognormal sigma (the lower end of real runs' 1.5-2 %)
+
+
+def _trial(rng: np.random.Generator, shift: float, n: int = 5, noise: float = NOISE):
+    base = 1e9 * np.exp(rng.normal(0, noise, n))
+    cand = 1e9 * (1 + shift) * np.exp(rng.normal(0, noise, n))
+    (row,) = compare_samples(
+        {"ttft_ns": (base, cand)}, {"ttft_ns": True}, seed=int(rng.integers(1e9))
+    )
+    return row
+
+
+def test_true_plus_5_percent_is_regressed_in_at_least_95_of_100_trials():
+    rng = np.random.default_rng(9)
+    verdicts = [_trial(rng, 0.05).verdict for _ in range(100)]
+    assert verdicts.count("regressed") >= 95, verdicts.count("regressed")
+    assert "improved" not in verdicts
+
+
+def test_no_difference_is_unchanged_or_inconclusive_in_at_least_95_of_100_trials():
+    rng = np.random.default_rng(10)
+    verdicts = [_trial(rng, 0.0).verdict for _ in range(100)]
+    quiet = sum(v in ("unchanged", "inconclusive") for v in verdicts)
+    assert quiet >= 95, verdicts
+
+
+def test_fewer_than_three_runs_is_inconclusive_with_the_reason():
+    (row,) = compare_samples({"ttft_ns": ([1.0, 1.0], [2.0, 2.1, 2.2])}, {"ttft_ns": True})
+    assert row.verdict == "inconclusive" and "n < 3" in row.reason
+
+
+def test_tight_equal_samples_are_unchanged():
+    rng = np.random.default_rng(1)
+    base = 1e9 * np.exp(rng.normal(0, 0.001, 10))
+    cand = 1e9 * np.exp(rng.normal(0, 0.001, 10))
+    (row,) = compare_samples({"ttft_ns": (base, cand)}, {"ttft_ns": True})
+    assert row.verdict == "unchanged"
+    assert row.test == "mann_whitney_u"  # 10 a side: the rank test
+    assert -0.01 <= row.effect_lo <= row.effect <= row.effect_hi <= 0.01
+
+
+def test_significant_change_below_the_minimum_is_not_flagged():
+    rng = np.random.default_rng(2)
+    base = 1e9 * np.exp(rng.normal(0, 0.0005, 10))
+    cand = 1.005e9 * np.exp(rng.normal(0, 0.0005, 10))
+    (row,) = compare_samples({"ttft_ns": (base, cand)}, {"ttft_ns": True}, min_effect=0.01)
+    assert row.p_value < 0.01
+    assert row.verdict == "unchanged"  # +0.5 % with an interval inside +-1 %
+    (row,) = compare_samples({"ttft_ns": (base, cand)}, {"ttft_ns": True}, min_effect=0.001)
+    assert row.verdict == "regressed"
+
+
+def test_direction_follows_the_metric_and_holm_is_applied():
+    rng = np.random.default_rng(3)
+    base = 1000 * np.exp(rng.normal(0, 0.01, 5))
+    cand = 1100 * np.exp(rng.normal(0, 0.01, 5))
+    rows = compare_samples(
+        {"throughput_tok_s": (base, cand), "ttft_ns": (base, cand)},
+        {"throughput_tok_s": False, "ttft_ns": True},
+    )
+    assert [r.verdict for r in rows] == ["improved", "regressed"]
+    assert all(r.correction == "Holm" for r in rows)
+    assert all(r.p_adjusted >= r.p_value for r in rows)
+    assert rows[0].test == "welch_t_log"
+
+
+def test_unknown_correction_is_refused():
+    with pytest.raises(ValueError, match="correction"):
+        compare_samples({"m": ([1, 2, 3], [1, 2, 3])}, {"m": True}, correction="bonferroni")

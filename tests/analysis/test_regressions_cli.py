@@ -1,0 +1,85 @@
+"""`tracereplay regressions` and `explain` over a warehouse of synthetic nightly runs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pipelines import warehouse
+from pipelines.cli import main
+from tests.analysis.synthetic_runs import write_run
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    path = tmp_path_factory.mktemp("history") / "warehouse.duckdb"
+    con = warehouse.connect(path)
+    rng = np.random.default_rng(2026)
+    for night in range(60):
+        write_run(con, f"a-n{night:02d}", night, model="a", rng=rng)
+        # one kernel type gets 10 % slower per chunk from night 40: an intercept cost
+        a_ns = 80e6 * (1.10 if night >= 40 else 1.0)
+        write_run(con, f"b-n{night:02d}", night, model="b", a_ns=a_ns, rng=rng)
+    con.close()
+    return path
+
+
+def test_regressions_reports_the_one_step_with_attribution(history, capsys):
+    rc = main(["regressions", "--warehouse", str(history), "--metric", "ttft_ns", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    assert len(rows) == 1
+    (row,) = rows
+    assert row["config"]["model"] == "b" and row["direction"] == "regression"
+    assert abs(int(row["run_after"][-2:]) - 40) <= 2
+    assert row["attribution"]["ops"][0]["op"] == "MatMulV3"
+    assert row["attribution"]["tau_moved"] == "intercept"
+
+
+def test_regressions_on_the_clean_configuration_is_quiet(history, capsys):
+    rc = main(["regressions", "model=a", "--warehouse", str(history)])
+    assert rc == 0
+    assert "no change points in 3 series" in capsys.readouterr().out
+
+
+def test_explain_says_slope_when_the_cost_grows_with_the_prefix(tmp_path, capsys):
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    rng = np.random.default_rng(5)
+    for i in range(5):
+        write_run(con, f"base{i}", i, schedule="cpp", rng=rng, noise=0.01)
+        write_run(con, f"cand{i}", i, schedule="vpp", b_ns=24e6, rng=rng, noise=0.01)
+    con.close()
+    rc = main(
+        ["explain", "schedule=cpp", "schedule=vpp", "--warehouse", str(tmp_path / "w.duckdb")]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "tau_k moved: slope" in out
+    assert out.index("FlashAttentionScore") < out.index("MatMulV3")
+
+
+def test_bad_selector_and_metric_are_exit_2(history, capsys):
+    assert main(["regressions", "model=zzz", "--warehouse", str(history)]) == 2
+    assert "model: a, b" in capsys.readouterr().err
+    assert main(["regressions", "--metric", "nope", "--warehouse", str(history)]) == 2
+
+
+def test_compare_flags_the_step_and_exits_1(history, capsys):
+    rc = main(
+        [
+            "compare",
+            "--warehouse",
+            str(history),
+            "--metric",
+            "ttft_ns",
+            "--baseline",
+            "model=b,until=2026-02-05",
+            "--candidate",
+            "model=b,since=2026-02-15",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "regressed" in out and "Holm" in out and "MatMulV3" in out

@@ -1,0 +1,69 @@
+"""The metric marts (sql/marts/fct_*.sql) on simulated runs read back through the real ingest:
+TTFT, makespan, throughput and per-rank compute agree with the simulator's own figures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pipelines import warehouse
+from pipelines.analysis.run_metrics import METRICS, build_marts
+from pipelines.sim.metrics import summarize
+from tests.analysis import metrics_warehouse
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("metrics")
+    path, results = metrics_warehouse.build(root, repeats=2)
+    con = warehouse.connect(path)
+    build_marts(con)
+    yield con, results
+    con.close()
+
+
+def test_run_metrics_match_the_simulator(built):
+    con, results = built
+    rows = con.execute(
+        "select regexp_extract(r.origin, '([a-z]+[0-9])$', 1) as folder, m.*"
+        " from fct_run_metrics as m join runs as r using (run_id)"
+    ).pl()
+    assert rows.height == len(results)
+    for row in rows.to_dicts():
+        truth = summarize(results[row["folder"]])
+        assert row["ttft_ns"] == pytest.approx(truth["ttft_mean_ns"], rel=1e-9)
+        assert row["makespan_ns"] == pytest.approx(truth["makespan_ns"], rel=1e-9)
+        assert row["throughput_tok_s"] == pytest.approx(truth["throughput_tok_s"], rel=1e-9)
+        assert row["compute_ns"] == pytest.approx(truth["compute_ns"], rel=1e-6)
+        assert row["n_requests"] == 1
+        assert row["tau_slope_ns"] > 0 and row["tau_intercept_ns"] > 0
+        assert 0 < row["bubble_ns"] < row["makespan_ns"]
+
+
+def test_config_aggregates_have_n_and_an_interval(built):
+    con, _ = built
+    rows = con.execute("select * from fct_config_metrics where metric = 'ttft_ns'").pl()
+    assert sorted(rows["schedule"].to_list()) == ["cpp", "vpp"]
+    for row in rows.to_dicts():
+        assert row["n"] == 2
+        assert row["ci_lo"] < row["mean"] < row["ci_hi"]
+        # t(0.975, 1) = 12.706: the interval is that many standard errors wide on each side
+        half = (row["ci_hi"] - row["ci_lo"]) / 2
+        assert half == pytest.approx(12.7062 * row["sd"] / math.sqrt(2), rel=1e-4)
+
+
+def test_every_long_form_metric_is_defined(built):
+    con, _ = built
+    names = {
+        r[0] for r in con.execute("select distinct metric from fct_run_metric_values").fetchall()
+    }
+    assert names <= set(METRICS)
+    assert {"ttft_ns", "makespan_ns", "compute_ns", "bubble_ns"} <= names
+
+
+def test_op_names_are_normalised(built):
+    con, _ = built
+    ops = {r[0] for r in con.execute("select distinct op from fct_op_time_by_run").fetchall()}
+    assert not any("__" in op for op in ops if op.startswith("hcom_"))
+    assert {"hcom_send", "hcom_receive"} <= ops
