@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipelines import sql_runner
+from pipelines import sql_functions, sql_runner
 from pipelines import warehouse_queries as queries
 from pipelines.canonical_schema import CANONICAL_TABLES, canonical_tables, ddl_text
 from pipelines.paths import warehouse_path
@@ -111,6 +111,7 @@ def connect(
         if read_only:
             # a file written by an older version may lack (or hold older) derived views: this
             # connection sees the current sql/ definitions as temp views
+            sql_functions.register(con)
             sql_runner.build(con, temporary=True)
         else:
             create_schema(con)
@@ -164,6 +165,7 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
         for column, kind in declared_columns(table):
             if (table, column) not in existing:
                 con.execute(f'alter table {table} add column "{column}" {kind}')
+    sql_functions.register(con)
     sql_runner.build(con)
 
 

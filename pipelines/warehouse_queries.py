@@ -412,3 +412,54 @@ def measured_run_span(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
         " where replay_of is null"
     ).fetchone()
     return row[0], row[1], row[2]
+
+
+# --- comparison marts (compare / regressions / explain) ---------------------------------------
+
+
+def metric_values(
+    con: duckdb.DuckDBPyConnection,
+    run_ids: list[str],
+    metrics: list[str],
+    collected_only: bool = False,
+) -> pl.DataFrame:
+    """fct_run_metric_values rows of the given runs and metrics, oldest first; `collected_only`:
+    runs with a collection time."""
+    return con.execute(
+        "select * from fct_run_metric_values where run_id in (select unnest(?::varchar[]))"
+        " and metric in (select unnest(?::varchar[]))"
+        + (" and collected_at is not null" if collected_only else "")
+        + " order by collected_at, run_id",
+        [run_ids, metrics],
+    ).pl()
+
+
+def config_run_history(
+    con: duckdb.DuckDBPyConnection, config: dict[str, Any]
+) -> list[tuple[str, Any]]:
+    """(run_id, collected_at) of the measured runs of one configuration (its run columns given in
+    `config`, NULL matching NULL), oldest first."""
+    where = " and ".join(f'"{k}" is not distinct from ?' for k in config)
+    return con.execute(
+        f"select run_id, collected_at from runs where {where or 'true'} and replay_of is null"
+        " and collected_at is not null order by collected_at, run_id",
+        list(config.values()),
+    ).fetchall()
+
+
+def op_time_by_run(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
+    """fct_op_time_by_run rows (run_id, kind, op, n_launches, total_ns) of the given runs."""
+    return con.execute(
+        "select run_id, kind, op, n_launches, total_ns::double as total_ns from fct_op_time_by_run"
+        " where run_id in (select unnest(?::varchar[]))",
+        [run_ids],
+    ).pl()
+
+
+def run_tau_parameters(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
+    """run_id, tau_slope_ns, tau_intercept_ns of the given runs that have a tau fit."""
+    return con.execute(
+        "select run_id, tau_slope_ns, tau_intercept_ns from fct_run_metrics"
+        " where run_id in (select unnest(?::varchar[])) and tau_slope_ns is not null",
+        [run_ids],
+    ).pl()

@@ -12,6 +12,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from pipelines import warehouse_queries
 from pipelines.analysis.compare import DEFAULT_MIN_EFFECT, MetricComparison, compare_samples
 from pipelines.analysis.run_metrics import build_marts
 
@@ -62,11 +63,7 @@ def op_changes(
     con: duckdb.DuckDBPyConnection, baseline: list[str], candidate: list[str], top: int = TOP_OPS
 ) -> tuple[list[OpChange], float]:
     """The `top` ops whose mean total time per run changed most, and the net change of all."""
-    frame = con.execute(
-        "select run_id, kind, op, n_launches, total_ns::double as total_ns from fct_op_time_by_run"
-        " where run_id in (select unnest(?::varchar[]))",
-        [baseline + candidate],
-    ).pl()
+    frame = warehouse_queries.op_time_by_run(con, baseline + candidate)
     if frame.is_empty():
         return [], float("nan")
     # every run x op, zero where a run never launched the op
@@ -116,11 +113,7 @@ def tau_movement(
     min_effect: float = DEFAULT_MIN_EFFECT,
 ) -> tuple[list[MetricComparison], str]:
     """Compare the runs' tau_k slope and intercept (fct_run_metrics) and say which moved."""
-    rows = con.execute(
-        "select run_id, tau_slope_ns, tau_intercept_ns from fct_run_metrics"
-        " where run_id in (select unnest(?::varchar[])) and tau_slope_ns is not null",
-        [baseline + candidate],
-    ).pl()
+    rows = warehouse_queries.run_tau_parameters(con, baseline + candidate)
     if rows.is_empty():
         return [], "unknown"
     samples = {}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
+from pipelines import warehouse_queries
 from pipelines.analysis.changepoints import DEFAULT_MIN_MAGNITUDE, detect_change_points
 from pipelines.analysis.run_metrics import CONFIG_KEYS, METRICS, build_marts, check_metrics
 from pipelines.selectors import parse_selector, require_runs
@@ -58,12 +59,7 @@ def find_changes(
     run_ids = require_runs(con, parse_selector(text))
     if build:
         build_marts(con)
-    values = con.execute(
-        "select * from fct_run_metric_values where run_id in (select unnest(?::varchar[]))"
-        " and metric in (select unnest(?::varchar[])) and collected_at is not null"
-        " order by collected_at, run_id",
-        [run_ids, chosen],
-    ).pl()
+    values = warehouse_queries.metric_values(con, run_ids, chosen, collected_only=True)
     changes: list[HistoryChange] = []
     series = 0
     for key, group in values.group_by([*CONFIG_KEYS, "metric"], maintain_order=True):
@@ -101,13 +97,7 @@ def runs_around(
 ) -> tuple[list[str], list[str]]:
     """Up to `before` runs of the configuration just before the change and `after` from it on
     (for attribution)."""
-    where = " and ".join(f"{k} is not distinct from ?" for k in CONFIG_KEYS)
-    params = [change.config[k] for k in CONFIG_KEYS]
-    rows = con.execute(
-        f"select run_id, collected_at from runs where {where} and replay_of is null"
-        " and collected_at is not null order by collected_at, run_id",
-        params,
-    ).fetchall()
+    rows = warehouse_queries.config_run_history(con, {k: change.config[k] for k in CONFIG_KEYS})
     ids = [r[0] for r in rows]
     i = ids.index(change.run_after)
     return ids[max(0, i - before) : i], ids[i : i + after]

@@ -3,15 +3,12 @@ registry of metrics they define (docs/metrics.md is the definition of each)."""
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import duckdb
 import polars as pl
-from duckdb import sqltypes
-from scipy import stats
 
-from pipelines.warehouse import run_sql_file
+from pipelines import sql_functions, sql_runner, warehouse_queries
 
 # (relation, layer) in dependency order; the integrator will hand these to the general runner.
 MART_BUILD_ORDER: tuple[tuple[str, str], ...] = (
@@ -92,37 +89,16 @@ def check_metrics(names: list[str] | tuple[str, ...] | None, default: tuple[str,
     return chosen
 
 
-def _student_t_quantile(p: float, df: int) -> float | None:
-    if df is None or df < 1:
-        return None
-    return float(stats.t.ppf(p, df))
-
-
-def register_functions(con: duckdb.DuckDBPyConnection) -> None:
-    """Scalar functions the marts use: student_t_quantile(p, df) = scipy.stats.t.ppf."""
-    with contextlib.suppress(duckdb.CatalogException):  # already registered on this connection
-        con.create_function(
-            "student_t_quantile",
-            _student_t_quantile,
-            [sqltypes.DOUBLE, sqltypes.BIGINT],
-            sqltypes.DOUBLE,
-            null_handling="special",
-        )
-
-
 def build_marts(con: duckdb.DuckDBPyConnection) -> None:
-    """Materialise the metric marts (and the intermediates they read) in dependency order."""
-    register_functions(con)
-    for relation, layer in MART_BUILD_ORDER:
-        run_sql_file(con, relation, layer)
+    """The metric marts are views that pipelines.sql_runner builds on every connection
+    (pipelines.warehouse.connect); this only makes sure they are there on a connection opened
+    some other way."""
+    sql_functions.register(con)
+    sql_runner.build(con, [relation for relation, _ in MART_BUILD_ORDER], temporary=True)
 
 
 def metric_values(
     con: duckdb.DuckDBPyConnection, run_ids: list[str], metrics: list[str]
 ) -> pl.DataFrame:
     """fct_run_metric_values rows of the given runs and metrics (after build_marts)."""
-    return con.execute(
-        "select * from fct_run_metric_values where run_id in (select unnest(?::varchar[]))"
-        " and metric in (select unnest(?::varchar[])) order by collected_at, run_id",
-        [run_ids, metrics],
-    ).pl()
+    return warehouse_queries.metric_values(con, run_ids, metrics)

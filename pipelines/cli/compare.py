@@ -7,12 +7,9 @@ import json
 import sys
 import textwrap
 
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, json_value, table
-
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_BAD_INPUT = 2
 
 DESCRIPTION = """\
 Compare the runs CANDIDATE selects with those BASELINE selects (selectors: docs/selectors.md),
@@ -146,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
                 )
     except (SelectorError, UnknownMetricError) as exc:
         print(f"tracereplay compare: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     if args.json:
         payload = to_json(result)
         if explanation is not None:
@@ -160,4 +157,4 @@ def run(args: argparse.Namespace) -> int:
 
             print()
             print(format_explanation(explanation))
-    return EXIT_REGRESSION if result.regressed else EXIT_OK
+    return ExitCode.CHECK_FAILED if result.regressed else ExitCode.OK

@@ -6,11 +6,9 @@ import argparse
 import json
 import sys
 
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, table
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
 
 DESCRIPTION = """\
 Attribute the change from the BASELINE runs to the CANDIDATE runs (selectors: docs/selectors.md):
@@ -114,10 +112,10 @@ def run(args: argparse.Namespace) -> int:
             explanation = explain_run_sets(con, base, cand)
     except SelectorError as exc:
         print(f"tracereplay explain: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     if args.json:
         json.dump(explanation.to_json(), sys.stdout, indent=1, default=str)
         print()
     else:
         print(format_explanation(explanation))
-    return EXIT_OK
+    return ExitCode.OK

@@ -6,12 +6,9 @@ import argparse
 import json
 import sys
 
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
 from pipelines.cli._report import fmt_p, fmt_pct, json_value, table
-
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_BAD_INPUT = 2
 
 DESCRIPTION = """\
 Find change points per configuration (model, schedule, seq_len, chunk_size, tp, pp, vp,
@@ -101,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
                     explanations[i] = explain_run_sets(con, before, after, build=False)
     except (SelectorError, UnknownMetricError) as exc:
         print(f"tracereplay regressions: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     regressed = any(ch.is_regression for ch in changes)
     if args.json:
         rows = []
@@ -112,13 +109,13 @@ def run(args: argparse.Namespace) -> int:
             rows.append(row)
         json.dump(rows, sys.stdout, indent=1, default=str)
         print()
-        return EXIT_REGRESSION if regressed else EXIT_OK
+        return ExitCode.CHECK_FAILED if regressed else ExitCode.OK
     if not changes:
         print(
             f"no change points in {series} series (configuration x metric); a series needs at "
             "least 10 runs with collected_at"
         )
-        return EXIT_OK
+        return ExitCode.OK
     from pipelines.cli.explain import format_explanation
 
     print(table(COLUMNS, [_row(ch) for ch in changes]))
@@ -126,4 +123,4 @@ def run(args: argparse.Namespace) -> int:
     for i, explanation in explanations.items():
         print(f"\n{_config(changes[i].config)} {changes[i].metric}:")
         print(format_explanation(explanation))
-    return EXIT_REGRESSION if regressed else EXIT_OK
+    return ExitCode.CHECK_FAILED if regressed else ExitCode.OK
