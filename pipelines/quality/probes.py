@@ -72,7 +72,7 @@ def probe(
             f"select count(*) over () as failing_rows, * from ({sql}) limit {int(sample_rows)}",
             params,
         )
-    except duckdb.CatalogException as exc:
+    except (duckdb.CatalogException, duckdb.BinderException) as exc:
         # a table or column the query needs is missing: the schema expectation names it
         return Probe(item, 1, ("error",), ((str(exc).splitlines()[0],),))
     columns = tuple(d[0] for d in cursor.description)
