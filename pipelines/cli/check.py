@@ -87,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         if report.runs_checked == 0:
             print("the warehouse holds no runs: run `tracereplay ingest PATH` first")
-        print(format_table(report, failures_only=args.failures))
+        if args.failures and report.ok and not report.warnings:
+            print("every expectation holds")
+        else:
+            print(format_table(report, failures_only=args.failures))
         failures = format_failures(report)
         print("\n" + failures if failures else "")
         print(summary_line(report))
