@@ -10,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from pipelines.defs.quality.checks import table_data_checks
 from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
 
 INGEST_TABLES = {"runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine"}
@@ -27,7 +28,14 @@ def test_asset_keys_checks_and_sensor(loaded: dg.Definitions) -> None:
     assert keys == INGEST_TABLES | {"raw_run_files", "sim_campaign", "chunks", "tau_fits"}
     repo = loaded.get_repository_def()
     checks = {(k.asset_key.to_user_string(), k.name) for k in repo.asset_graph.asset_check_keys}
-    assert checks == {("tau_fits", "dense_models_linear"), ("tau_fits", "dsa_models_flagged")}
+    quality = {
+        (c.asset_key.to_user_string(), c.name) for d in table_data_checks for c in d.check_specs
+    }
+    assert quality <= checks  # data-check suites, tested in tests/quality
+    assert checks - quality == {
+        ("tau_fits", "dense_models_linear"),
+        ("tau_fits", "dsa_models_flagged"),
+    }
     sensor = repo.get_sensor_def("raw_run_folders")
     selected = {k.to_user_string() for k in sensor.asset_selection.resolve(repo.asset_graph)}
     assert selected == INGEST_TABLES | {"raw_run_files", "chunks"}

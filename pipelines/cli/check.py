@@ -1,0 +1,100 @@
+"""`tracereplay check`: run the data-check suites over the warehouse and report every verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pipelines.cli._common import add_json_option, add_warehouse_option
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+DESCRIPTION = """\
+Run the data-check suites (pipelines/quality/catalog.py, docs/quality.md) over the warehouse, or
+over the runs SEL selects (docs/selectors.md; replays=yes to include simulated reruns; without
+SEL every run is checked, replays and orphaned rows included). Each expectation is a DuckDB query
+that counts and samples the rows breaking it, judged by a Great Expectations suite per table.
+Prints one line per expectation (table, expectation, severity, result, failing rows, example
+rows); --html writes an offline report, --junit a JUnit XML file with one test case per
+expectation. Exit status 0 when every error-severity expectation holds (warnings are reported),
+1 when one fails, 2 for a bad selector or a missing warehouse."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="run the data checks (GX suites) over the warehouse; exit 1 on an error",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("selector", nargs="?", metavar="SEL", help="which runs (default: all)")
+    add_warehouse_option(parser)
+    add_json_option(parser)
+    parser.add_argument("--html", metavar="OUT", help="write an offline HTML report to OUT")
+    parser.add_argument("--junit", metavar="OUT", help="write JUnit XML to OUT")
+    parser.add_argument(
+        "--failures", action="store_true", help="list only the expectations that fail"
+    )
+    parser.set_defaults(func=run)
+
+
+def _write(path: str, text: str) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines import warehouse
+    from pipelines.quality.checks import run_checks
+    from pipelines.quality.report import (
+        as_dict,
+        format_failures,
+        format_table,
+        summary_line,
+        to_html,
+        to_junit,
+    )
+    from pipelines.selectors import SelectorError, parse_selector, require_runs
+
+    path = warehouse.warehouse_path(args.warehouse)
+    if not Path(path).exists():
+        print(f"tracereplay check: no warehouse at {path}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    con = warehouse.connect(path, read_only=True, wait_s=args.wait)
+    try:
+        run_ids = None
+        if args.selector:
+            try:
+                run_ids = require_runs(con, parse_selector(args.selector))
+            except SelectorError as exc:
+                print(f"tracereplay check: {exc}", file=sys.stderr)
+                return EXIT_BAD_INPUT
+        report = run_checks(con, run_ids)
+    finally:
+        con.close()
+    if args.html:
+        _write(args.html, to_html(report))
+    if args.junit:
+        _write(args.junit, to_junit(report))
+    if args.json:
+        json.dump(as_dict(report), sys.stdout, indent=1)
+        print()
+    else:
+        if report.runs_checked == 0:
+            print("the warehouse holds no runs: run `tracereplay ingest PATH` first")
+        if args.failures and report.ok and not report.warnings:
+            print("every expectation holds")
+        else:
+            print(format_table(report, failures_only=args.failures))
+        failures = format_failures(report)
+        print("\n" + failures if failures else "")
+        print(summary_line(report))
+        for label, value in (("html report", args.html), ("junit", args.junit)):
+            if value:
+                print(f"{label}: {value}")
+    return EXIT_CHECK_FAILED if report.errors else EXIT_OK

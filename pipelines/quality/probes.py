@@ -1,0 +1,81 @@
+"""The DuckDB side of the checks: each expectation's query, counted and sampled in the warehouse.
+
+Nothing here pulls a table into Python: a query returns only the rows that break its
+expectation, and only the first `sample_rows` of them leave DuckDB, with the total count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+
+from pipelines import warehouse as wh
+from pipelines.quality.catalog import SCHEMA, Expectation
+
+SAMPLE_ROWS = 5
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one expectation's query found: how many rows break it, and the first few."""
+
+    expectation: Expectation
+    failing: int
+    columns: tuple[str, ...] = ()
+    examples: tuple[tuple[object, ...], ...] = field(default=())
+
+
+def select_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None) -> int:
+    """Fill the temporary table `checked_runs` the queries filter on: the given runs, or (None)
+    every run id found in any run table, orphans included. Returns how many."""
+    con.execute("create or replace temp table checked_runs (run_id varchar)")
+    if run_ids is None:
+        present = {r[0] for r in con.execute("show tables").fetchall()}
+        parts = [f"select run_id from {t}" for t in wh.RUN_TABLES if t in present]
+        if parts:
+            con.execute(f"insert into checked_runs {' union '.join(parts)}")
+    elif run_ids:
+        con.execute("insert into checked_runs select unnest(?)", [run_ids])
+    return con.execute("select count(*) from checked_runs").fetchone()[0]
+
+
+def _schema_query(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, list[object]]:
+    declared = wh.declared_columns(table)
+    values = ", ".join("(?, ?)" for _ in declared)
+    params: list[object] = [x for pair in declared for x in pair]
+    sql = f"""
+        with declared(column_name, expected_type) as (values {values}),
+        actual as (
+            select column_name, data_type as actual_type
+            from information_schema.columns
+            where table_schema = current_schema() and table_name = ?
+        )
+        select d.column_name, d.expected_type, coalesce(a.actual_type, 'missing') as actual_type
+        from declared d left join actual a using (column_name)
+        where a.actual_type is distinct from d.expected_type
+        order by d.column_name
+    """
+    return sql, [*params, table]
+
+
+def probe(
+    con: duckdb.DuckDBPyConnection, item: Expectation, sample_rows: int = SAMPLE_ROWS
+) -> Probe:
+    """Run one expectation's query (checked_runs must be filled: select_runs)."""
+    if item.name == SCHEMA:
+        sql, params = _schema_query(con, item.table)
+    else:
+        sql, params = wh.sql_text(item.name, f"quality/{item.table}"), []
+    try:
+        cursor = con.execute(
+            f"select count(*) over () as failing_rows, * from ({sql}) limit {int(sample_rows)}",
+            params,
+        )
+    except (duckdb.CatalogException, duckdb.BinderException) as exc:
+        # a table or column the query needs is missing: the schema expectation names it
+        return Probe(item, 1, ("error",), ((str(exc).splitlines()[0],),))
+    columns = tuple(d[0] for d in cursor.description)
+    rows = cursor.fetchall()
+    failing = rows[0][0] if rows else 0
+    return Probe(item, failing, columns[1:], tuple(tuple(r[1:]) for r in rows))

@@ -1,0 +1,69 @@
+"""The Dagster asset checks come from the same suites as `tracereplay check`: one per
+expectation on its table's asset, blocking when error-severity, failing rows as metadata."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from pipelines.cli import main
+from pipelines.defs.quality.checks import asset_of, check_name, table_data_checks
+from pipelines.defs.resources import WarehouseResource
+from pipelines.quality.catalog import EXPECTATIONS, Severity
+
+
+@pytest.fixture(scope="module")
+def demo_warehouse(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("demo")
+    assert main(["demo", "--quick", "--out", str(out), "--json"]) == 0
+    return out / "warehouse.duckdb"
+
+
+def _run_checks(warehouse: Path) -> dg.ExecuteInProcessResult:
+    assets = sorted({asset_of(e.table) for e in EXPECTATIONS})
+    defs = dg.Definitions(
+        assets=[dg.AssetSpec(a) for a in assets],
+        asset_checks=table_data_checks,
+        resources={"warehouse": WarehouseResource(path=str(warehouse))},
+        jobs=[dg.define_asset_job("checks", selection=dg.AssetSelection.all_asset_checks())],
+    )
+    with dg.DagsterInstance.ephemeral() as instance:
+        return defs.resolve_job_def("checks").execute_in_process(
+            instance=instance, raise_on_error=False
+        )
+
+
+def test_one_check_per_expectation_blocking_for_errors() -> None:
+    specs = {
+        (spec.asset_key.to_user_string(), spec.name): spec
+        for checks in table_data_checks
+        for spec in checks.check_specs
+    }
+    assert set(specs) == {(asset_of(e.table), check_name(e.table, e.name)) for e in EXPECTATIONS}
+    for e in EXPECTATIONS:
+        spec = specs[(asset_of(e.table), check_name(e.table, e.name))]
+        assert spec.blocking == (e.severity is Severity.ERROR)
+
+
+def test_checks_pass_on_the_demo_and_fail_with_rows(demo_warehouse, tmp_path) -> None:
+    clean = _run_checks(demo_warehouse)
+    evaluations = clean.get_asset_check_evaluations()
+    assert len(evaluations) == len(EXPECTATIONS)
+    assert all(ev.passed for ev in evaluations)
+
+    broken = tmp_path / "warehouse.duckdb"
+    shutil.copy(demo_warehouse, broken)
+    con = duckdb.connect(str(broken))
+    con.execute("insert into slices select * from slices order by run_id, start_ns limit 1")
+    con.close()
+    failed = [ev for ev in _run_checks(broken).get_asset_check_evaluations() if not ev.passed]
+    assert [(ev.asset_key.to_user_string(), ev.check_name) for ev in failed] == [
+        ("slices", "no_duplicated_events")
+    ]
+    assert failed[0].severity == dg.AssetCheckSeverity.ERROR
+    assert failed[0].metadata["failing_rows"].value == 1
+    assert "run_id" in failed[0].metadata["examples"].value

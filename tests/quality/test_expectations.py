@@ -1,0 +1,171 @@
+"""Each expectation against a small clean warehouse (it passes) and the same warehouse with one
+breakage aimed at it (it fails, and the failing rows name the breakage)."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from pipelines import warehouse as wh
+from pipelines.quality.catalog import EXPECTATIONS, SCHEMA, Severity, expectation
+from pipelines.quality.checks import run_checks
+
+HEX = "a" * 64
+STEP = 1
+
+
+def _clean(con: duckdb.DuckDBPyConnection) -> None:
+    """One run, two ranks in one pp group, one step; every expectation holds."""
+    con.execute(
+        "insert into runs (run_id, source, content_hash, model, schedule, chunk_size, seq_len, pp)"
+        " values ('r1', 'ascend_pt', ?, 'qwen3', 'cpp', 4096, 8192, 2)",
+        [HEX],
+    )
+    con.execute("insert into run_inputs values ('r1', '/in/trace_view.json', 100, ?)", [HEX])
+    groups = '[{"name": "pp", "ranks": [0, 1]}]'
+    con.execute(
+        "insert into ranks (run_id, rank, pp_stage, groups)"
+        " values ('r1', 0, 0, ?), ('r1', 1, 1, ?)",
+        [groups, groups],
+    )
+    con.execute(
+        "insert into slices (run_id, rank, lane, thread, name, start_ns, dur_ns, step) values"
+        " ('r1', 0, 'compute', 's0', 'mm', 1000, 9000000, 1),"
+        " ('r1', 1, 'compute', 's0', 'mm', 2000, 8000000, 1)"
+    )
+    con.execute(
+        "insert into kernels (run_id, rank, step, name, start_ns, dur_ns, wait_ns, is_comm) values"
+        " ('r1', 0, 1, 'mm', 2000, 1000, 0, false)"
+    )
+    con.execute(
+        "insert into comm_ops (run_id, rank, step, op, is_p2p, start_ns, dur_ns, wait_ns) values"
+        " ('r1', 0, 1, 'hcom_send', true, 5000, 2000, 100)"
+    )
+    con.execute(
+        "insert into step_breakdown (run_id, rank, step, origin, computing_ns, communication_ns,"
+        " comm_not_overlapped_ns, overlapped_ns, free_ns, stage_ns, bubble_ns, complete) values"
+        " ('r1', 0, 1, 'derived', 200000, 60000, 50000, 10000, 50000, 250000, 50000, true)"
+    )
+    con.execute(
+        "insert into chunks values"
+        " ('r1', 0, 0, 'req-0', 0, 4096, 0, 10000, 20000, 9000),"
+        " ('r1', 0, 0, 'req-0', 1, 4096, 4096, 30000, 45000, 14000)"
+    )
+
+
+def _rename_last_column(table: str) -> str:
+    last = wh.declared_columns(table)[-1][0]
+    return f'alter table {table} rename column "{last}" to renamed_column'
+
+
+BREAKS: dict[str, list[str]] = {
+    **{f"{t}.{SCHEMA}": [_rename_last_column(t)] for t in {e.table for e in EXPECTATIONS}},
+    "runs.facts_for_chunks": ["update runs set seq_len = null"],
+    "run_inputs.non_negative_bytes": ["update run_inputs set bytes = -1"],
+    "run_inputs.sha256_hex": ["update run_inputs set sha256 = 'ABC'"],
+    "run_inputs.run_exists": [f"insert into run_inputs values ('ghost', '/in/x', 1, '{HEX}')"],
+    "run_inputs.one_run_per_input": [
+        f"insert into runs (run_id, source, content_hash) values ('r2', 'ascend_pt', '{HEX}')",
+        f"insert into run_inputs values ('r2', '/in/trace_view.json', 100, '{HEX}')",
+    ],
+    "ranks.unique_rank": ["insert into ranks select * from ranks where rank = 1"],
+    "ranks.pp_groups_complete": ["delete from ranks where rank = 1"],
+    "slices.non_negative_durations": ["update slices set dur_ns = -5 where rank = 1"],
+    "slices.no_duplicated_events": ["insert into slices select * from slices where rank = 1"],
+    "kernels.non_negative_durations": ["update kernels set wait_ns = -1"],
+    "kernels.no_duplicated_events": ["insert into kernels select * from kernels"],
+    "kernels.inside_run_span": ["update kernels set start_ns = start_ns + 1000000000000"],
+    "kernels.not_longer_than_step": ["update kernels set dur_ns = 400000"],
+    "kernels.shorter_than_a_minute": ["update kernels set dur_ns = 60000000000"],
+    "comm_ops.non_negative_durations": ["update comm_ops set wait_ns = -1"],
+    "comm_ops.no_duplicated_events": ["insert into comm_ops select * from comm_ops"],
+    "comm_ops.inside_run_span": ["update comm_ops set dur_ns = 20000000"],
+    "step_breakdown.non_negative_components": ["update step_breakdown set bubble_ns = -1"],
+    "step_breakdown.breakdown_identity": ["update step_breakdown set stage_ns = stage_ns + 1001"],
+    "step_breakdown.overlap_within_communication": [
+        "update step_breakdown set overlapped_ns = communication_ns + 1"
+    ],
+    "step_breakdown.derived_rows_complete": [
+        "update step_breakdown set complete = false, incomplete_reason = 'kernel_coverage 5.6 %'"
+    ],
+    "step_breakdown.unique_step_origin": [
+        "insert into step_breakdown select * from step_breakdown"
+    ],
+    "chunks.indices_contiguous": ["update chunks set chunk_idx = 2 where chunk_idx = 1"],
+    "chunks.indices_in_time_order": [
+        "update chunks set start_ns = 5000, end_ns = 6000, busy_ns = 900 where chunk_idx = 1"
+    ],
+    "chunks.busy_within_span": ["update chunks set busy_ns = end_ns - start_ns + 1"],
+    "chunks.inside_run_span": ["update chunks set end_ns = 20000000 where chunk_idx = 1"],
+    "quarantine.nothing_quarantined": [
+        "insert into quarantine values ('/in/bad.json', 'truncated_json', 'at byte 7', null, now())"
+    ],
+}
+
+
+@pytest.fixture
+def clean(tmp_path) -> duckdb.DuckDBPyConnection:
+    con = wh.connect(tmp_path / "warehouse.duckdb")
+    _clean(con)
+    yield con
+    con.close()
+
+
+def _verdict(con: duckdb.DuckDBPyConnection, key: str):
+    item = expectation(key)
+    report = run_checks(con, tables=[item.table])
+    return next(r for r in report.results if r.expectation.key == key)
+
+
+def test_every_expectation_has_a_breakage() -> None:
+    assert sorted(BREAKS) == sorted(e.key for e in EXPECTATIONS)
+
+
+def test_severity_is_error_except_the_metadata_warnings() -> None:
+    warnings = {e.key for e in EXPECTATIONS if e.severity is Severity.WARNING}
+    assert warnings == {
+        "runs.facts_for_chunks",
+        "step_breakdown.derived_rows_complete",
+        "quarantine.nothing_quarantined",
+    }
+
+
+@pytest.mark.parametrize("key", sorted(BREAKS))
+def test_expectation_passes_on_clean_data(clean, key: str) -> None:
+    result = _verdict(clean, key)
+    assert result.passed, result.example_dicts()
+    assert result.failing == 0
+
+
+@pytest.mark.parametrize("key", sorted(BREAKS))
+def test_expectation_fails_on_broken_data(clean, key: str) -> None:
+    for statement in BREAKS[key]:
+        clean.execute(statement)
+    result = _verdict(clean, key)
+    assert not result.passed
+    assert result.failing >= 1
+    assert result.examples, "a failure shows example rows"
+    assert result.blocks == (result.expectation.severity is Severity.ERROR)
+
+
+def test_incomplete_row_is_exempt_from_the_identity(clean) -> None:
+    clean.execute(
+        "update step_breakdown set stage_ns = stage_ns + 99999, complete = false,"
+        " incomplete_reason = 'stage 16.4 ms vs profiler 294.6 ms'"
+    )
+    assert _verdict(clean, "step_breakdown.breakdown_identity").passed
+    warning = _verdict(clean, "step_breakdown.derived_rows_complete")
+    assert not warning.passed and not warning.blocks
+    assert warning.example_dicts()[0]["incomplete_reason"].startswith("stage 16.4 ms")
+
+
+def test_identity_tolerates_one_microsecond(clean) -> None:
+    clean.execute("update step_breakdown set stage_ns = stage_ns + 1000")
+    assert _verdict(clean, "step_breakdown.breakdown_identity").passed
+
+
+def test_selected_runs_only(clean) -> None:
+    clean.execute("update slices set dur_ns = -5 where rank = 1")
+    report = run_checks(clean, run_ids=["other"], tables=["slices"])
+    assert report.runs_checked == 1
+    assert all(r.passed for r in report.results if r.expectation.name != SCHEMA)
