@@ -7,11 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
-
-EXIT_OK = 0
-EXIT_CHECK_FAILED = 1
-EXIT_BAD_INPUT = 2
 
 DESCRIPTION = """\
 Run the data-check suites (pipelines/quality/catalog.py, docs/quality.md) over the warehouse, or
@@ -64,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     path = warehouse.warehouse_path(args.warehouse)
     if not Path(path).exists():
         print(f"tracereplay check: no warehouse at {path}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     con = warehouse.connect(path, read_only=True, wait_s=args.wait)
     try:
         run_ids = None
@@ -73,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
                 run_ids = require_runs(con, parse_selector(args.selector))
             except SelectorError as exc:
                 print(f"tracereplay check: {exc}", file=sys.stderr)
-                return EXIT_BAD_INPUT
+                return ExitCode.BAD_INPUT
         report = run_checks(con, run_ids)
     finally:
         con.close()
@@ -97,4 +94,4 @@ def run(args: argparse.Namespace) -> int:
         for label, value in (("html report", args.html), ("junit", args.junit)):
             if value:
                 print(f"{label}: {value}")
-    return EXIT_CHECK_FAILED if report.errors else EXIT_OK
+    return ExitCode.CHECK_FAILED if report.errors else ExitCode.OK

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from pipelines import warehouse as wh
+from pipelines.paths import SQL_DIR
 from pipelines.quality.catalog import SCHEMA, Expectation
 
 SAMPLE_ROWS = 5
@@ -59,6 +60,11 @@ def _schema_query(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, list
     return sql, [*params, table]
 
 
+def quality_sql(item: Expectation) -> str:
+    """The query of sql/quality/<table>/<name>.sql (the rows that break the expectation)."""
+    return (SQL_DIR / "quality" / item.table / f"{item.name}.sql").read_text()
+
+
 def probe(
     con: duckdb.DuckDBPyConnection, item: Expectation, sample_rows: int = SAMPLE_ROWS
 ) -> Probe:
@@ -66,7 +72,7 @@ def probe(
     if item.name == SCHEMA:
         sql, params = _schema_query(con, item.table)
     else:
-        sql, params = wh.sql_text(item.name, f"quality/{item.table}"), []
+        sql, params = quality_sql(item), []
     try:
         cursor = con.execute(
             f"select count(*) over () as failing_rows, * from ({sql}) limit {int(sample_rows)}",

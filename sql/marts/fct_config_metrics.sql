@@ -3,7 +3,15 @@
 -- and a 95 % Student-t interval of the mean (student_t_quantile is scipy.stats.t.ppf, registered
 -- by pipelines/analysis/run_metrics.py before this file runs; null for n < 2).
 select
-    model, schedule, seq_len, chunk_size, tp, pp, vp, hardware, metric,
+    model,
+    schedule,
+    seq_len,
+    chunk_size,
+    tp,
+    pp,
+    vp,
+    hardware,
+    metric,
     count(*) as n,
     avg(value) as mean,
     median(value) as median,

@@ -3,10 +3,14 @@
 -- its chunks on any stage (the chunks table carries no arrival time, so the first chunk's start
 -- stands for it). Prompt tokens: the request's tokens on the first virtual stage.
 with bounds as (
-    select run_id, min(vstage) as first_vstage, max(vstage) as last_vstage
+    select
+        run_id,
+        min(vstage) as first_vstage,
+        max(vstage) as last_vstage
     from chunks
     group by run_id
 )
+
 select
     c.run_id,
     c.request_id,
@@ -16,5 +20,5 @@ select
     max(c.end_ns) filter (where c.vstage = b.last_vstage) as last_end_ns,
     max(c.end_ns) filter (where c.vstage = b.last_vstage) - min(c.start_ns) as ttft_ns
 from chunks as c
-join bounds as b on b.run_id = c.run_id
+inner join bounds as b on c.run_id = b.run_id
 group by c.run_id, c.request_id

@@ -1,13 +1,35 @@
 -- one row per run x metric (long form of fct_run_metrics): what compare, regressions and the
 -- configuration aggregates read. Null metrics (a run without chunks has no TTFT) are left out.
 select
-    run_id, source, model, schedule, seq_len, chunk_size, tp, pp, vp, hardware, collected_at,
-    replay_of, metric, value
+    run_id,
+    source,
+    model,
+    schedule,
+    seq_len,
+    chunk_size,
+    tp,
+    pp,
+    vp,
+    hardware,
+    collected_at,
+    replay_of,
+    metric,
+    value
 from (
     unpivot (
         select
-            run_id, source, model, schedule, seq_len, chunk_size, tp, pp, vp, hardware,
-            collected_at, replay_of,
+            run_id,
+            source,
+            model,
+            schedule,
+            seq_len,
+            chunk_size,
+            tp,
+            pp,
+            vp,
+            hardware,
+            collected_at,
+            replay_of,
             ttft_ns::double as ttft_ns,
             ttft_max_ns::double as ttft_max_ns,
             makespan_ns::double as makespan_ns,

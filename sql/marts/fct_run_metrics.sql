@@ -11,11 +11,15 @@ with requests as (
     from fct_request_ttft
     group by run_id
 ),
+
 span as (
-    select run_id, max(end_ns) - min(start_ns) as makespan_ns
+    select
+        run_id,
+        max(end_ns) - min(start_ns) as makespan_ns
     from chunks
     group by run_id
 ),
+
 ranks as (
     select
         run_id,
@@ -29,6 +33,7 @@ ranks as (
     from fct_rank_breakdown
     group by run_id
 ),
+
 tau as (
     select
         run_id,
@@ -38,6 +43,7 @@ tau as (
     from fct_run_tau_fit
     group by run_id
 )
+
 select
     r.run_id,
     r.source,
@@ -58,18 +64,18 @@ select
     q.ttft_max_ns,
     s.makespan_ns,
     q.prompt_tokens,
-    q.prompt_tokens / nullif(s.makespan_ns / 1e9, 0) as throughput_tok_s,
     k.compute_ns,
     k.bubble_ns,
     k.exposed_comm_ns,
-    k.compute_ns + k.bubble_ns + k.exposed_comm_ns as total_ns,
     k.overlap_ratio,
     k.n_steps,
     t.tau_slope_ns,
     t.tau_intercept_ns,
-    t.tau_ab
+    t.tau_ab,
+    q.prompt_tokens / nullif(s.makespan_ns / 1e9, 0) as throughput_tok_s,
+    k.compute_ns + k.bubble_ns + k.exposed_comm_ns as total_ns
 from runs as r
-left join requests as q on q.run_id = r.run_id
-left join span as s on s.run_id = r.run_id
-left join ranks as k on k.run_id = r.run_id
-left join tau as t on t.run_id = r.run_id
+left join requests as q on r.run_id = q.run_id
+left join span as s on r.run_id = s.run_id
+left join ranks as k on r.run_id = k.run_id
+left join tau as t on r.run_id = t.run_id

@@ -132,6 +132,7 @@ ALLOWED_SELECT = {
     "pipelines/ingest/step_trace.py": "scans an input CSV view",
     "pipelines/ingest/cluster.py": "scans an input CSV view",
     "pipelines/bench/probes.py": "DuckDB's own read_json as a benchmark baseline",
+    "pipelines/quality/probes.py": "counts and samples the rows a sql/quality check returns",
 }
 _SQL_SELECT = re.compile(r"\bselect\b", re.IGNORECASE)
 _BUILDS = re.compile(r"\bcreate\s+(or\s+replace\s+)?(temp\s+)?(table|view)\b.*\bas\b", re.I)

@@ -1,12 +1,24 @@
 -- communication ops starting before or ending after the run's slices (runs that have slices)
 with span as (
-    select run_id, min(start_ns) as first_ns, max(start_ns + dur_ns) as last_ns
+    select
+        run_id,
+        min(start_ns) as first_ns,
+        max(start_ns + dur_ns) as last_ns
     from slices
-    where run_id in (select run_id from checked_runs)
+    where run_id in (select checked_runs.run_id from checked_runs)
     group by run_id
 )
-select c.run_id, c.rank, c.step, c.op, c.start_ns, c.dur_ns, s.first_ns, s.last_ns
-from comm_ops c
-join span s on s.run_id = c.run_id
+
+select
+    c.run_id,
+    c.rank,
+    c.step,
+    c.op,
+    c.start_ns,
+    c.dur_ns,
+    s.first_ns,
+    s.last_ns
+from comm_ops as c
+inner join span as s on c.run_id = s.run_id
 where c.start_ns < s.first_ns or c.start_ns + c.dur_ns > s.last_ns
 order by c.run_id, c.rank, c.start_ns
