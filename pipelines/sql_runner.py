@@ -158,8 +158,18 @@ def build(
     wanted = upstream(relations, targets) if targets is not None else set(order)
     kind = "temp view" if temporary else "view"
     built = []
+    stale = set() if temporary else stale_tables(con, wanted)
     for name in order:
         if name in wanted:
+            if name in stale:  # a derived relation an older version stored as a table
+                con.execute(f"drop table {name}")
             con.execute(f"create or replace {kind} {name} as {relations[name].select}")
             built.append(name)
     return built
+
+
+def stale_tables(con: duckdb.DuckDBPyConnection, names: set[str]) -> set[str]:
+    """Those of `names` that exist as base tables (not views) in the connection's schema."""
+    from pipelines.warehouse_queries import catalog_tables
+
+    return {table for table, _ in catalog_tables(con)} & names

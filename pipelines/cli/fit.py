@@ -164,7 +164,30 @@ def policy_summary(curves: pl.DataFrame) -> str:
     )
 
 
+def _nothing_to_fit(con, model: str | None) -> str:
+    """Why no curve came out, and what to do about it."""
+    from pipelines import warehouse_queries
+
+    counts = warehouse_queries.row_counts(con, ["runs", "chunks"])
+    if counts["runs"] == 0:
+        return (
+            "nothing to fit: the warehouse holds no runs. Ingest profiler output first"
+            " (`tracereplay ingest PATH`), or run `tracereplay demo` for a simulated campaign."
+        )
+    if counts["chunks"] == 0:
+        return (
+            f"nothing to fit: {counts['runs']} runs but no chunks. tau_k needs per-chunk timings:"
+            " wrap each prefill forward in record_function('chunk[req=<id>,k=<k>,vs=<stage>,"
+            "tokens=<c>,prefix=<p>]') (docs/tau_k.md), or treat each ProfilerStep as one chunk"
+            " with `tracereplay chunks --profiler-steps`; `tracereplay show RUN` says what a run"
+            " holds."
+        )
+    return f"no curve for model {model!r}; `tracereplay runs` lists the models stored"
+
+
 def run(args: argparse.Namespace) -> int:
+    import polars as pl
+
     from pipelines import warehouse
     from pipelines.analysis.fit_store import FitOptions, fit_and_store
 
@@ -176,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
     con = warehouse.connect(path, wait_s=args.wait)
     try:
         report = fit_and_store(con, options)
+        hint = _nothing_to_fit(con, args.model) if report.fits.is_empty() or args.model else None
     finally:
         con.close()
     if report.segmented:
@@ -195,7 +219,9 @@ def run(args: argparse.Namespace) -> int:
         print()
         return ExitCode.OK
     if curves.is_empty():
-        print("no chunks in the warehouse" + (f" for model {args.model}" if args.model else ""))
+        from pipelines.cli._format import wrapped
+
+        print(wrapped(hint))
         return ExitCode.OK
     print(format_table(curves))
     counts = curves.group_by("verdict").len().sort("verdict")
