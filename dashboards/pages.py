@@ -41,7 +41,14 @@ window.chartErrors = [];
 const specs = %s;
 for (const [id, spec] of Object.entries(specs)) {
   vegaEmbed('#' + id, spec, {renderer: 'svg', actions: false})
-    .catch((error) => { window.chartErrors.push(String(error)); console.error(error); });
+    .catch((error) => {
+      window.chartErrors.push(String(error));
+      const box = document.createElement('pre');
+      box.className = 'chart-error';
+      box.textContent = String(error);
+      document.getElementById(id).appendChild(box);
+      console.error(error);
+    });
 }
 """
 

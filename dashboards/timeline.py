@@ -56,7 +56,9 @@ def timeline_chart(spans: pl.DataFrame, title: str = "") -> alt.FacetChart:
         tooltip=["kind", "lane", "request_id", "chunk_idx", "start_ms", "end_ms", "dur_ms"],
     )
     labels = (
-        base.transform_filter("datum.kind == 'chunk'")
+        alt.Chart()
+        .encode(y=alt.Y("lane:N", sort="ascending"))
+        .transform_filter("datum.kind == 'chunk'")
         .transform_calculate(mid="(datum.start_ms + datum.end_ms) / 2", k="'C' + datum.chunk_idx")
         .mark_text(fontSize=8, color="white")
         .encode(x="mid:Q", text="k:N")
