@@ -1,0 +1,425 @@
+"""The data behind every chart: named queries that take a DuckDB connection and the selected run
+ids and return small Polars frames, aggregated in DuckDB (sql/marts/) before any chart sees them.
+
+No chart gets more than MAX_CHART_ROWS rows: the aggregates below are small by construction
+(per run x stage x chunk, per run x rank, per schedule), and a frame that would still be larger
+raises ChartDataTooLarge instead of being cut; the timeline keeps each run's first spans in time
+order (a Gantt of more spans is unreadable anyway) and says so in its frame (`truncated`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from pipelines.warehouse import sql_text
+
+MAX_CHART_ROWS = 5000
+LEVEL = 0.95
+TIMELINE_SCHEDULES = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
+WORKLOAD = ("model", "seq_len", "chunk_size")
+
+# each relation a chart reads, with the relations its SQL file reads first (dependency order)
+_DEPENDENCIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "fct_tau_by_chunk": (("int_chunk_tau", "intermediate"),),
+    "fct_rank_time_split": (("int_step_breakdown_preferred", "intermediate"),),
+    "fct_run_time_split": (
+        ("int_step_breakdown_preferred", "intermediate"),
+        ("fct_rank_time_split", "marts"),
+    ),
+    "fct_schedule_timeline": (),
+}
+
+
+class ChartDataTooLarge(ValueError):
+    """An aggregate still has more rows than a chart may embed."""
+
+
+def relation_sql(relation: str) -> str:
+    """sql/marts/<relation>.sql as one query, the relations it reads inlined as CTEs (so it runs
+    on a read-only warehouse without materialising anything)."""
+    parts = [f"{name} as ({sql_text(name, layer)})" for name, layer in _DEPENDENCIES[relation]]
+    body = sql_text(relation, "marts")
+    return f"with {', '.join(parts)} select * from ({body})" if parts else body
+
+
+def _query(
+    con: duckdb.DuckDBPyConnection, relation: str, select: str, run_ids: list[str]
+) -> pl.DataFrame:
+    """`select` (which reads the relation as `rel` and its ids as `ids`) over the selected runs."""
+    con.execute(
+        "create or replace temp table _dash_ids as select unnest(?::varchar[]) as run_id", [run_ids]
+    )
+    sql = f"with rel as ({relation_sql(relation)}), ids as (select run_id from _dash_ids) {select}"
+    return con.execute(sql).pl()
+
+
+def _checked(frame: pl.DataFrame, what: str) -> pl.DataFrame:
+    if frame.height > MAX_CHART_ROWS:
+        raise ChartDataTooLarge(
+            f"{what}: {frame.height} rows after aggregation (at most {MAX_CHART_ROWS}); "
+            "narrow the run selection"
+        )
+    return frame
+
+
+def with_replays(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[str]:
+    """The run ids plus the simulated reruns of them (`tracereplay replay`, replay_of set)."""
+    rows = con.execute(
+        "select run_id from runs where replay_of in (select unnest(?::varchar[])) order by run_id",
+        [run_ids],
+    ).fetchall()
+    return list(dict.fromkeys([*run_ids, *(r[0] for r in rows)]))
+
+
+def t_interval(mean: float, sd: float | None, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """Student-t confidence interval of a mean from n observations (NaN when n < 2)."""
+    if n < 2 or sd is None or not math.isfinite(sd):
+        return (math.nan, math.nan)
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
+    return (mean - half, mean + half)
+
+
+# ---- tau_k ---------------------------------------------------------------------------------
+
+CURVE_LABEL = pl.format(
+    "{} · {} · chunk {} · seq {} · vs {}",
+    "model",
+    "schedule",
+    "chunk_size",
+    "seq_len",
+    "vstage",
+)
+
+
+def tau_points(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
+    """tau_k points: one per run x curve x chunk index, tau_ms the mean over the run's requests
+    (sql/marts/fct_tau_by_chunk.sql), partial remainder chunks left out (as `fit` does)."""
+    frame = _query(
+        con,
+        "fct_tau_by_chunk",
+        "select model, schedule, chunk_size, seq_len, vstage, chunk_idx, run_id, n_requests,"
+        " tau_mean_ns / 1e6 as tau_ms from rel where run_id in (select run_id from ids)"
+        " and not any_partial order by all",
+        run_ids,
+    )
+    return _checked(frame.with_columns(CURVE_LABEL.alias("curve")), "tau points")
+
+
+@dataclass(frozen=True)
+class TauCurves:
+    """The fits of the selected runs' curves (pipelines.analysis.curves.fit_curves, as `fit`
+    computes them), the fitted line with its pointwise interval per chunk index, and the
+    points with their residuals from the line."""
+
+    fits: pl.DataFrame
+    band: pl.DataFrame
+    points: pl.DataFrame
+
+
+def _line_band(group: pl.DataFrame, level: float) -> pl.DataFrame:
+    """Fitted tau = a + b*k and its pointwise `level` interval at each observed k, with the same
+    estimator and covariance as the fit (OLS; HC3 for one run, cluster-robust by run when runs
+    are pooled: pipelines/analysis/fits.py)."""
+    from pipelines.analysis.fits import _fit
+
+    k = group.get_column("chunk_idx").to_numpy().astype(float)
+    y = group.get_column("tau_ns").to_numpy().astype(float)
+    runs = group.get_column("run_id").to_numpy()
+    groups = None if len(np.unique(runs)) < 2 else np.unique(runs, return_inverse=True)[1]
+    result = _fit(np.column_stack([np.ones_like(k), k]), y, groups)
+    grid = np.unique(k)
+    prediction = result.get_prediction(np.column_stack([np.ones_like(grid), grid]))
+    interval = prediction.conf_int(alpha=1 - level)
+    return pl.DataFrame(
+        {
+            "chunk_idx": grid.astype(int),
+            "fit_ms": prediction.predicted_mean / 1e6,
+            "lo_ms": interval[:, 0] / 1e6,
+            "hi_ms": interval[:, 1] / 1e6,
+        }
+    )
+
+
+def tau_curves(
+    con: duckdb.DuckDBPyConnection, run_ids: list[str], level: float = LEVEL
+) -> TauCurves:
+    """Fit every curve of the selected runs and add the line's interval band and residuals."""
+    from pipelines.analysis.curves import CURVE_KEYS, fit_curves
+    from pipelines.analysis.tau_points import load_tau_points
+
+    raw, _ = load_tau_points(con, segment=False)
+    raw = raw.filter(pl.col("run_id").is_in(run_ids) & ~pl.col("is_partial"))
+    points = tau_points(con, run_ids)
+    if raw.is_empty():
+        empty = pl.DataFrame()
+        return TauCurves(empty, empty, points)
+    fits = fit_curves(raw, level=level).with_columns(CURVE_LABEL.alias("curve"))
+    keys = [key for key in CURVE_KEYS if key in raw.columns]
+    bands = []
+    for key, group in raw.group_by(keys, maintain_order=True):
+        if group.get_column("chunk_idx").n_unique() < 3 or group.height < 4:
+            continue
+        band = _line_band(group.sort("run_id", "chunk_idx"), level)
+        bands.append(band.with_columns(pl.lit(v).alias(c) for c, v in zip(keys, key, strict=True)))
+    band = (
+        pl.concat(bands, how="diagonal_relaxed").with_columns(CURVE_LABEL.alias("curve"))
+        if bands
+        else pl.DataFrame()
+    )
+    if band.height:
+        points = points.join(
+            band.select("curve", "chunk_idx", "fit_ms"), on=["curve", "chunk_idx"], how="left"
+        ).with_columns((pl.col("tau_ms") - pl.col("fit_ms")).alias("resid_ms"))
+    return TauCurves(fits, _checked(band, "tau band"), points)
+
+
+# ---- schedule timelines ---------------------------------------------------------------------
+
+
+def timeline_workload(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict | None:
+    """The workload (model, seq_len, chunk_size) among the selected runs and their reruns with
+    chunks under the most schedules, and one run per schedule (a measured run before a rerun,
+    then the first by id)."""
+    ids = with_replays(con, run_ids)
+    frame = con.execute(
+        "select r.run_id, r.model, r.seq_len, r.chunk_size, r.schedule, r.replay_of is not null"
+        " as is_replay from runs as r where r.run_id in (select unnest(?::varchar[]))"
+        " and r.schedule is not null and exists (select 1 from chunks c where c.run_id = r.run_id)",
+        [ids],
+    ).pl()
+    if frame.is_empty():
+        return None
+    best = (
+        frame.group_by(WORKLOAD)
+        .agg(pl.col("schedule").n_unique().alias("n_schedules"), pl.len().alias("n_runs"))
+        .sort(["n_schedules", "n_runs", *WORKLOAD], descending=[True, True, False, False, False])
+        .row(0, named=True)
+    )
+    chosen = (
+        frame.filter(*(pl.col(c) == best[c] for c in WORKLOAD))
+        .sort("schedule", "is_replay", "run_id")
+        .unique("schedule", keep="first", maintain_order=True)
+    )
+    return {
+        **{c: best[c] for c in WORKLOAD},
+        "runs": dict(chosen.select("schedule", "run_id").iter_rows()),
+    }
+
+
+def timeline_spans(
+    con: duckdb.DuckDBPyConnection, runs_by_schedule: dict[str, str], max_rows: int = MAX_CHART_ROWS
+) -> pl.DataFrame:
+    """Chunk and bubble spans (ms from each run's start; sql/marts/fct_schedule_timeline.sql) of
+    one run per schedule, in the paper's schedule order; each run keeps its first
+    max_rows / runs spans by start time (`truncated` marks a run that had more)."""
+    order = {s: i for i, s in enumerate(TIMELINE_SCHEDULES)}
+    schedules = sorted(runs_by_schedule, key=lambda s: (order.get(s, len(order)), s))
+    per_run = max(1, max_rows // max(len(schedules), 1))
+    frame = _query(
+        con,
+        "fct_schedule_timeline",
+        f"select *, count(*) over (partition by run_id) > {per_run:d} as truncated from rel"
+        " where run_id in (select run_id from ids) qualify row_number()"
+        f" over (partition by run_id order by start_ms, kind) <= {per_run:d}"
+        " order by run_id, rank, start_ms",
+        list(runs_by_schedule.values()),
+    )
+    schedule_of = {run_id: s for s, run_id in runs_by_schedule.items()}
+    return frame.with_columns(
+        pl.col("run_id").replace_strict(schedule_of).alias("schedule"),
+        pl.col("run_id")
+        .replace_strict({r: order.get(s, len(order)) for r, s in schedule_of.items()})
+        .alias("schedule_order"),
+        pl.when(pl.col("kind") == "chunk")
+        .then(pl.format("rank {} · vs {}", "rank", "vstage"))
+        .otherwise(pl.format("rank {} · idle", "rank"))
+        .alias("lane"),
+        (pl.col("end_ms") - pl.col("start_ms")).alias("dur_ms"),
+    ).filter(pl.col("schedule").is_in(schedules))
+
+
+# ---- step breakdown -------------------------------------------------------------------------
+
+BREAKDOWN_PARTS = ("computing", "exposed_comm", "bubble", "free")
+
+
+def rank_breakdown(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
+    """Per run, rank and part (computing, exposed comm, bubble, free): ms summed over the
+    rank's steps from the one preferred breakdown row per step (sql/marts/
+    fct_rank_time_split.sql); long format, one row per part."""
+    wide = _query(
+        con,
+        "fct_rank_time_split",
+        "select * from rel where run_id in (select run_id from ids) order by run_id, rank",
+        run_ids,
+    )
+    if wide.is_empty():
+        return pl.DataFrame()
+    long = wide.unpivot(
+        index=["run_id", "rank", "n_steps", "origin", "window_ns"],
+        on=[f"{p}_ns" for p in BREAKDOWN_PARTS],
+        variable_name="part",
+        value_name="ns",
+    ).with_columns(
+        pl.col("part").str.strip_suffix("_ns"),
+        (pl.col("ns") / 1e6).alias("ms"),
+        (pl.col("window_ns") / 1e6).alias("window_ms"),
+    )
+    order = {p: i for i, p in enumerate(BREAKDOWN_PARTS)}
+    long = long.with_columns(pl.col("part").replace_strict(order).alias("part_order"))
+    return _checked(long.drop("ns", "window_ns"), "rank breakdown")
+
+
+# ---- run metrics: schedule comparison, trends, replay vs measured ---------------------------
+
+RUN_METRICS = ("ttft", "computing", "exposed_comm", "bubble", "p2p_bubble", "free")
+
+
+def run_metrics(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
+    """One row per run: configuration, TTFT and the rank-mean time split, in ms
+    (sql/marts/fct_run_time_split.sql)."""
+    frame = _query(
+        con,
+        "fct_run_time_split",
+        "select * from rel where run_id in (select run_id from ids) order by run_id",
+        run_ids,
+    )
+    return frame.with_columns((pl.col(f"{m}_ns") / 1e6).alias(f"{m}_ms") for m in RUN_METRICS).drop(
+        [f"{m}_ns" for m in RUN_METRICS]
+    )
+
+
+def _with_interval(frame: pl.DataFrame, level: float) -> pl.DataFrame:
+    bounds = [t_interval(m, s, n, level) for m, s, n in frame.select("mean", "sd", "n").rows()]
+    return frame.with_columns(
+        pl.Series("lo", [b[0] for b in bounds], dtype=pl.Float64),
+        pl.Series("hi", [b[1] for b in bounds], dtype=pl.Float64),
+    ).with_columns(pl.col("lo", "hi").fill_nan(None))
+
+
+def schedule_summary(
+    con: duckdb.DuckDBPyConnection,
+    run_ids: list[str],
+    parts: tuple[str, ...] = ("computing", "bubble", "exposed_comm"),
+    level: float = LEVEL,
+) -> pl.DataFrame:
+    """Per workload x schedule x part: n runs (repeats), mean ms, sd, Student-t `level`
+    interval of the mean (lo, hi; null with one run). Measured runs only."""
+    runs = run_metrics(con, run_ids).filter(
+        pl.col("replay_of").is_null() & pl.col("schedule").is_not_null()
+    )
+    if runs.is_empty():
+        return pl.DataFrame()
+    long = runs.unpivot(
+        index=[*WORKLOAD, "schedule", "run_id"],
+        on=[f"{p}_ms" for p in parts],
+        variable_name="part",
+        value_name="ms",
+    ).with_columns(pl.col("part").str.strip_suffix("_ms"))
+    summary = (
+        long.drop_nulls("ms")
+        .group_by([*WORKLOAD, "schedule", "part"])
+        .agg(pl.len().alias("n"), pl.col("ms").mean().alias("mean"), pl.col("ms").std().alias("sd"))
+        .sort([*WORKLOAD, "schedule", "part"])
+        .with_columns(pl.format("{} · seq {} · chunk {}", *WORKLOAD).alias("workload"))
+    )
+    return _checked(_with_interval(summary, level), "schedule summary")
+
+
+def metric_history(
+    con: duckdb.DuckDBPyConnection,
+    run_ids: list[str],
+    metric: str = "ttft",
+    level: float = LEVEL,
+) -> pl.DataFrame:
+    """One metric over the nights (calendar days of collected_at) per configuration (model,
+    schedule, seq_len, chunk_size): n runs that night, mean ms, Student-t `level` interval of the
+    mean over that night's repeats. Measured runs with a collection time only."""
+    runs = run_metrics(con, run_ids).filter(
+        pl.col("replay_of").is_null() & pl.col("collected_at").is_not_null()
+    )
+    column = f"{metric}_ms"
+    if runs.is_empty() or runs.get_column(column).is_null().all():
+        return pl.DataFrame()
+    history = (
+        runs.drop_nulls(column)
+        .with_columns(
+            pl.col("collected_at").dt.date().alias("night"),
+            pl.format(
+                "{} · {} · seq {} · chunk {}", "model", "schedule", "seq_len", "chunk_size"
+            ).alias("config"),
+        )
+        .group_by("config", "night")
+        .agg(
+            pl.len().alias("n"),
+            pl.col(column).mean().alias("mean"),
+            pl.col(column).std().alias("sd"),
+            pl.col("collected_at").max().alias("collected_at"),
+        )
+        .sort("config", "night")
+        .with_columns(pl.lit(metric).alias("metric"))
+    )
+    return _checked(_with_interval(history, level), "metric history")
+
+
+def replay_pairs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
+    """Each rerun of a selected run (replay_of set) against the measured runs of the same
+    workload and schedule: metric (ttft, bubble, p2p_bubble), predicted ms (the rerun),
+    measured mean ms over n measured runs with their min and max."""
+    metrics = run_metrics(con, with_replays(con, run_ids))
+    replays = metrics.filter(pl.col("replay_of").is_not_null())
+    measured = metrics.filter(pl.col("replay_of").is_null())
+    if replays.is_empty() or measured.is_empty():
+        return pl.DataFrame()
+    rows = []
+    for metric in ("ttft", "bubble", "p2p_bubble"):
+        column = f"{metric}_ms"
+        observed = (
+            measured.drop_nulls(column)
+            .group_by([*WORKLOAD, "schedule"])
+            .agg(
+                pl.len().alias("n_measured"),
+                pl.col(column).mean().alias("measured_ms"),
+                pl.col(column).min().alias("measured_min_ms"),
+                pl.col(column).max().alias("measured_max_ms"),
+            )
+        )
+        pairs = replays.drop_nulls(column).join(observed, on=[*WORKLOAD, "schedule"])
+        rows.append(
+            pairs.select(
+                "run_id",
+                "replay_of",
+                *WORKLOAD,
+                "schedule",
+                pl.lit(metric).alias("metric"),
+                pl.col(column).alias("predicted_ms"),
+                "measured_ms",
+                "measured_min_ms",
+                "measured_max_ms",
+                "n_measured",
+            )
+        )
+    return _checked(pl.concat(rows), "replay pairs")
+
+
+# ---- freshness ------------------------------------------------------------------------------
+
+
+def freshness(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict:
+    """Runs selected, first and last collection time and last ingest time among them."""
+    row = con.execute(
+        "select count(*), min(collected_at), max(collected_at), max(ingested_at) from runs"
+        " where run_id in (select unnest(?::varchar[]))",
+        [run_ids],
+    ).fetchone()
+    return {
+        "runs": row[0],
+        "first_collected": row[1],
+        "last_collected": row[2],
+        "last_ingested": row[3],
+    }

@@ -1,0 +1,99 @@
+"""Self-contained HTML pages (the Vega, Vega-Lite and Vega-Embed JavaScript inline, from
+vl-convert's bundle: they open offline, no CDN) and PNG export of each chart (vl-convert)."""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import altair as alt
+import vl_convert as vlc
+
+
+@dataclass(frozen=True)
+class Section:
+    """One chart on a page, with its heading and a note under it (n, test, aggregation)."""
+
+    slug: str
+    heading: str
+    chart: alt.TopLevelMixin
+    note: str = ""
+
+
+@cache
+def vega_bundle() -> str:
+    """vega + vega-lite + vega-embed as one script (vl-convert's bundle; ~0.9 MB, built once per
+    process). `</script` is escaped so the bundle cannot close its own tag."""
+    return vlc.javascript_bundle().replace("</script", "<\\/script")
+
+
+_STYLE = (
+    "body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
+    "h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}.note{color:#555;font-size:.9em}"
+    "table{border-collapse:collapse}td,th{padding:.2em .8em;text-align:left}"
+)
+
+_EMBED = """
+window.chartErrors = [];
+const specs = %s;
+for (const [id, spec] of Object.entries(specs)) {
+  vegaEmbed('#' + id, spec, {renderer: 'svg', actions: false})
+    .catch((error) => {
+      window.chartErrors.push(String(error));
+      const box = document.createElement('pre');
+      box.className = 'chart-error';
+      box.textContent = String(error);
+      document.getElementById(id).appendChild(box);
+      console.error(error);
+    });
+}
+"""
+
+
+def page_html(title: str, sections: list[Section], intro: str = "") -> str:
+    """A page: title, intro paragraph (HTML), then each section's chart rendered by Vega-Embed
+    (SVG renderer) from its spec inlined in the page."""
+    specs = {f"chart-{s.slug}": s.chart.to_dict() for s in sections}
+    body = "".join(
+        f"<h2>{html.escape(s.heading)}</h2><div id='chart-{s.slug}'></div>"
+        + (f"<p class='note'>{html.escape(s.note)}</p>" if s.note else "")
+        for s in sections
+    )
+    payload = json.dumps(specs, default=str).replace("</", "<\\/")
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
+        f"<script>{vega_bundle()}</script></head><body>"
+        f"<p><a href='index.html'>index</a></p><h1>{html.escape(title)}</h1>{intro}{body}"
+        f"<script>{_EMBED % payload}</script></body></html>"
+    )
+
+
+def index_html(title: str, intro: str, links: list[tuple[str, str, str]]) -> str:
+    """The index: intro (selection, freshness), then one row per page: link, what it shows."""
+    rows = "".join(
+        f"<tr><td><a href='{html.escape(href)}'>{html.escape(name)}</a></td>"
+        f"<td>{html.escape(what)}</td></tr>"
+        for name, href, what in links
+    )
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>{intro}<table>{rows}</table></body></html>"
+    )
+
+
+def write_page(path: Path, title: str, sections: list[Section], intro: str = "") -> list[Path]:
+    """Write the page and one PNG per section beside it (<page stem>-<slug>.png); returns the
+    PNG paths."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page_html(title, sections, intro), encoding="utf-8")
+    pngs = []
+    for section in sections:
+        png = path.with_name(f"{path.stem}-{section.slug}.png")
+        png.write_bytes(vlc.vegalite_to_png(section.chart.to_json(), scale=1))
+        pngs.append(png)
+    return pngs

@@ -1,0 +1,225 @@
+"""The dashboard site: one page per chart family over the selected runs, an index stating the
+selection and the data's freshness, and a page per run. One function, `build_site`, for the
+CLI (`tracereplay dashboards`), the demo and Dagster."""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import altair as alt
+import duckdb
+import polars as pl
+
+from dashboards import data
+from dashboards.breakdown import breakdown_chart
+from dashboards.pages import Section, index_html, write_page
+from dashboards.replay import replay_chart
+from dashboards.schedules import schedule_chart
+from dashboards.tau import tau_chart
+from dashboards.timeline import timeline_chart
+from dashboards.trends import trend_chart
+from pipelines.selectors import Selector, parse_selector, require_runs
+
+TREND_METRICS = ("ttft", "bubble", "computing")
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    path: Path
+    what: str
+    pngs: tuple[Path, ...]
+
+
+@dataclass
+class SiteReport:
+    """What build_site wrote: the index, each page with its PNGs, the runs charted, and the
+    families left out because the selection had nothing for them (with why)."""
+
+    out_dir: Path
+    index: Path
+    selector: str
+    run_ids: list[str]
+    pages: list[Page] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "out_dir": str(self.out_dir),
+            "index": str(self.index),
+            "selector": self.selector,
+            "runs": len(self.run_ids),
+            "pages": [
+                {"name": p.name, "path": str(p.path), "pngs": [str(x) for x in p.pngs]}
+                for p in self.pages
+            ],
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _tau_sections(curves: data.TauCurves) -> list[Section]:
+    sections = []
+    for i, fit in enumerate(curves.fits.to_dicts()):
+        band = curves.band.filter(pl.col("curve") == fit["curve"]) if curves.band.height else None
+        if band is None or band.is_empty():
+            continue
+        points = curves.points.filter(pl.col("curve") == fit["curve"])
+        sections.append(Section(f"tau{i}", fit["curve"], tau_chart(points, band, fit)))
+    return sections
+
+
+def _family_sections(
+    con: duckdb.DuckDBPyConnection, run_ids: list[str], change_points: pl.DataFrame | None
+) -> dict[str, tuple[str, list[Section] | str]]:
+    """name -> (what it shows, sections, or why there is nothing)."""
+    out: dict[str, tuple[str, list[Section] | str]] = {}
+    curves = data.tau_curves(con, run_ids)
+    tau_sections = _tau_sections(curves)
+    out["tau"] = (
+        "τ_k per model, configuration and virtual stage: points over repeats, fit, 95% band",
+        tau_sections or "no run with chunks (run `tracereplay chunks`, or add chunk markers)",
+    )
+    workload = data.timeline_workload(con, run_ids)
+    if workload:
+        spans = data.timeline_spans(con, workload["runs"])
+        label = f"{workload['model']} · seq {workload['seq_len']} · chunk {workload['chunk_size']}"
+        cut = spans.filter(pl.col("truncated"))["schedule"].unique().to_list()
+        note = "; first spans only for " + ", ".join(cut) if cut else ""
+        runs = ", ".join(f"{s}: {r}" for s, r in workload["runs"].items())
+        section = Section("timeline", label, timeline_chart(spans), f"runs {runs}{note}")
+        out["timeline"] = ("schedule timelines of one workload, bubbles in red", [section])
+    else:
+        out["timeline"] = ("schedule timelines", "no run with chunks and a schedule")
+    breakdown = data.rank_breakdown(con, run_ids)
+    if breakdown.height:
+        sections = [
+            Section(
+                "ranks",
+                f"{breakdown['run_id'].n_unique()} runs",
+                breakdown_chart(breakdown),
+                "one preferred breakdown row per rank and step (int_step_breakdown_preferred),"
+                " summed over steps; origin in the tooltip",
+            )
+        ]
+        out["breakdown"] = (
+            "step breakdown per rank: computing / exposed comm / bubble / free",
+            sections,
+        )
+    else:
+        out["breakdown"] = ("step breakdown per rank", "no step breakdown rows")
+    summary = data.schedule_summary(con, run_ids)
+    out["schedules"] = (
+        "computing / bubble / exposed comm per schedule, mean and 95% t interval over repeats",
+        [
+            Section(
+                "schedules",
+                "per workload",
+                schedule_chart(summary),
+                "n runs per bar in the tooltip; no interval with one run",
+            )
+        ]
+        if summary.height and summary["schedule"].n_unique() > 1
+        else "fewer than two schedules among the selected runs",
+    )
+    trend_sections = []
+    for metric in TREND_METRICS:
+        history = data.metric_history(con, run_ids, metric)
+        if history.height:
+            trend_sections.append(
+                Section(
+                    metric,
+                    metric,
+                    trend_chart(history, change_points),
+                    "nightly mean, 95% t interval over the night's runs",
+                )
+            )
+    out["trends"] = (
+        "key metrics over the nightly runs, change points marked",
+        trend_sections or "no run with a collection time and a breakdown",
+    )
+    pairs = data.replay_pairs(con, run_ids)
+    out["replay"] = (
+        "replay (simulated rerun) vs measured TTFT and bubble, identity line",
+        [
+            Section(m, m, replay_chart(pairs, m), "measured: mean (min..max) of the measured runs")
+            for m in pairs["metric"].unique(maintain_order=True)
+        ]
+        if pairs.height
+        else "no rerun of a selected run with measured runs of its schedule (tracereplay replay)",
+    )
+    return out
+
+
+def _freshness_html(con: duckdb.DuckDBPyConnection, selector: Selector, run_ids: list[str]) -> str:
+    fresh = data.freshness(con, run_ids)
+    return (
+        f"<p>Selection: <code>{html.escape(selector.text or '(every measured run)')}</code>, "
+        f"{fresh['runs']} runs; collected {fresh['first_collected']} .. "
+        f"{fresh['last_collected']}; last ingested {fresh['last_ingested']}; "
+        f"pages built {time.strftime('%Y-%m-%d %H:%M:%S')}.</p>"
+    )
+
+
+def build_site(
+    con: duckdb.DuckDBPyConnection,
+    selector: Selector | str | None,
+    out_dir: Path,
+    change_points: pl.DataFrame | None = None,
+) -> SiteReport:
+    """Chart the selected runs into out_dir: <family>.html pages with their PNGs, index.html.
+    Raises SelectorError when nothing matches (the message says what exists)."""
+    start = time.monotonic()
+    if not isinstance(selector, Selector):
+        selector = parse_selector(selector)
+    run_ids = require_runs(con, selector)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    intro = _freshness_html(con, selector, run_ids)
+    report = SiteReport(out_dir, out_dir / "index.html", selector.text, run_ids)
+    for name, (what, content) in _family_sections(con, run_ids, change_points).items():
+        if isinstance(content, str):
+            report.skipped[name] = content
+            continue
+        path = out_dir / f"{name}.html"
+        pngs = write_page(path, f"tracereplay · {name}", content, intro)
+        report.pages.append(Page(name, path, what, tuple(pngs)))
+    links = [(p.name, p.path.name, p.what) for p in report.pages]
+    skipped = "".join(
+        f"<li>{html.escape(n)}: {html.escape(why)}</li>" for n, why in report.skipped.items()
+    )
+    index_intro = intro + (f"<p>Not charted:</p><ul>{skipped}</ul>" if skipped else "")
+    report.index.write_text(index_html("tracereplay dashboards", index_intro, links), "utf-8")
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def run_page(con: duckdb.DuckDBPyConnection, run_id: str, out_dir: Path) -> Path:
+    """runs/<run_id>.html: the run's step breakdown per rank, its timeline and its τ_k curves
+    (what it has of them), for `tracereplay show RUN --html`."""
+    sections: list[Section] = []
+    breakdown = data.rank_breakdown(con, [run_id])
+    if breakdown.height:
+        sections.append(Section("breakdown", "step breakdown per rank", breakdown_chart(breakdown)))
+    schedule = con.execute("select schedule from runs where run_id = ?", [run_id]).fetchone()
+    spans = data.timeline_spans(con, {(schedule[0] if schedule else None) or "run": run_id})
+    if spans.height:
+        sections.append(Section("timeline", "timeline", timeline_chart(spans)))
+    sections += _tau_sections(data.tau_curves(con, [run_id]))
+    if not sections:
+        sections.append(
+            Section(
+                "empty",
+                "nothing to chart",
+                alt.Chart(pl.DataFrame({"x": [0]}))
+                .mark_text(text="this run has no step breakdown and no chunks")
+                .encode(),
+            )
+        )
+    path = Path(out_dir) / "runs" / f"{run_id}.html"
+    write_page(path, f"run {run_id}", sections, _freshness_html(con, Selector(), [run_id]))
+    return path

@@ -1,0 +1,70 @@
+"""Schedule timeline chart (the paper's Figure 2 view): one Gantt per schedule of the same
+workload, a lane per rank and virtual stage, chunks as bars labelled by k, and each rank's idle
+gaps (bubbles) on a red lane of their own under it.
+
+Input: dashboards.data.timeline_spans (kind, schedule, schedule_order, lane, rank, vstage,
+request_id, chunk_idx, start_ms, end_ms, dur_ms), at most a few thousand spans."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from dashboards._style import WIDTH
+
+COLUMNS = (
+    "kind",
+    "schedule",
+    "schedule_order",
+    "lane",
+    "rank",
+    "vstage",
+    "request_id",
+    "chunk_idx",
+    "start_ms",
+    "end_ms",
+    "dur_ms",
+)
+
+
+def timeline_chart(spans: pl.DataFrame, title: str = "") -> alt.FacetChart:
+    """Gantt bars (x start_ms..end_ms, y lane), chunks coloured by virtual stage, bubbles red,
+    one row per schedule (ordered cpp, dcpp, vpp, vpp_async, vpp_pack)."""
+    frame = spans.select(COLUMNS).with_columns(
+        pl.when(pl.col("kind") == "chunk")
+        .then(pl.format("vs {}", "vstage"))
+        .otherwise(pl.lit("bubble"))
+        .alias("fill")
+    )
+    vstages = sorted(frame.filter(pl.col("kind") == "chunk")["fill"].unique().to_list())
+    palette = ["#4c78a8", "#72b7b2", "#54a24b", "#b279a2", "#9d755d", "#79706e"]
+    color = alt.Color(
+        "fill:N",
+        title="span",
+        scale=alt.Scale(
+            domain=[*vstages, "bubble"],
+            range=[*(palette[i % len(palette)] for i in range(len(vstages))), "#e45756"],
+        ),
+    )
+    base = alt.Chart().encode(
+        x=alt.X("start_ms:Q", title="time from the run's first chunk (ms)"),
+        x2="end_ms:Q",
+        y=alt.Y("lane:N", title=None, sort="ascending"),
+    )
+    bars = base.mark_bar(stroke="white", strokeWidth=0.5).encode(
+        color=color,
+        tooltip=["kind", "lane", "request_id", "chunk_idx", "start_ms", "end_ms", "dur_ms"],
+    )
+    labels = (
+        alt.Chart()
+        .encode(y=alt.Y("lane:N", sort="ascending"))
+        .transform_filter("datum.kind == 'chunk'")
+        .transform_calculate(mid="(datum.start_ms + datum.end_ms) / 2", k="'C' + datum.chunk_idx")
+        .mark_text(fontSize=8, color="white")
+        .encode(x="mid:Q", text="k:N")
+    )
+    layered = alt.layer(bars, labels, data=frame).properties(width=WIDTH + 200)
+    return layered.facet(
+        row=alt.Row("schedule:N", title=None, sort=alt.SortField("schedule_order")),
+        title=title,
+    ).resolve_scale(y="independent")

@@ -1,0 +1,61 @@
+"""Trend chart: one metric over the nightly runs per configuration, the night's mean with its
+interval band over that night's repeats, change points marked as vertical rules.
+
+Input: dashboards.data.metric_history (config, night, collected_at, n, mean, lo, hi, metric) and
+a change-point frame with columns config, metric, collected_at, direction (may be empty: the
+change-point detection is another step's output)."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from dashboards._style import WIDTH
+
+CHANGE_COLUMNS = ("config", "metric", "collected_at", "direction")
+
+
+def trend_chart(
+    history: pl.DataFrame, change_points: pl.DataFrame | None = None, title: str = ""
+) -> alt.LayerChart:
+    """Line of the nightly mean, band lo..hi, points, and a rule per change point (colour =
+    direction) of this metric."""
+    metric = history["metric"][0] if history.height else ""
+    data = history.select("config", "collected_at", "n", "mean", "lo", "hi")
+    x = alt.X("collected_at:T", title="collected at")
+    color = alt.Color("config:N", title="configuration")
+    base = alt.Chart(data)
+    band = base.mark_area(opacity=0.2).encode(x=x, y="lo:Q", y2="hi:Q", color=color)
+    line = base.mark_line(point=True).encode(
+        x=x,
+        y=alt.Y("mean:Q", title=f"{metric} (ms, nightly mean)"),
+        color=color,
+        tooltip=[
+            "config",
+            "collected_at",
+            "n",
+            alt.Tooltip("mean:Q", format=".3f"),
+            alt.Tooltip("lo:Q", format=".3f"),
+            alt.Tooltip("hi:Q", format=".3f"),
+        ],
+    )
+    layers = [band, line]
+    changes = pl.DataFrame(schema={c: pl.String for c in CHANGE_COLUMNS})
+    if change_points is not None and change_points.height:
+        changes = change_points.select(CHANGE_COLUMNS).filter(pl.col("metric") == metric)
+    if changes.height:
+        rules = (
+            alt.Chart(changes)
+            .mark_rule(strokeDash=[4, 3], strokeWidth=2)
+            .encode(
+                x="collected_at:T",
+                stroke=alt.Stroke(
+                    "direction:N",
+                    title="change point",
+                    scale=alt.Scale(domain=["up", "down"], range=["#e45756", "#54a24b"]),
+                ),
+                tooltip=list(CHANGE_COLUMNS),
+            )
+        )
+        layers.append(rules)
+    return alt.layer(*layers).properties(width=WIDTH, height=220, title=title or metric)

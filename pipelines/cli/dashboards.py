@@ -1,0 +1,92 @@
+"""`tracereplay dashboards`: chart the selected runs into offline HTML pages and PNGs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pipelines.cli._common import add_json_option, add_warehouse_option
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+DESCRIPTION = """\
+Write the dashboards of the runs SEL selects (docs/selectors.md; default: every measured run)
+as self-contained HTML pages (the Vega JavaScript inline: they open offline) with a PNG of each
+chart: tau.html (tau_k per curve: points over repeats, fitted line with its 95% band, verdict
+and evidence, residuals), timeline.html (CPP / DCPP / VPP / VPP-pack Gantt of one workload,
+bubbles in red), breakdown.html (computing / exposed comm / bubble / free per rank),
+schedules.html (per schedule, mean and 95% t interval over repeats), trends.html (metrics over
+the nightly runs), replay.html (simulated reruns against measured runs), and index.html with
+the selection and the data's freshness. Charts are fed by DuckDB aggregates (docs/dashboards.md).
+Exit status 0; 2 when the warehouse is missing or the selector matches nothing."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "dashboards",
+        help="write offline HTML dashboards and PNGs of the selected runs",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "selector",
+        nargs="?",
+        default=None,
+        metavar="SEL",
+        help="run selector, e.g. model=deepseek-v3.1,schedule=cpp|vpp",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="output folder (default: data/site/ under the working folder)",
+    )
+    add_warehouse_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dashboards.site import build_site
+    from pipelines import warehouse
+    from pipelines.selectors import SelectorError
+
+    path = warehouse.warehouse_path(args.warehouse)
+    if not Path(path).exists():
+        print(
+            f"tracereplay dashboards: no warehouse at {path} (run `tracereplay ingest PATH` "
+            "or `tracereplay demo`)",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    out = args.out or Path.cwd() / "data" / "site"
+    con = warehouse.connect(path, read_only=True, wait_s=args.wait)
+    try:
+        report = build_site(con, args.selector, out)
+    except SelectorError as exc:
+        print(f"tracereplay dashboards: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        con.close()
+    if args.json:
+        json.dump(report.as_dict(), sys.stdout, indent=1)
+        print()
+        return EXIT_OK
+    for page in report.pages:
+        print(f"  {page.name:<10} {page.path}  ({len(page.pngs)} PNG)")
+    for name, why in report.skipped.items():
+        print(f"  {name:<10} not charted: {why}")
+    if not report.pages:
+        print(
+            "nothing to chart for these runs: ingest profiler output with a step breakdown or "
+            "chunk markers, or run `tracereplay demo`"
+        )
+    print(
+        f"{len(report.run_ids)} runs, {len(report.pages)} pages in {report.seconds:.1f} s; "
+        f"open {report.index}"
+    )
+    return EXIT_OK

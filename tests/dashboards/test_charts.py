@@ -1,0 +1,235 @@
+"""Each chart function on a small hand-made table: its Vega-Lite encoding, and a PNG render."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import polars as pl
+import vl_convert as vlc
+
+from dashboards.breakdown import breakdown_chart
+from dashboards.replay import replay_chart
+from dashboards.schedules import schedule_chart
+from dashboards.tau import tau_chart
+from dashboards.timeline import timeline_chart
+from dashboards.trends import trend_chart
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _png(chart) -> bytes:
+    image = vlc.vegalite_to_png(chart.to_json(), scale=1)
+    assert image.startswith(PNG_MAGIC)
+    assert len(image) > 2000  # an empty canvas is a few hundred bytes
+    return image
+
+
+def _layers(spec: dict) -> list[dict]:
+    """Every unit spec (one with a mark) inside a layered / concatenated / faceted spec."""
+    found = [spec] if "mark" in spec else []
+    for key in ("layer", "vconcat", "hconcat", "concat"):
+        for child in spec.get(key, []):
+            found += _layers(child)
+    if "spec" in spec:
+        found += _layers(spec["spec"])
+    return found
+
+
+def _mark(unit: dict) -> str:
+    mark = unit["mark"]
+    return mark if isinstance(mark, str) else mark["type"]
+
+
+def test_tau_chart_points_line_band_residuals_and_verdict_title() -> None:
+    points = pl.DataFrame(
+        {
+            "run_id": ["r0"] * 4 + ["r1"] * 4,
+            "chunk_idx": [0, 1, 2, 3] * 2,
+            "tau_ms": [10.0, 12.1, 13.9, 16.0, 10.2, 11.9, 14.1, 15.8],
+        }
+    ).with_columns((pl.col("tau_ms") - (10.0 + 2.0 * pl.col("chunk_idx"))).alias("resid_ms"))
+    band = pl.DataFrame(
+        {"chunk_idx": [0, 1, 2, 3], "fit_ms": [10.0, 12.0, 14.0, 16.0]}
+    ).with_columns((pl.col("fit_ms") - 0.3).alias("lo_ms"), (pl.col("fit_ms") + 0.3).alias("hi_ms"))
+    fit = {
+        "curve": "m · cpp · chunk 16384 · seq 65536 · vs 0",
+        "verdict": "linear",
+        "evidence": "slope 2 ms/chunk [1.9, 2.1]",
+        "slope": 2e6,
+        "slope_lo": 1.9e6,
+        "slope_hi": 2.1e6,
+        "intercept": 10e6,
+        "r2": 0.99,
+        "n_runs": 2,
+        "n_points": 8,
+        "level": 0.95,
+        "ci_method": "cluster(run)",
+    }
+    chart = tau_chart(points, band, fit)
+    spec = chart.to_dict()
+    top, bottom = spec["vconcat"]
+    assert "linear" in top["title"][0] and "evidence" in top["title"][2]
+    marks = [_mark(u) for u in _layers(top)]
+    assert marks == ["area", "line", "circle"]
+    area = _layers(top)[0]["encoding"]
+    assert area["y"]["field"] == "lo_ms" and area["y2"]["field"] == "hi_ms"
+    assert {_layers(bottom)[1]["encoding"]["y"]["field"]} == {"resid_ms"}
+    _png(chart)
+
+
+def test_timeline_chart_lanes_per_rank_and_vstage_with_bubbles() -> None:
+    rows = []
+    for order, schedule in enumerate(["cpp", "vpp"]):
+        for k in range(3):
+            rows.append(
+                (
+                    "chunk",
+                    schedule,
+                    order,
+                    "rank 0 · vs 0",
+                    0,
+                    0,
+                    "req-0",
+                    k,
+                    10.0 * k,
+                    10.0 * k + 8,
+                )
+            )
+            rows.append(
+                (
+                    "chunk",
+                    schedule,
+                    order,
+                    "rank 1 · vs 1",
+                    1,
+                    1,
+                    "req-0",
+                    k,
+                    10.0 * k + 8,
+                    10.0 * k + 16,
+                )
+            )
+        rows.append(("bubble", schedule, order, "rank 1 · idle", 1, None, None, None, 16.0, 18.0))
+    spans = pl.DataFrame(
+        rows,
+        schema=[
+            "kind",
+            "schedule",
+            "schedule_order",
+            "lane",
+            "rank",
+            "vstage",
+            "request_id",
+            "chunk_idx",
+            "start_ms",
+            "end_ms",
+        ],
+        orient="row",
+    ).with_columns((pl.col("end_ms") - pl.col("start_ms")).alias("dur_ms"))
+    chart = timeline_chart(spans, "t")
+    spec = chart.to_dict()
+    assert spec["facet"]["row"]["field"] == "schedule"
+    bars = _layers(spec)[0]["encoding"]
+    assert bars["x"]["field"] == "start_ms" and bars["x2"]["field"] == "end_ms"
+    assert bars["y"]["field"] == "lane"
+    assert bars["color"]["scale"]["domain"] == ["vs 0", "vs 1", "bubble"]
+    assert bars["color"]["scale"]["range"][-1] == "#e45756"
+    _png(chart)
+
+
+def test_breakdown_chart_stacks_the_four_parts_per_rank() -> None:
+    parts = ["computing", "exposed_comm", "bubble", "free"]
+    frame = pl.DataFrame(
+        [
+            ("run", r, p, i, float(10 + i + r), "cluster", 1)
+            for r in range(16)
+            for i, p in enumerate(parts)
+        ],
+        schema=["run_id", "rank", "part", "part_order", "ms", "origin", "n_steps"],
+        orient="row",
+    )
+    chart = breakdown_chart(frame)
+    spec = chart.to_dict()
+    unit = _layers(spec)[0]
+    assert _mark(unit) == "bar"
+    assert unit["encoding"]["y"]["field"] == "rank"
+    assert unit["encoding"]["x"]["aggregate"] == "sum" and unit["encoding"]["x"]["stack"] == "zero"
+    assert unit["encoding"]["color"]["scale"]["domain"] == parts
+    assert [len(v) for v in spec["datasets"].values()] == [64]
+    _png(chart)
+
+
+def test_schedule_chart_bars_with_error_bars_over_repeats() -> None:
+    summary = pl.DataFrame(
+        {
+            "workload": ["m · seq 1 · chunk 1"] * 4,
+            "schedule": ["cpp", "cpp", "vpp", "vpp"],
+            "part": ["computing", "bubble"] * 2,
+            "n": [3, 3, 3, 3],
+            "mean": [100.0, 20.0, 101.0, 2.0],
+            "sd": [1.0, 0.5, 1.0, 0.2],
+        }
+    ).with_columns((pl.col("mean") - 2).alias("lo"), (pl.col("mean") + 2).alias("hi"))
+    chart = schedule_chart(summary)
+    spec = chart.to_dict()
+    bars, errors = _layers(spec)
+    assert _mark(bars) == "bar" and bars["encoding"]["xOffset"]["field"] == "part"
+    assert _mark(errors) == "errorbar"
+    assert errors["encoding"]["y"]["field"] == "lo" and errors["encoding"]["y2"]["field"] == "hi"
+    _png(chart)
+
+
+def test_trend_chart_band_line_and_change_point_rules() -> None:
+    nights = [datetime(2026, 11, d, 2) for d in range(1, 6)]
+    history = pl.DataFrame(
+        {
+            "config": ["m · cpp"] * 5,
+            "collected_at": nights,
+            "n": [3] * 5,
+            "mean": [100.0, 101.0, 99.0, 120.0, 121.0],
+            "metric": ["ttft"] * 5,
+        }
+    ).with_columns((pl.col("mean") - 3).alias("lo"), (pl.col("mean") + 3).alias("hi"))
+    changes = pl.DataFrame(
+        {
+            "config": ["m · cpp"],
+            "metric": ["ttft"],
+            "collected_at": [nights[3]],
+            "direction": ["up"],
+        }
+    )
+    chart = trend_chart(history, changes)
+    spec = chart.to_dict()
+    marks = [_mark(u) for u in _layers(spec)]
+    assert marks == ["area", "line", "rule"]
+    rule = _layers(spec)[2]
+    assert rule["encoding"]["x"]["field"] == "collected_at"
+    assert rule["encoding"]["stroke"]["field"] == "direction"
+    _png(chart)
+    # without change points (the detector's output not there yet) the chart still renders
+    assert [_mark(u) for u in _layers(trend_chart(history).to_dict())] == ["area", "line"]
+
+
+def test_replay_chart_identity_line_spans_both_axes() -> None:
+    pairs = pl.DataFrame(
+        {
+            "metric": ["ttft", "ttft", "bubble"],
+            "schedule": ["cpp", "vpp", "cpp"],
+            "predicted_ms": [100.0, 90.0, 5.0],
+            "measured_ms": [102.0, 91.0, 5.5],
+            "measured_min_ms": [101.0, 89.0, 5.0],
+            "measured_max_ms": [103.0, 93.0, 6.0],
+            "n_measured": [3, 3, 3],
+        }
+    )
+    chart = replay_chart(pairs, "ttft")
+    spec = chart.to_dict()
+    line, errors, dots = _layers(spec)
+    assert errors["encoding"]["x2"]["field"] == "measured_max_ms"
+    assert _mark(line) == "line" and _mark(dots) == "point"
+    assert line["encoding"]["x"]["scale"]["domain"] == line["encoding"]["y"]["scale"]["domain"]
+    low, high = line["encoding"]["x"]["scale"]["domain"]
+    assert low < 89.0 and high > 103.0
+    assert dots["encoding"]["x"]["field"] == "measured_ms"
+    assert dots["encoding"]["y"]["field"] == "predicted_ms"
+    _png(chart)

@@ -1,0 +1,108 @@
+"""The site from a simulated warehouse and the real 16-rank cluster set: pages, PNGs, offline
+HTML, the CLI, and the aggregates the charts read."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+
+import polars as pl
+import pytest
+
+from dashboards import data
+from pipelines.cli import main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# a script, stylesheet or import fetched from the network
+REMOTE = re.compile(
+    r"<script[^>]+src=['\"]?https?:|<link[^>]+href=['\"]?https?:|@import\s+url\(['\"]?https?:"
+    r"|import\s*\(?['\"]https?:",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.slow
+def test_site_pages_pngs_and_offline_html(demo_site) -> None:
+    names = {p.name for p in demo_site.pages}
+    # --quick is CPP only, so no schedule comparison; the replays give timeline and replay pages
+    assert {"tau", "timeline", "breakdown", "trends", "replay"} <= names
+    assert "schedules" in demo_site.skipped
+    for page in demo_site.pages:
+        text = page.path.read_text()
+        assert "vegaEmbed" in text and len(text) > 500_000  # the bundle is inline
+        assert not REMOTE.search(text), page.path
+        assert page.pngs and all(p.read_bytes().startswith(PNG_MAGIC) for p in page.pngs)
+    index = demo_site.index.read_text()
+    assert all(f"href='{p.path.name}'" in index for p in demo_site.pages)
+    assert "Selection:" in index and "last ingested" in index and "9 runs" in index
+
+
+@pytest.mark.slow
+def test_timeline_uses_one_workload_under_every_schedule(demo_warehouse) -> None:
+    from pipelines import warehouse
+    from pipelines.selectors import select_run_ids
+
+    con = warehouse.connect(demo_warehouse, read_only=True)
+    try:
+        workload = data.timeline_workload(con, select_run_ids(con, None))
+        spans = data.timeline_spans(con, workload["runs"])
+    finally:
+        con.close()
+    assert set(workload["runs"]) == {"cpp", "vpp", "vpp_pack"}
+    chunks = spans.filter(pl.col("kind") == "chunk")
+    # a 128K prompt in 16K chunks: 8 chunks on each of the 2 (cpp) or 4 (vpp) virtual stages
+    assert chunks.group_by("schedule").len().sort("schedule")["len"].to_list() == [16, 32, 32]
+    bubbles = spans.filter(pl.col("kind") == "bubble")
+    assert bubbles.height and (bubbles["dur_ms"] > 0).all()
+    assert spans.height <= data.MAX_CHART_ROWS
+
+
+@pytest.mark.slow
+def test_cli_json_and_selector_miss(demo_warehouse, tmp_path) -> None:
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(
+            [
+                "dashboards",
+                "model=glm-5.2",
+                "--warehouse",
+                str(demo_warehouse),
+                "--out",
+                str(tmp_path),
+                "--json",
+            ]
+        )
+    assert code == 0
+    report = json.loads(buffer.getvalue())
+    assert report["runs"] == 3 and (tmp_path / "index.html").exists()
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        code = main(
+            ["dashboards", "model=nope", "--warehouse", str(demo_warehouse), "--out", str(tmp_path)]
+        )
+    assert code == 2 and "glm-5.2" in err.getvalue()
+
+
+@pytest.mark.real
+def test_sixteen_rank_breakdown_from_the_cluster_summary(real_dir, tmp_path) -> None:
+    """msinsight test_data (a 16-rank job with cluster_analysis_output): ranks 8-15 carry the
+    178-195 ms receive bubble; ranks 0-7 none; the parts add up to the step window."""
+    from pipelines import warehouse
+    from pipelines.ingest.load import ingest_paths
+
+    target = real_dir / "msinsight" / "server" / "src" / "test" / "test_data"
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    try:
+        ingest_paths([target], con, progress=False)
+        run_id = con.execute("select run_id from runs where world_size = 16").fetchone()[0]
+        frame = data.rank_breakdown(con, [run_id])
+    finally:
+        con.close()
+    wide = frame.pivot("part", index=["rank", "window_ms"], values="ms").sort("rank")
+    assert wide["rank"].to_list() == list(range(16))
+    assert (wide.filter(pl.col("rank") < 8)["bubble"] == 0).all()
+    late = wide.filter(pl.col("rank") >= 8)["bubble"]
+    assert late.min() > 178 and late.max() < 196
+    total = wide["computing"] + wide["exposed_comm"] + wide["bubble"] + wide["free"]
+    assert ((total - wide["window_ms"]).abs() < 0.001).all()
