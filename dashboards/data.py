@@ -16,23 +16,10 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from pipelines.warehouse import sql_text
-
 MAX_CHART_ROWS = 5000
 LEVEL = 0.95
 TIMELINE_SCHEDULES = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
 WORKLOAD = ("model", "seq_len", "chunk_size")
-
-# each relation a chart reads, with the relations its SQL file reads first (dependency order)
-_DEPENDENCIES: dict[str, tuple[tuple[str, str], ...]] = {
-    "fct_tau_by_chunk": (("int_chunk_tau", "intermediate"),),
-    "fct_rank_time_split": (("int_step_breakdown_preferred", "intermediate"),),
-    "fct_run_time_split": (
-        ("int_step_breakdown_preferred", "intermediate"),
-        ("fct_rank_time_split", "marts"),
-    ),
-    "fct_schedule_timeline": (),
-}
 
 
 class ChartDataTooLarge(ValueError):
@@ -40,11 +27,9 @@ class ChartDataTooLarge(ValueError):
 
 
 def relation_sql(relation: str) -> str:
-    """sql/marts/<relation>.sql as one query, the relations it reads inlined as CTEs (so it runs
-    on a read-only warehouse without materialising anything)."""
-    parts = [f"{name} as ({sql_text(name, layer)})" for name, layer in _DEPENDENCIES[relation]]
-    body = sql_text(relation, "marts")
-    return f"with {', '.join(parts)} select * from ({body})" if parts else body
+    """A query over one derived relation of sql/ (pipelines.sql_runner builds them as views on
+    every warehouse connection, temp views on a read-only one)."""
+    return f"select * from {relation}"
 
 
 def _query(

@@ -7,10 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
 
 DESCRIPTION = """\
 Write the dashboards of the runs SEL selects (docs/selectors.md; default: every measured run)
@@ -62,20 +60,20 @@ def run(args: argparse.Namespace) -> int:
             "or `tracereplay demo`)",
             file=sys.stderr,
         )
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     out = args.out or Path.cwd() / "data" / "site"
     con = warehouse.connect(path, read_only=True, wait_s=args.wait)
     try:
         report = build_site(con, args.selector, out)
     except SelectorError as exc:
         print(f"tracereplay dashboards: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     finally:
         con.close()
     if args.json:
         json.dump(report.as_dict(), sys.stdout, indent=1)
         print()
-        return EXIT_OK
+        return ExitCode.OK
     for page in report.pages:
         print(f"  {page.name:<10} {page.path}  ({len(page.pngs)} PNG)")
     for name, why in report.skipped.items():
@@ -89,4 +87,4 @@ def run(args: argparse.Namespace) -> int:
         f"{len(report.run_ids)} runs, {len(report.pages)} pages in {report.seconds:.1f} s; "
         f"open {report.index}"
     )
-    return EXIT_OK
+    return ExitCode.OK

@@ -2,10 +2,14 @@
 -- last chunk end over every rank; else the longest rank's step window) and the rank-mean of
 -- fct_rank_time_split's parts (computing, exposed communication, bubble, free, p2p bubble), in ns
 with chunk_span as (
-    select run_id, max(end_ns) - min(start_ns) as makespan_ns, count(*) as n_chunks
+    select
+        run_id,
+        max(end_ns) - min(start_ns) as makespan_ns,
+        count(*) as n_chunks
     from chunks
     group by run_id
 ),
+
 rank_mean as (
     select
         run_id,
@@ -19,6 +23,7 @@ rank_mean as (
     from fct_rank_time_split
     group by run_id
 )
+
 select
     r.run_id,
     r.source,
@@ -31,14 +36,14 @@ select
     r.hardware,
     r.collected_at,
     r.replay_of,
-    coalesce(c.n_chunks, 0) as n_chunks,
     m.n_ranks,
-    coalesce(c.makespan_ns, m.window_ns) as ttft_ns,
     m.computing_ns,
     m.exposed_comm_ns,
     m.bubble_ns,
     m.free_ns,
-    m.p2p_bubble_ns
+    m.p2p_bubble_ns,
+    coalesce(c.n_chunks, 0) as n_chunks,
+    coalesce(c.makespan_ns, m.window_ns) as ttft_ns
 from runs as r
-left join chunk_span as c on c.run_id = r.run_id
-left join rank_mean as m on m.run_id = r.run_id
+left join chunk_span as c on r.run_id = c.run_id
+left join rank_mean as m on r.run_id = m.run_id

@@ -13,17 +13,19 @@ with spans as (
         c.end_ns - min(c.start_ns) over (partition by c.run_id) as end_rel_ns
     from chunks as c
 ),
+
 gaps as (
     select
         run_id,
         rank,
+        start_rel_ns as gap_end_ns,
         max(end_rel_ns) over (
             partition by run_id, rank order by start_rel_ns, end_rel_ns
             rows between unbounded preceding and 1 preceding
-        ) as gap_start_ns,
-        start_rel_ns as gap_end_ns
+        ) as gap_start_ns
     from spans
 )
+
 select
     'chunk' as kind,
     run_id,
