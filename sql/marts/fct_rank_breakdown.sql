@@ -2,7 +2,9 @@
 -- over the run's steps (docs/metrics.md). bubble: the stage's idle time, free (no device event)
 -- plus the profiler's bubble (time waiting in hcom_receive*), the seed paper's Table 2 bubble
 -- (idle + launch-blocked); exposed comm: communication not hidden behind compute, the receive
--- wait excluded (it is bubble); overlap ratio: overlapped / communication time.
+-- wait excluded (it is bubble); overlap ratio: overlapped / communication time. The receive
+-- wait counts only up to the non-overlapped communication (msprof's Bubble never exceeds it; a
+-- writer that books an overlapped async receive as Bubble would otherwise make exposed comm < 0).
 select
     run_id,
     rank,
@@ -10,13 +12,19 @@ select
     string_agg(distinct origin, ',' order by origin) as origins,
     bool_and(coalesce(complete, false)) as all_complete,
     sum(computing_ns) as compute_ns,
-    sum(coalesce(free_ns, 0) + coalesce(bubble_ns, 0)) as bubble_ns,
+    sum(
+        coalesce(free_ns, 0)
+        + least(coalesce(bubble_ns, 0), coalesce(comm_not_overlapped_ns, bubble_ns, 0))
+    ) as bubble_ns,
     sum(bubble_ns) as receive_wait_ns,
     sum(p2p_bubble_ns) as p2p_bubble_ns,
     sum(
-        coalesce(
-            comm_not_overlapped_excl_receive_ns,
-            comm_not_overlapped_ns - coalesce(bubble_ns, 0)
+        greatest(
+            coalesce(
+                comm_not_overlapped_excl_receive_ns,
+                comm_not_overlapped_ns - coalesce(bubble_ns, 0)
+            ),
+            0
         )
     ) as exposed_comm_ns,
     sum(communication_ns) as comm_ns,

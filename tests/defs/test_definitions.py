@@ -25,7 +25,9 @@ def loaded() -> dg.Definitions:
 
 def test_asset_keys_checks_and_sensor(loaded: dg.Definitions) -> None:
     keys = {k.to_user_string() for k in loaded.resolve_all_asset_keys()}
-    assert keys == INGEST_TABLES | {"raw_run_files", "sim_campaign", "chunks", "tau_fits"}
+    comparison = {"run_metric_marts", "schedule_comparison", "change_points"}
+    base = {"raw_run_files", "sim_campaign", "chunks", "tau_fits"}
+    assert keys == INGEST_TABLES | base | comparison
     repo = loaded.get_repository_def()
     checks = {(k.asset_key.to_user_string(), k.name) for k in repo.asset_graph.asset_check_keys}
     quality = {
@@ -35,6 +37,7 @@ def test_asset_keys_checks_and_sensor(loaded: dg.Definitions) -> None:
     assert checks - quality == {
         ("tau_fits", "dense_models_linear"),
         ("tau_fits", "dsa_models_flagged"),
+        ("change_points", "no_confirmed_regression"),
     }
     sensor = repo.get_sensor_def("raw_run_folders")
     selected = {k.to_user_string() for k in sensor.asset_selection.resolve(repo.asset_graph)}
@@ -66,7 +69,7 @@ def test_partitions_pools_and_executor(loaded: dg.Definitions) -> None:
     assert {graph.get(dg.AssetKey(k)).partitions_def.name for k in partitioned} == {"runs"}
     for assets_def in loaded.assets:
         writes = {k.to_user_string() for k in assets_def.keys} & (
-            INGEST_TABLES | {"chunks", "tau_fits"}
+            INGEST_TABLES | {"chunks", "tau_fits", "run_metric_marts", "schedule_comparison"}
         )
         assert (assets_def.op.pool == WRITE_POOL) == bool(writes), assets_def.keys
 

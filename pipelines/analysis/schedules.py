@@ -1,0 +1,295 @@
+"""Schedules side by side, as seed 000's Table 2: per workload, CPP against DCPP, VPP and the
+VPP variants, with intervals over repeats, and beside each measured change the change the replay
+of the same CPP runs' tau_k predicts. The library door `tracereplay schedules` and Dagster share
+(docs/schedule_comparison.md).
+
+Per workload (WORKLOAD_KEYS) and schedule, per part (compute, bubble, exposed comm, total; the
+per-rank means of fct_run_metrics, docs/metrics.md): n, the mean with its 95 % Student-t
+interval; against CPP the difference of means with Welch's interval, and the relative change
+with the bootstrap interval, Welch's t on log values and Holm's correction of
+pipelines.analysis.compare.compare_samples (the `compare` statistics). The prediction: every
+measured CPP run of the workload replayed (pipelines.replay.store.replay_run) under each schedule
+present; per CPP run the rerun's part over the CPP rerun's part minus one, then the mean over
+the CPP runs with its Student-t interval. A measured change falls short of the prediction when
+its whole interval lies above the predicted interval and the gap exceeds `min_effect`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import duckdb
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from pipelines import warehouse_queries
+from pipelines.analysis.compare import DEFAULT_MIN_EFFECT, MIN_RUNS, compare_samples
+from pipelines.analysis.run_metrics import build_marts
+from pipelines.replay.options import SCHEDULE_CHOICES
+from pipelines.replay.store import ReplayError, replay_run, replay_run_id
+from pipelines.selectors import parse_selector, require_runs
+
+WORKLOAD_KEYS: tuple[str, ...] = ("model", "seq_len", "chunk_size", "tp", "pp", "hardware")
+"""A workload: one prompt length and chunk budget of one model on one setup; schedules vary."""
+
+PARTS: tuple[tuple[str, str], ...] = (
+    ("compute_ns", "compute"),
+    ("bubble_ns", "bubble"),
+    ("exposed_comm_ns", "exposed comm"),
+    ("total_ns", "total"),
+)
+BASELINE = "cpp"
+SCHEDULE_ORDER = ("cpp", "dcpp", "dcpp_sglang", "dcpp_vllm_ascend", "vpp", "vpp_async", "vpp_pack")
+NEGLIGIBLE_SHARE = 0.001
+"""A part under this share of the total in every run of a workload is called negligible."""
+
+
+@dataclass(frozen=True)
+class PartComparison:
+    """One part (compute, bubble, ...) of one schedule in one workload. Times in ns; relative
+    figures as fractions (0.05 = +5 %); NaN where a figure cannot be had (n too small)."""
+
+    schedule: str
+    part: str
+    n: int
+    mean: float
+    mean_lo: float
+    mean_hi: float
+    delta: float  # mean - mean of CPP
+    delta_lo: float
+    delta_hi: float
+    delta_rel: float  # mean / mean of CPP - 1
+    delta_rel_lo: float
+    delta_rel_hi: float
+    test: str
+    p_adjusted: float
+    verdict: str  # compare's verdict of the relative change: improved, regressed, ...
+    n_predicted: int  # CPP runs replayed
+    predicted_rel: float
+    predicted_rel_lo: float
+    predicted_rel_hi: float
+    versus_predicted: str  # short, beyond, within_noise, n/a
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass
+class WorkloadComparison:
+    """The schedules of one workload: their runs, one row per schedule and part, and notes."""
+
+    workload: dict[str, object]
+    runs: dict[str, list[str]]  # schedule -> measured run ids
+    rows: list[PartComparison] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def row(self, schedule: str, part: str) -> PartComparison | None:
+        return next((r for r in self.rows if r.schedule == schedule and r.part == part), None)
+
+
+@dataclass
+class ScheduleReport:
+    """Every workload the selector covers, and what the replay did."""
+
+    selector: str
+    cost: str
+    min_effect: float
+    workloads: list[WorkloadComparison]
+    replayed: list[str] = field(default_factory=list)  # CPP runs replayed by this call
+    skipped: list[str] = field(default_factory=list)  # why a workload or replay was left out
+
+    @property
+    def shortfalls(self) -> list[tuple[dict[str, object], PartComparison]]:
+        return [
+            (w.workload, r) for w in self.workloads for r in w.rows if r.versus_predicted == "short"
+        ]
+
+
+def _mean_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(values.mean())
+    if n < 2:
+        return mean, math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * values.std(ddof=1) / math.sqrt(n))
+    return mean, mean - half, mean + half
+
+
+def _welch_interval(base: np.ndarray, cand: np.ndarray) -> tuple[float, float, float]:
+    """mean(cand) - mean(base) with Welch's 95 % interval (scipy.stats.ttest_ind)."""
+    if len(base) == 0 or len(cand) == 0:
+        return math.nan, math.nan, math.nan
+    delta = float(cand.mean() - base.mean())
+    if min(len(base), len(cand)) < 2 or (base.std() == 0 and cand.std() == 0):
+        return delta, math.nan, math.nan
+    ci = stats.ttest_ind(cand, base, equal_var=False).confidence_interval(0.95)
+    return delta, float(ci.low), float(ci.high)
+
+
+def _versus(
+    lo: float, hi: float, effect: float, plo: float, phi: float, pred: float, min_effect: float
+) -> tuple[str, str]:
+    if not all(math.isfinite(x) for x in (lo, hi, plo, phi)):
+        return "n/a", f"needs >= {MIN_RUNS} runs of each schedule and >= 2 replayed CPP runs"
+    gap = effect - pred
+    if lo > phi and gap > min_effect:
+        return "short", f"measured {effect:+.1%} vs predicted {pred:+.1%}: intervals apart"
+    if hi < plo and gap < -min_effect:
+        return "beyond", f"measured {effect:+.1%} vs predicted {pred:+.1%}: better than replay"
+    return "within_noise", "measured and predicted intervals overlap or differ by < min effect"
+
+
+def _ordered(schedules: list[str]) -> list[str]:
+    known = [s for s in SCHEDULE_ORDER if s in schedules]
+    return known + sorted(s for s in schedules if s not in SCHEDULE_ORDER)
+
+
+def _ensure_replays(
+    con: duckdb.DuckDBPyConnection,
+    cpp_runs: list[str],
+    schedules: list[str],
+    stored: set[str],
+    cost: str,
+    report: ScheduleReport,
+) -> None:
+    wanted = [s for s in schedules if s in SCHEDULE_CHOICES]
+    for run_id in cpp_runs:
+        missing = [s for s in wanted if replay_run_id(run_id, s, cost) not in stored]
+        if not missing:
+            continue
+        try:
+            replay_run(con, run_id, missing, cost=cost)
+        except ReplayError as exc:
+            report.skipped.append(f"replay of {run_id}: {exc}")
+            continue
+        report.replayed.append(run_id)
+
+
+def _predictions(
+    frame: pl.DataFrame, cpp_runs: list[str], schedule: str, part: str, cost: str
+) -> np.ndarray:
+    """Per CPP run: its rerun under `schedule` over its rerun under CPP, minus one."""
+    value = dict(zip(frame["run_id"].to_list(), frame[part].to_list(), strict=True))
+    out = []
+    for run_id in cpp_runs:
+        base = value.get(replay_run_id(run_id, BASELINE, cost))
+        cand = value.get(replay_run_id(run_id, schedule, cost))
+        if base is not None and cand is not None and base > 0:
+            out.append(cand / base - 1.0)
+    return np.array(out, dtype=float)
+
+
+def _compare_workload(
+    workload: dict[str, object],
+    measured: pl.DataFrame,
+    reruns: pl.DataFrame,
+    cost: str,
+    min_effect: float,
+) -> WorkloadComparison:
+    schedules = _ordered(measured["schedule"].unique().to_list())
+    runs = {s: measured.filter(pl.col("schedule") == s)["run_id"].to_list() for s in schedules}
+    result = WorkloadComparison(workload, runs)
+    cpp_runs = runs.get(BASELINE, [])
+    if not cpp_runs:
+        result.notes.append("no cpp runs: no change against CPP, no prediction")
+
+    def values(schedule: str, part: str) -> np.ndarray:
+        col = measured.filter(pl.col("schedule") == schedule)[part]
+        return col.drop_nulls().to_numpy().astype(float)
+
+    for schedule in schedules:
+        against = {}
+        if cpp_runs and schedule != BASELINE:
+            samples = {part: (values(BASELINE, part), values(schedule, part)) for part, _ in PARTS}
+            against = {
+                m.metric: m
+                for m in compare_samples(
+                    samples, dict.fromkeys(samples, True), min_effect=min_effect
+                )
+            }
+        for part, label in PARTS:
+            mine = values(schedule, part)
+            mean, lo, hi = _mean_interval(mine)
+            nan3 = (math.nan, math.nan, math.nan)
+            delta = _welch_interval(values(BASELINE, part), mine) if part in against else nan3
+            cmp = against.get(part)
+            pred = _predictions(reruns, cpp_runs, schedule, part, cost)
+            p_mean, p_lo, p_hi = _mean_interval(pred)
+            if cmp is None:
+                rel = (math.nan,) * 3
+                test, p_adj, verdict, versus, reason = "none", math.nan, "baseline", "n/a", ""
+            else:
+                rel = (cmp.effect, cmp.effect_lo, cmp.effect_hi)
+                test, p_adj, verdict = cmp.test, cmp.p_adjusted, cmp.verdict
+                versus, reason = _versus(*rel[1:], rel[0], p_lo, p_hi, p_mean, min_effect)
+                if verdict == "inconclusive":
+                    reason = f"{cmp.reason}; {reason}"
+            result.rows.append(
+                PartComparison(
+                    schedule, label, len(mine), mean, lo, hi, *delta, *rel, test, p_adj,
+                    verdict, len(pred), p_mean, p_lo, p_hi, versus, reason,
+                )
+            )  # fmt: skip
+    total = measured["total_ns"].to_numpy().astype(float)
+    comm = measured["exposed_comm_ns"].to_numpy().astype(float)
+    if len(total) and np.all(comm <= NEGLIGIBLE_SHARE * total):
+        result.notes.append(
+            f"exposed comm is negligible in every run (at most {comm.max() / 1e6:.3g} ms, under "
+            f"{NEGLIGIBLE_SHARE:.1%} of the total): its changes say nothing about communication"
+        )
+    return result
+
+
+def compare_schedules(
+    con: duckdb.DuckDBPyConnection,
+    selector: str | None = None,
+    *,
+    replay: bool = True,
+    cost: str = "tabulated",
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    build: bool = True,
+) -> ScheduleReport:
+    """Compare the schedules of every workload among the runs `selector` selects (measured runs;
+    reruns are never a side). With `replay`, CPP runs not yet replayed under the workload's
+    schedules are replayed and their reruns written (deterministic ids: nothing is written
+    twice). SelectorError when the selector is bad or matches nothing."""
+    sel = parse_selector(selector)
+    run_ids = require_runs(con, sel)
+    if build:
+        build_marts(con)
+    report = ScheduleReport(sel.text, cost, min_effect, [])
+    frame = warehouse_queries.schedule_breakdown(con, run_ids)
+    measured = frame.filter(pl.col("replay_of").is_null() & pl.col("schedule").is_not_null())
+    if replay:
+        stored = set(frame["run_id"].to_list())
+        for _, group in measured.group_by(list(WORKLOAD_KEYS), maintain_order=True):
+            cpp = group.filter(pl.col("schedule") == BASELINE)["run_id"].to_list()
+            schedules = [BASELINE, *group["schedule"].unique().to_list()]
+            _ensure_replays(con, cpp, list(dict.fromkeys(schedules)), stored, cost, report)
+        if report.replayed:
+            frame = warehouse_queries.schedule_breakdown(con, run_ids)
+    reruns = frame.filter(pl.col("replay_of").is_not_null())
+    for key, group in measured.group_by(list(WORKLOAD_KEYS), maintain_order=True):
+        workload = dict(zip(WORKLOAD_KEYS, key, strict=True))
+        if group["schedule"].n_unique() < 2:
+            report.skipped.append(
+                f"{_label(workload)}: one schedule only ({group['schedule'][0]}), "
+                "nothing to compare"
+            )
+            continue
+        report.workloads.append(_compare_workload(workload, group, reruns, cost, min_effect))
+    return report
+
+
+def _label(workload: dict[str, object]) -> str:
+    w = workload
+    return f"{w['model']} seq {w['seq_len']} chunk {w['chunk_size']} tp{w['tp']} pp{w['pp']}"
+
+
+def workload_label(workload: dict[str, object]) -> str:
+    """'deepseek-v3.1 seq 524288 chunk 24576 tp8 pp2 (ascend-910c)'."""
+    return _label(workload) + (f" ({workload['hardware']})" if workload.get("hardware") else "")

@@ -1,0 +1,27 @@
+"""The comparison assets and the regression check, materialised on simulated ingested runs."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from pipelines.defs.comparison.assets import change_points, run_metric_marts, schedule_comparison
+from pipelines.defs.comparison.checks import no_confirmed_regression
+from pipelines.defs.resources import WarehouseResource
+from tests.analysis import metrics_warehouse
+
+
+def test_comparison_assets_materialise(tmp_path):
+    path, _ = metrics_warehouse.build(tmp_path, ("cpp", "vpp"), repeats=3)
+    result = dg.materialize(
+        [run_metric_marts, schedule_comparison, change_points, no_confirmed_regression],
+        resources={"warehouse": WarehouseResource(path=str(path))},
+    )
+    assert result.success
+    events = [e.materialization for e in result.get_asset_materialization_events()]
+    meta = {m.asset_key.to_user_string(): m.metadata for m in events}
+    assert meta["run_metric_marts"]["dagster/row_count"].value == 6
+    assert meta["schedule_comparison"]["workloads"].value == 1
+    assert "| vpp | total |" in meta["schedule_comparison"]["table"].value
+    checks = result.get_asset_check_evaluations()
+    assert [c.check_name for c in checks] == ["no_confirmed_regression"]
+    assert checks[0].passed  # 3 runs a configuration: no history, no regression
