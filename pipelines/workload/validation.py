@@ -1,11 +1,11 @@
 """validate(paths, con): measured workload runs against their own replays (no torch import).
 
-Ingests the traces (pipelines.ingest.load.ingest_paths), segments them (chunk_store), fits tau_k (analysis.fit_store), and
-replays each run's measured tau under CPP and VPP (replay.store.replay_run, tabulated cost, free
-transfers, nothing written). Measured TTFT is replay's own measure (last chunk end minus first
-chunk start per request, mean over requests); the bubble of a run, measured or replayed, is
-1 - sum(tau) / (ranks x makespan), the share of the ranks' window no chunk keeps busy (the
-simulator's bubble_ratio with free transfers).
+Ingests the traces (pipelines.ingest.load.ingest_paths), segments them (chunk_store), fits
+tau_k (analysis.fit_store), and replays each run's measured tau under CPP and VPP
+(replay.store.replay_run, tabulated cost, free transfers, nothing written). Measured TTFT is
+replay's own measure (last chunk end minus first chunk start per request, mean over requests);
+the bubble of a run, measured or replayed, is 1 - sum(tau) / (ranks x makespan), the share of
+the ranks' window no chunk keeps busy (the simulator's bubble_ratio with free transfers).
 """
 
 from __future__ import annotations
