@@ -92,6 +92,8 @@ class _Trace(msgspec.Struct):
     vp: str | int | None = None
     hardware: str | None = None
     attention: str | None = None
+    # "cpu": a CPU-only run (pipelines/workload): its outermost aten ops are the device work
+    compute_device: str | None = None
 
 
 def read_trace(path: Path) -> RankFrames:
@@ -117,6 +119,8 @@ def read_trace(path: Path) -> RankFrames:
         .then(pl.lit("other"))
     )
     complete = complete.with_columns(lane.alias("lane")).filter(pl.col("lane").is_not_null())
+    if trace.compute_device == "cpu":
+        complete = _cpu_compute_lane(complete)
     device_events = complete.filter(pl.col("lane").is_in(["compute", "comm"]))
     device_id = _device_id(device_events)
 
@@ -176,6 +180,23 @@ def read_trace(path: Path) -> RankFrames:
         info=info,
         dropped=dropped,
     )
+
+
+def _cpu_compute_lane(complete: pl.DataFrame) -> pl.DataFrame:
+    """A run whose device is the CPU (metadata compute_device=cpu, docs/workload.md): the
+    outermost cpu_op of each thread, c10d (communication) ops excepted, moves to lane compute,
+    so chunk markers (user_annotation) hold device work; nested ops stay on the host lane."""
+    end = pl.col("ts_ns") + pl.col("dur_ns")
+    ops = pl.col("cat").eq("cpu_op") & ~pl.col("name").str.starts_with("c10d::")
+    rows = complete.with_row_index("_row")
+    outer = (
+        rows.filter(ops)
+        .sort(["tid", "ts_ns", "dur_ns"], descending=[False, False, True])
+        .filter(pl.col("ts_ns") >= end.cum_max().shift(1).over("tid").fill_null(pl.col("ts_ns")))
+        .get_column("_row")
+    )
+    lane = pl.when(pl.col("_row").is_in(outer.implode())).then(pl.lit("compute"))
+    return rows.with_columns(lane.otherwise(pl.col("lane")).alias("lane")).drop("_row")
 
 
 # --- decoding ---------------------------------------------------------------------------------

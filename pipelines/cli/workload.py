@@ -1,0 +1,109 @@
+"""`tracereplay workload`: run the reference PyTorch prefill engine and write Kineto traces."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from pipelines.cli import ExitCode
+from pipelines.cli._common import add_json_option
+
+DESCRIPTION = """\
+Run chunked prefill of a small decoder-only transformer (random weights, GQA, KV cache) on two
+local ranks (torch.distributed, gloo on CPU) under CPP or VPP (fold-back, 2 ranks x 2 virtual
+stages each) inside torch.profiler, and write one Kineto trace per rank into DIR: every forward
+is a chunk[req=..,k=..,vs=..,tokens=..,prefix=..] range and the run facts (model, schedule,
+chunk_size, seq_len, pp, vp, attention) are trace metadata, so `tracereplay ingest DIR`
+segments them with no flags. --attention sparse reads only the top-k prefix keys an indexer
+chooses (DSA-like), so tau_k stops being linear. Needs PyTorch (docs/workload.md: the CPU wheel
+installs with `uv pip install`). Exit status: 0 ok, 2 torch missing or bad arguments."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "workload",
+        help="run the reference chunked-prefill engine (PyTorch, 2 ranks) and write traces",
+        description=DESCRIPTION,
+        epilog="example: tracereplay workload --seq-len 8192 --chunk 512 --schedule vpp "
+        "--out runs/vpp-dense && tracereplay validate runs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--layers", type=int, default=4, help="decoder layers (default: 4)")
+    parser.add_argument("--hidden", type=int, default=128, help="hidden size (default: 128)")
+    parser.add_argument("--heads", type=int, default=4, help="query heads (default: 4)")
+    parser.add_argument("--kv-heads", type=int, default=2, help="key/value heads, GQA (default: 2)")
+    parser.add_argument(
+        "--seq-len", type=int, default=4096, help="prompt tokens per request (default: 4096)"
+    )
+    parser.add_argument("--chunk", type=int, default=512, help="chunk size (default: 512)")
+    parser.add_argument("--requests", type=int, default=1, help="requests (default: 1)")
+    parser.add_argument("--schedule", choices=("cpp", "vpp"), default="cpp")
+    parser.add_argument("--attention", choices=("dense", "sparse"), default="dense")
+    parser.add_argument(
+        "--top-k", type=int, default=1024, help="sparse: prefix keys kept (default: 1024)"
+    )
+    parser.add_argument(
+        "--send",
+        choices=("blocking", "overlapped"),
+        default="blocking",
+        help="dist.send after each forward, or dist.isend waited at the end (default: blocking)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="intra-op threads per rank (default: 1)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="weights and prompts (default: 0)")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="trace folder")
+    add_json_option(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("torch") is None:
+        print(
+            "tracereplay workload: PyTorch is not installed; install the CPU wheel "
+            "(docs/workload.md), e.g. `uv pip install torch --index-url <a CPU index>` or "
+            "`uv pip install /opt/wheels/torch-*+cpu-*.whl`",
+            file=sys.stderr,
+        )
+        return ExitCode.BAD_INPUT
+    from pipelines.workload.config import WorkloadConfig
+    from pipelines.workload.launch import run_workload
+
+    try:
+        cfg = WorkloadConfig(
+            layers=args.layers,
+            hidden=args.hidden,
+            heads=args.heads,
+            kv_heads=args.kv_heads,
+            seq_len=args.seq_len,
+            chunk=args.chunk,
+            requests=args.requests,
+            schedule=args.schedule,
+            attention=args.attention,
+            top_k=args.top_k,
+            send=args.send,
+            threads=args.threads,
+            seed=args.seed,
+        )
+    except ValueError as exc:
+        print(f"tracereplay workload: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    paths, wall_s = run_workload(cfg, args.out)
+    if args.json:
+        print(
+            json.dumps(
+                {"config": cfg.as_dict(), "traces": [str(p) for p in paths], "wall_s": wall_s}
+            )
+        )
+    else:
+        print(
+            f"{cfg.model_name} {cfg.schedule} {cfg.send}: {cfg.requests} x {cfg.seq_len} "
+            f"tokens in {cfg.chunk}-token chunks, {wall_s:.1f} s wall"
+        )
+        for p in paths:
+            print(f"  {p}")
+        print(f"next: tracereplay validate {args.out}")
+    return ExitCode.OK

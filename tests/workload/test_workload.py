@@ -1,0 +1,46 @@
+"""The reference workload end to end: real traces from the PyTorch engine, ingested with no flags,
+segmented, fitted and replayed (skips without torch: docs/workload.md says how to install it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.workload.config import WorkloadConfig
+from pipelines.workload.plan import rank_tasks, stage_rank
+
+
+def test_fold_back_layout_and_orders_cover_every_task():
+    assert [stage_rank(s) for s in range(4)] == [0, 1, 1, 0]
+    cfg = WorkloadConfig(schedule="vpp", seq_len=2048, chunk=512)
+    order = rank_tasks(cfg)
+    assert sorted((t.k, t.vs) for t in order[0]) == [(k, s) for k in range(4) for s in (0, 3)]
+    assert [(t.k, t.vs) for t in order[1]][:2] == [(0, 1), (0, 2)]
+    assert all(t.recv_from == 1 for t in order[0] if t.vs == 3)
+
+
+def test_parser_build_does_not_import_torch():
+    code = "import sys, pipelines.cli as c; c.build_parser(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_small_run_ingests_segments_and_replays(tmp_path):
+    pytest.importorskip("torch", reason="PyTorch not installed (docs/workload.md)")
+    from pipelines import warehouse
+    from pipelines.workload.launch import run_workload
+    from pipelines.workload.validation import validate
+
+    cfg = WorkloadConfig(schedule="vpp", seq_len=3072, chunk=512, send="overlapped")
+    paths, _ = run_workload(cfg, tmp_path / "vpp")
+    assert all(p.stat().st_size > 0 for p in paths)
+    with warehouse.session(tmp_path / "w.duckdb") as con:
+        (row,) = validate([tmp_path / "vpp"], con)
+    assert row["schedule"] == "vpp" and row["attention"] == "dense"
+    assert row["chunks"] == 6 * 4  # 6 chunks x 4 virtual stages, every marker found
+    assert 0 < row["measured_bubble"] < 1
+    assert set(row["replays"]) == {"cpp", "vpp"}
+    assert row["measured_ttft_ns"] > 0 and row["replays"]["vpp"]["ttft_ns"] > 0
