@@ -174,10 +174,14 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
     return queries.table_columns(con, table)
 
 
-def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> int:
+def insert_frame(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame | pl.LazyFrame
+) -> int:
     """Append a Polars frame to a canonical table by column name; missing columns become NULL.
     Frames longer than one DuckDB row group go in row-group-sized statements: call this inside a
     transaction (write_run does) when a partial insert must not survive an error."""
+    if isinstance(frame, pl.LazyFrame):
+        return _insert_lazy(con, table, frame)
     if frame.is_empty():
         return 0
     columns = table_columns(con, table)
@@ -197,6 +201,15 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
         finally:
             con.unregister("_incoming")
     return aligned.height
+
+
+def _insert_lazy(con: duckdb.DuckDBPyConnection, table: str, frame: pl.LazyFrame) -> int:
+    """A LazyFrame (a streamed trace's slices over its Parquet spill) appended in row-group
+    batches as Polars' streaming engine produces them: the whole table is never in memory."""
+    rows = 0
+    for part in frame.collect_batches(chunk_size=INSERT_BATCH_ROWS):
+        rows += insert_frame(con, table, part)
+    return rows
 
 
 def delete_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:

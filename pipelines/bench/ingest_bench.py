@@ -38,6 +38,7 @@ from pipelines.bench.generate import (
     to_kineto,
 )
 from pipelines.bench.harness import Measurement, measure, median_of
+from pipelines.ingest.memory import DEFAULT_MAX_MEMORY, ENV_MAX_MEMORY, ENV_SPILL_DIR
 
 HTA_PYTHON_ENV = "TRACEREPLAY_HTA_PYTHON"
 HTA_PROBE = Path(__file__).with_name("hta_probe.py")
@@ -45,6 +46,7 @@ HTA_EXPECTED_MB_S = 7.5  # docs/stack.md §7: HTA parses about 7-8 MB/s of JSON 
 HTA_BUDGET_S = 180.0  # parse HTA a leading slice when the whole file would take longer
 PROBE_TIMEOUT_S = 1800.0
 DUCKDB_PATHS = ("duckdb", "duckdb_1t")  # default threads, one thread
+ALL_PATHS = ("ours", "ours_streamed", *DUCKDB_PATHS, "msgspec", "orjson", "hta")
 
 
 @dataclass
@@ -123,13 +125,32 @@ def _fastest_duckdb(rates: dict[str, float | None]) -> float | None:
     return max(known) if known else None
 
 
-def targets_of(measurements: list[Measurement], file_mb: float) -> list[Target]:
-    """The three targets from the measured paths (n/a where a path is missing or failed); the
-    DuckDB rate is that of the faster DuckDB path (default threads or one thread)."""
+def targets_of(
+    measurements: list[Measurement], file_mb: float, max_memory: int = DEFAULT_MAX_MEMORY
+) -> list[Target]:
+    """The targets from the measured paths (n/a where a path is missing or failed); the DuckDB
+    rate is that of the faster DuckDB path (default threads or one thread). The streamed path
+    is judged against the in-memory one measured in the same run, and against the budget."""
     rates = {m.path: m.mb_per_s for m in measurements}
     ours = next((m for m in measurements if m.path == "ours"), None)
     rss = ours.peak_rss_mb if ours is not None and ours.ok else None
+    streamed = next((m for m in measurements if m.path == "ours_streamed"), None)
+    streamed_rss = streamed.peak_rss_mb if streamed is not None and streamed.ok else None
     return [
+        Target(
+            "streamed_vs_in_memory_rate",
+            "streamed MB/s / in-memory MB/s",
+            _ratio(rates.get("ours_streamed"), rates.get("ours")),
+            0.8,
+            at_least=True,
+        ),
+        Target(
+            "streamed_rss_vs_budget",
+            f"streamed peak RSS / --max-memory ({max_memory / MB:,.0f} MB)",
+            _ratio(streamed_rss, max_memory / MB),
+            1.0,
+            at_least=False,
+        ),
         Target(
             "ours_vs_duckdb_rate",
             "our MB/s / DuckDB read_json MB/s",
@@ -203,6 +224,8 @@ def run_ingest_bench(
     source_rank_dir: Path = SOURCE_RANK_DIR,
     repeat: int = 1,
     log: Callable[[str], None] | None = None,
+    max_memory: int = DEFAULT_MAX_MEMORY,
+    paths: tuple[str, ...] = ALL_PATHS,
 ) -> IngestBenchReport:
     """Generate the trace, measure every path (all but HTA `repeat` times, reporting the run
     with the median wall time), compute the targets; cleans up unless keep."""
@@ -210,11 +233,23 @@ def run_ingest_bench(
     created = workdir is None
     root = Path(tempfile.mkdtemp(prefix="tracereplay-bench-")) if workdir is None else workdir
     root.mkdir(parents=True, exist_ok=True)
-    owned = [root / "run", root / "kineto", root / "ours.duckdb", root / "duckdb.duckdb"]
+    owned = [root / "run", root / "kineto", root / "duckdb.duckdb"]
+    owned += [root / "ours.duckdb", root / "ours_streamed.duckdb", root / "spill"]
     for path in owned:
         _remove(path)
     try:
-        return _run(root, size_mb, skip_hta, hta_python, hta_mb, source_rank_dir, repeat, say)
+        return _run(
+            root,
+            size_mb,
+            skip_hta,
+            hta_python,
+            hta_mb,
+            source_rank_dir,
+            repeat,
+            say,
+            max_memory,
+            paths,
+        )
     finally:
         if not keep:
             if created:
@@ -241,6 +276,8 @@ def _run(
     source_rank_dir: Path,
     repeat: int,
     say: Callable[[str], None],
+    max_memory: int = DEFAULT_MAX_MEMORY,
+    paths: tuple[str, ...] = ALL_PATHS,
 ) -> IngestBenchReport:
     load = {"load1_start": _load()}
     say(f"generating a {size_mb:g} MB trace_view.json from {source_rank_dir} in {root}")
@@ -249,23 +286,28 @@ def _run(
     setup: dict[str, Any] = {"workdir": str(root), "generate_s": time.perf_counter() - start}
     say(f"  {trace.mb:.1f} MB, {trace.events:,} events, {trace.copies} copies")
     setup["repeat"] = repeat
-    measurements = [
-        median_of([_measure_ours(trace, root, say) for _ in range(repeat)]),
-        *(
-            median_of(
-                [_measure_plain(kind, trace, root / "duckdb.duckdb", say) for _ in range(repeat)]
+    setup["max_memory_mb"] = max_memory / MB
+    measurements = []
+    for kind in ("ours", "ours_streamed"):
+        if kind in paths:
+            runs = [_measure_ours(trace, root, say, kind, max_memory) for _ in range(repeat)]
+            measurements.append(median_of(runs))
+    for kind in (*DUCKDB_PATHS, "msgspec"):
+        if kind in paths:
+            out = root / "duckdb.duckdb" if kind in DUCKDB_PATHS else None
+            measurements.append(
+                median_of([_measure_plain(kind, trace, out, say) for _ in range(repeat)])
             )
-            for kind in DUCKDB_PATHS
-        ),
-        median_of([_measure_plain("msgspec", trace, None, say) for _ in range(repeat)]),
-    ]
-    if importlib.util.find_spec("orjson") is not None:
+    if "orjson" not in paths:
+        pass  # not asked for
+    elif importlib.util.find_spec("orjson") is not None:
         measurements.append(
             median_of([_measure_plain("orjson", trace, None, say) for _ in range(repeat)])
         )
     else:
         measurements.append(_skipped("orjson", trace, "skipped: orjson not installed"))
-    measurements.append(_measure_hta(trace, root, skip_hta, hta_python, hta_mb, setup, say))
+    if "hta" in paths:
+        measurements.append(_measure_hta(trace, root, skip_hta, hta_python, hta_mb, setup, say))
     load["load1_end"] = _load()
     load["uptime"] = _uptime()
     return IngestBenchReport(
@@ -279,7 +321,7 @@ def _run(
             "source_events": trace.source_events,
         },
         measurements=measurements,
-        targets=targets_of(measurements, trace.mb),
+        targets=targets_of(measurements, trace.mb, max_memory),
         setup=setup,
         load=load,
     )
@@ -298,16 +340,32 @@ def _skipped(path: str, trace: GeneratedTrace, note: str) -> Measurement:
     return Measurement(path=path, mb=trace.mb, events=trace.events, status="skipped", note=note)
 
 
-def _measure_ours(trace: GeneratedTrace, root: Path, say: Callable[[str], None]) -> Measurement:
-    say("measuring ours (ingest_paths into a fresh warehouse)")
-    for path in (root / "ours.duckdb", root / "ours.duckdb.wal"):
+def _measure_ours(
+    trace: GeneratedTrace,
+    root: Path,
+    say: Callable[[str], None],
+    kind: str = "ours",
+    max_memory: int = DEFAULT_MAX_MEMORY,
+) -> Measurement:
+    """`ours` reads in memory (budget lifted); `ours_streamed` takes the bounded-memory path
+    under `max_memory`, spilling under `root`/spill."""
+    say(f"measuring {kind} (ingest_paths into a fresh warehouse)")
+    out = root / f"{kind}.duckdb"
+    for path in (out, out.with_name(out.name + ".wal"), root / "spill"):
         _remove(path)
+    env = dict(os.environ)
+    if kind == "ours":
+        env[ENV_MAX_MEMORY] = "1TiB"
+    else:
+        env[ENV_MAX_MEMORY] = str(max_memory)
+        env[ENV_SPILL_DIR] = str(root / "spill")
     load1 = _load()
     result = measure(
-        "ours",
-        _probe_command("ours", trace.rank_dir, root / "ours.duckdb"),
+        kind,
+        _probe_command(kind, trace.rank_dir, out),
         trace.mb,
         trace.events,
+        env=env,
         timeout_s=PROBE_TIMEOUT_S,
     )
     result.extra["load1"] = load1
@@ -317,6 +375,7 @@ def _measure_ours(trace: GeneratedTrace, root: Path, say: Callable[[str], None])
             problems.append(f"stored {result.rows} slices, expected {trace.complete_events}")
         if problems:
             result.note = "; ".join(problems)[:300]
+            result.status = "failed"  # wrong rows: its rate and RSS must not meet a target
     return result
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from pipelines.cli import ExitCode
@@ -97,6 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not segment the ingested runs into chunks (tau_k) after loading",
     )
+    parser.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help="memory budget of one trace read, e.g. 2GiB or 700MB; a trace_view.json whose"
+        " in-memory read would exceed it streams through an on-disk spill"
+        " (default $TRACEREPLAY_MAX_MEMORY, else 2 GiB)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -148,6 +156,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"tracereplay ingest: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    if args.max_memory is not None:
+        from pipelines.ingest import memory
+
+        try:
+            os.environ[memory.ENV_MAX_MEMORY] = str(memory.parse_size(args.max_memory))
+        except ValueError as exc:
+            print(f"tracereplay ingest: --max-memory: {exc}", file=sys.stderr)
+            return ExitCode.BAD_INPUT
     target = WarehouseTarget(warehouse_path(args.warehouse), wait_s=args.wait)
     check_warehouse_file(target.path)  # refuse a non-DuckDB path before any work
     report = ingest_paths(

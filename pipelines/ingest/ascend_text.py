@@ -211,7 +211,9 @@ def _breakdown(
     frames = []
     if profiler is not None:
         frames.append(profiler.rows)
-    derived = step_breakdown.from_trace(trace.slices, trace.steps) if trace is not None else None
+    derived = None
+    if trace is not None:
+        derived = step_breakdown.from_trace(trace.for_derivations(), trace.steps)
     if (derived is None or derived.is_empty()) and kernels is not None:
         derived = step_breakdown.from_kernels(kernels.kernels)
     if derived is not None and derived.height:

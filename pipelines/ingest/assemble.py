@@ -121,10 +121,20 @@ def _reader(module: str, function: str) -> Callable[..., Any]:
 
 
 def _with_ids(frame: pl.DataFrame, table: str, run_id: str, rank: int) -> pl.DataFrame:
-    keep = [c for c in frame.columns if c in SCHEMAS[table] and c not in ("run_id", "rank")]
+    keep = [c for c in _known(frame, table) if c not in ("run_id", "rank")]
     return frame.select(keep).with_columns(
         pl.lit(run_id, pl.String).alias("run_id"), pl.lit(rank, pl.Int32).alias("rank")
     )
+
+
+def _known(frame: pl.DataFrame | pl.LazyFrame, table: str) -> list[str]:
+    return [c for c in frame.collect_schema().names() if c in SCHEMAS[table]]
+
+
+def _lazy_if_any(frames: list[Any], frame: Any) -> Any:
+    """A streamed trace's slices are a LazyFrame over its spill: a table with one is lazy."""
+    lazy = any(isinstance(f, pl.LazyFrame) for f in frames)
+    return frame.lazy() if lazy and isinstance(frame, pl.DataFrame) else frame
 
 
 def _int(value: Any) -> int | None:
@@ -319,7 +329,7 @@ class RunAssembler:
         for rank, frames in ranks:
             for table in RANK_TABLES:
                 frame = frames.tables.get(table)
-                if frame is not None and frame.height:
+                if frame is not None and (isinstance(frame, pl.LazyFrame) or frame.height):
                     tables[table].append(_with_ids(frame, table, self.run_id, rank))
             groups = _rank_groups(rank, frames.info)
             rank_rows.append(
@@ -344,7 +354,7 @@ class RunAssembler:
                 tables[table].append(frame.with_columns(pl.lit(self.run_id).alias("run_id")))
         out = {
             table: pl.concat(
-                [f.select([c for c in f.columns if c in SCHEMAS[table]]) for f in frames],
+                [_lazy_if_any(frames, f.select(_known(f, table))) for f in frames],
                 how="diagonal_relaxed",
             )
             for table, frames in tables.items()

@@ -39,12 +39,13 @@ def empty(table: str) -> pl.DataFrame:
 def conform(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     """Select and cast `frame` to the canonical schema of `table`; absent columns become null."""
     schema = _schemas()[table]
-    unknown = set(frame.columns) - set(schema)
+    columns = frame.collect_schema().names()
+    unknown = set(columns) - set(schema)
     if unknown:
         raise ValueError(f"{table}: columns not in the canonical schema: {sorted(unknown)}")
     return frame.select(
         [
-            (pl.col(c) if c in frame.columns else pl.lit(None)).cast(dtype).alias(c)
+            (pl.col(c) if c in columns else pl.lit(None)).cast(dtype).alias(c)
             for c, dtype in schema.items()
         ]
     )

@@ -32,6 +32,7 @@ import duckdb
 import polars as pl
 
 from pipelines import warehouse, warehouse_queries
+from pipelines.ingest import memory
 from pipelines.ingest.assemble import (
     FileDigest,
     apply_tags,
@@ -248,10 +249,13 @@ def _drop_null_keys(
     out = {}
     for table, frame in tables.items():
         for column in required.get(table, []):
-            if column in frame.columns and frame[column].null_count():
-                bad = frame[column].is_null()
-                dropped[f"missing_{column}"] = dropped.get(f"missing_{column}", 0) + int(bad.sum())
-                frame = frame.filter(~bad)
+            if column not in frame.collect_schema().names():
+                continue
+            nulls = frame.select(pl.col(column).null_count())
+            count = int((nulls.collect() if isinstance(nulls, pl.LazyFrame) else nulls).item())
+            if count:
+                dropped[f"missing_{column}"] = dropped.get(f"missing_{column}", 0) + count
+                frame = frame.filter(pl.col(column).is_not_null())
         out[table] = frame
     return out, dropped
 
@@ -523,6 +527,8 @@ def ingest_discovered(
             except Exception as exc:  # one run's failure never stops the others
                 stage = "write" if isinstance(exc, duckdb.Error) else "read"
                 state.quarantine([_failure(run, exc, stage)])
+            finally:
+                memory.release_spills()  # a streamed trace's spill, once its run is written
             if bar is not None:
                 bar.advance(bar.task_ids[0], sizes[id(run)])
     finally:

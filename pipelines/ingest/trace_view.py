@@ -39,11 +39,13 @@ import msgspec
 import polars as pl
 
 from pipelines.ingest import dropped as drop
+from pipelines.ingest import memory
 from pipelines.ingest.duck import scratch_connection, sql_string
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.intervals import assign_steps
 from pipelines.profiler_names import PROFILER_STEP_PREFIX as STEP_PREFIX
+from pipelines.profiler_names import RECEIVE_REGEX
 
 LANE_BY_PROCESS = {
     "python": "host",
@@ -62,6 +64,10 @@ _SNIFF_BYTES = 1 << 16
 _OBJECT_LIMITS = (1 << 24, 1 << 30)
 _BATCH_ROWS = 100_000
 _SCAN_THREADS = 1
+# peak RSS of the in-memory read per file byte, and the interpreter with its imports (bench ingest
+# on the landed code: 0.91 GB for 500 MB, 1.62 GB for 1 GB, 3.0 GB for 2 GB)
+IN_MEMORY_PEAK_FACTOR = 1.6
+INTERPRETER_BYTES = 200 << 20
 BOM = b"\xef\xbb\xbf"
 # a JSON-number `ts` (torch_npu writes strings): such files are decoded with msgspec, which keeps
 # the number's own digits (DuckDB would parse it to a double first: 1700000000000000.123 µs is
@@ -80,14 +86,23 @@ _COLUMNS = (
 class TraceView:
     """One rank's timeline: canonical slice rows (without run_id/rank) and ProfilerStep windows."""
 
-    slices: pl.DataFrame
+    slices: pl.DataFrame | pl.LazyFrame  # a LazyFrame over the spill when streamed
     steps: pl.DataFrame  # step, start_ns, end_ns
     device_id: int | None = None
     process_lanes: dict[str, str] = field(default_factory=dict)  # process_name -> lane
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> complete events set aside
+    # streamed reads: the rows the derivations need (comm, overlap, compute receives), in memory
+    derivable: pl.DataFrame | None = None
 
     def lane(self, lane: str) -> pl.DataFrame:
-        return self.slices.filter(pl.col("lane") == lane)
+        return self.for_derivations().filter(pl.col("lane") == lane)
+
+    def for_derivations(self) -> pl.DataFrame:
+        """The slices in memory that comm_ops and the step breakdown read: all of them, or for
+        a streamed read the `derivable` rows (every comm / overlap slice is among them)."""
+        if isinstance(self.slices, pl.DataFrame):
+            return self.slices
+        return self.derivable if self.derivable is not None else self.slices.collect()
 
 
 def lane_of_process(process_name: str | None) -> str:
@@ -260,11 +275,10 @@ def _ts_ns_sql(column: str) -> str:
     )
 
 
-def _scan(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """The one pass over the file: complete (X) and metadata (M) events; counters (C), flows
-    (s/f) and everything else are dropped inside the scan (counters are as many as the complete
-    events in Level1+ exports). The result streams to Polars in Arrow batches, so DuckDB never
-    holds the whole result at once."""
+def _scan_sql() -> str:
+    """The one pass over the file (relation `raw`): complete (X) and metadata (M) events;
+    counters (C), flows (s/f) and everything else are dropped inside the scan (counters are as
+    many as the complete events in Level1+ exports)."""
     reason = drop.sql_reason(
         [
             ("ts is null", drop.MISSING_TIMESTAMP),
@@ -277,8 +291,7 @@ def _scan(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
             (f"start_ns::double + dur_us * 1000 >= {drop.MAX_END_NS}", drop.DURATION_OUT_OF_RANGE),
         ]
     )
-    reader = con.execute(
-        f"""
+    return f"""
         with events as (
             select ph, pid, tid, name, cat, ts, dur, args,
                    case when ph = 'X' then {_ts_ns_sql("ts")} end as start_ns,
@@ -296,7 +309,11 @@ def _scan(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
                args::varchar as args
         from events
         """
-    ).to_arrow_reader(batch_size=_BATCH_ROWS)
+
+
+def _scan(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The scan streamed to Polars in Arrow batches, so DuckDB never holds the whole result."""
+    reader = con.execute(_scan_sql()).to_arrow_reader(batch_size=_BATCH_ROWS)
     schema = reader.schema
     try:
         return pl.from_arrow(reader, rechunk=False)
@@ -325,10 +342,17 @@ def _device_id(meta: pl.DataFrame, process: pl.DataFrame) -> int | None:
 SLICE_COLUMNS = ("lane", "thread", "name", "category", "start_ns", "dur_ns", "step", "args")
 
 
-def read_trace_view(path: Path) -> TraceView:
-    """Read one trace_view.json; raises QuarantineError when the file cannot be used."""
+def read_trace_view(path: Path, max_memory: int | str | None = None) -> TraceView:
+    """Read one trace_view.json; raises QuarantineError when the file cannot be used.
+
+    max_memory: the budget (bytes or '2GiB'; default $TRACEREPLAY_MAX_MEMORY, else 2 GiB). A file
+    whose in-memory read would exceed it is streamed to an on-disk Parquet spill instead, and
+    `slices` is then a LazyFrame over it (docs/bench_ingest.md, "Bounded memory")."""
+    budget = memory.max_memory(max_memory)
     for limit in _OBJECT_LIMITS:
         try:
+            if streams(path, budget):
+                return _read_streamed(path, limit, budget)
             return _read_trace_view(path, limit)
         except QuarantineError as exc:
             if "maximum_object_size" not in exc.detail or limit == _OBJECT_LIMITS[-1]:
@@ -336,15 +360,39 @@ def read_trace_view(path: Path) -> TraceView:
     raise AssertionError("unreachable")
 
 
-def _read_trace_view(path: Path, max_object: int) -> TraceView:
-    """One read with a given DuckDB object-size limit."""
-    con = scratch_connection()
+def estimated_peak_bytes(path: Path) -> int:
+    """Peak RSS the in-memory read of `path` is expected to need (bench ingest: 1.5-1.8x the
+    file plus the interpreter; a .gz file is taken as 10x its size when inflated)."""
+    size = path.stat().st_size * (10 if is_gzip(path) else 1)
+    return int(size * IN_MEMORY_PEAK_FACTOR) + INTERPRETER_BYTES
+
+
+def streams(path: Path, budget: int) -> bool:
+    """Whether `path` is read by the streamed (bounded-memory) path under `budget` bytes: an
+    array-form file with string timestamps whose in-memory read would not fit. The object form
+    and JSON-number `ts` need msgspec, which holds the whole file."""
+    try:
+        if estimated_peak_bytes(path) <= budget:
+            return False
+    except OSError:
+        return False
+    form, head = _sniff(path)
+    return form == "array" and not _NUMERIC_TS.search(head)
+
+
+def _configure(con: duckdb.DuckDBPyConnection) -> None:
     # One thread: a single JSON array is parsed no faster by two, which only doubles the CPU
     # (500 MB trace here: 2.7-3.0 s CPU on one thread vs 5.0-5.7 s on two; bench ingest).
     con.execute(f"set threads = {_SCAN_THREADS}")
     # Strings leave DuckDB as Arrow string views, Polars' own layout (~50 MB less RSS per 500 MB).
     con.execute("set arrow_output_version = '1.4'")
     con.execute("set produce_arrow_string_view = true")
+
+
+def _read_trace_view(path: Path, max_object: int) -> TraceView:
+    """One in-memory read with a given DuckDB object-size limit."""
+    con = scratch_connection()
+    _configure(con)
     try:
         raw = _raw_relation(con, path, max_object)
         con.register("raw", raw)
@@ -353,12 +401,92 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
         raise QuarantineError("invalid_json", str(exc).splitlines()[0]) from exc
     finally:
         con.close()
-    meta = events.filter(pl.col("ph") == "M").with_columns(
+    meta = _meta(events.filter(pl.col("ph") == "M"))
+    slices, dropped = drop.split(events.filter(pl.col("ph") == "X"))
+    del events
+    return _view(path, meta, slices, dropped)
+
+
+def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
+    """The bounded-memory read: DuckDB copies the scan to Parquet under a memory limit (a row
+    group at a time), metadata and drop counts are read back from the Parquet file, and the
+    slices stay there as a LazyFrame that the warehouse write streams in batches."""
+    spill = memory.new_spill_dir()
+    target = spill / "trace_view.parquet"
+    con = scratch_connection()
+    _configure(con)
+    con.execute(f"set memory_limit = '{max(64, budget // (4 << 20))}MiB'")
+    con.execute(f"set temp_directory = {sql_string(spill)}")
+    con.execute("set preserve_insertion_order = false")
+    try:
+        con.register("raw", _raw_relation(con, path, max_object))
+        con.execute(
+            f"copy ({_scan_sql()}) to {sql_string(target)}"
+            f" (format parquet, row_group_size {_BATCH_ROWS})"
+        )
+    except duckdb.Error as exc:
+        raise QuarantineError("invalid_json", str(exc).splitlines()[0]) from exc
+    finally:
+        con.close()
+    scan = pl.scan_parquet(target)
+    meta = _meta(scan.filter(pl.col("ph") == "M").collect())
+    complete = scan.filter(pl.col("ph") == "X")
+    counts = (
+        complete.filter(pl.col(drop.DROPPED).is_not_null()).group_by(drop.DROPPED).len().collect()
+    )
+    dropped = {str(r): int(n) for r, n in counts.iter_rows()}
+    slices = complete.filter(pl.col(drop.DROPPED).is_null()).drop(drop.DROPPED)
+    return _view(path, meta, slices, dropped)
+
+
+def _meta(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(
         pl.col("args").str.json_path_match("$.name").alias("value"),
         pl.col("args").str.json_path_match("$.labels").alias("labels"),
     )
-    slices, dropped = drop.split(events.filter(pl.col("ph") == "X"))
-    del events
+
+
+def _lazy_steps(frame: pl.LazyFrame, steps: pl.DataFrame) -> pl.LazyFrame:
+    """`intervals.assign_steps` as a lazy expression, with the same rule: the latest window
+    starting at or before `start_ns`, if `start_ns` is before that window's end."""
+    if steps.is_empty():
+        return frame.with_columns(pl.lit(None, dtype=pl.Int32).alias("step"))
+    windows = steps.sort("start_ns", maintain_order=True)
+    starts = pl.lit(windows["start_ns"].cast(pl.Int64))
+    index = starts.search_sorted(pl.col("start_ns"), side="right").cast(pl.Int64) - 1
+    at = index.clip(0, windows.height - 1)
+    inside = (index >= 0) & (pl.col("start_ns") < pl.lit(windows["end_ns"]).gather(at))
+    number = pl.lit(windows["step"].cast(pl.Int32)).gather(at)
+    return frame.with_columns(pl.when(inside).then(number).alias("step"))
+
+
+def _derivable(slices: pl.LazyFrame) -> pl.DataFrame:
+    """The rows a rank's derivations read (comm_ops, step_breakdown): the comm and overlap
+    lanes and the receive tasks of the compute lane, without args (a small share of a trace)."""
+    return (
+        slices.filter(
+            pl.col("lane").is_in(["comm", "overlap"])
+            | ((pl.col("lane") == "compute") & pl.col("name").str.contains(RECEIVE_REGEX))
+        )
+        .drop("args")
+        .collect()
+    )
+
+
+def _is_empty(frame: pl.DataFrame | pl.LazyFrame) -> bool:
+    if isinstance(frame, pl.LazyFrame):
+        return frame.select("start_ns").head(1).collect().is_empty()
+    return frame.is_empty()
+
+
+def _view(
+    path: Path,
+    meta: pl.DataFrame,
+    slices: pl.DataFrame | pl.LazyFrame,
+    dropped: dict[str, int],
+) -> TraceView:
+    """Lanes, threads and steps mapped onto the complete events (a frame, or a LazyFrame over
+    the spill)."""
     process = (
         meta.filter(pl.col("name") == "process_name")
         .select("pid", pl.col("value").alias("process_name"))
@@ -370,10 +498,10 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
         )
     )
     if process.is_empty():
-        if slices.is_empty() and not dropped:
+        if _is_empty(slices) and not dropped:
             raise QuarantineError("empty_trace", f"{path.name} holds no complete events")
         raise QuarantineError("no_lanes", f"{path.name} has no process_name metadata")
-    if slices.is_empty():
+    if _is_empty(slices):
         detail = f"{path.name} holds no complete (X) events"
         if dropped:
             detail += f" that can be kept (set aside: {dropped})"
@@ -396,9 +524,13 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
         .alias("thread"),
     )
     host_pids = [pid for pid, lane in lanes.items() if lane == "host"]
+    windows = slices.filter(
+        pl.col("name").str.starts_with(STEP_PREFIX) & pl.col("pid").is_in(host_pids)
+    )
+    if isinstance(windows, pl.LazyFrame):
+        windows = windows.select("name", "start_ns", "dur_ns").collect()
     steps = (
-        slices.filter(pl.col("name").str.starts_with(STEP_PREFIX) & pl.col("pid").is_in(host_pids))
-        .select(
+        windows.select(
             pl.col("name").str.strip_prefix(STEP_PREFIX).cast(pl.Int32, strict=False).alias("step"),
             "start_ns",
             (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
@@ -407,10 +539,15 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
         .unique("step", keep="first", maintain_order=True)
         .sort("start_ns")
     )
+    if isinstance(slices, pl.LazyFrame):
+        slices = _lazy_steps(slices, steps).select(SLICE_COLUMNS)
+        derivable = _derivable(slices)
+    else:
+        slices = assign_steps(slices.select((*SLICE_COLUMNS[:-2], "args")), steps)
+        slices, derivable = slices.select(SLICE_COLUMNS), None
     return TraceView(
-        slices=assign_steps(slices.select((*SLICE_COLUMNS[:-2], "args")), steps).select(
-            SLICE_COLUMNS
-        ),
+        slices=slices,
+        derivable=derivable,
         steps=steps,
         device_id=_device_id(meta, process),
         process_lanes=dict(zip(process["process_name"], process["lane"], strict=True)),
