@@ -31,6 +31,7 @@ import numpy as np
 
 from pipelines.sim.comm import CollectiveModel, CommModel, activation_comm
 from pipelines.sim.costs import LayeredCost, RooflineStageCost, StageCost
+from pipelines.sim.measured import Overheads
 from pipelines.sim.roofline import H100_SXM, LLAMA3_8B
 
 
@@ -334,3 +335,20 @@ def collective_model(
         ep_bytes_per_s=hw.ep_bytes_per_s,
         blocking=blocking,
     )
+
+
+def replay_overheads(
+    model: str, hardware: str | None = None, tp: int | None = None
+) -> Overheads | None:
+    """What a replay of one chunk size cannot identify, from the preset's cost model: the call
+    overhead, the fixed cost of a full-model pass (layer launches + the small-chunk GEMM term
+    G c_half / R_gemm) and the prefix-only ns per cached token. None for roofline models."""
+    _known(model)
+    if model in ROOFLINE_MODELS:
+        return None
+    cost = cost_model(model, hardware, tp)
+    assert isinstance(cost, LayeredCost)
+    gemm = float(np.sum(cost.gemm_flops_per_token)) / cost.tp / cost.gemm_flops_per_s
+    fixed = cost.num_layers * cost.layer_overhead_ns + 1e9 * gemm * cost.gemm_half_tokens
+    prefix = float(np.sum(cost.prefix_ns_per_token))
+    return Overheads(cost.call_overhead_ns, fixed, prefix)
