@@ -21,6 +21,10 @@ reproduce the paper's DeepSeek-V3.1 512K breakdown for VPP (attention 233 s, Sli
 §7.4);
 GEMM efficiency saturates as c / (c + 4096) (the small-chunk inefficiency DCPP pays, §7 caveat);
 per layer and per stage call fixed costs stand for kernel launches and step preparation.
+TP collectives (`collective_model`): 1.9 ms per AllReduce and 36 GB/s effective, identified from
+the paper's CPP and DCPP exposed comm at 512K (two rows, two unknowns; docs/fidelity.md §1); the
+1.9 ms is far above HCCL's wire latency and stands for the rank skew a blocking collective waits
+on. EP all-to-all keeps 90 GB/s per rank and 150 µs per MoE layer.
 """
 
 from __future__ import annotations
