@@ -155,6 +155,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "order)",
     )
     parser.add_argument(
+        "--tp", type=int, default=None, help="tensor-parallel ranks per stage (default: preset's)"
+    )
+    parser.add_argument(
+        "--comm",
+        choices=("preset", "none"),
+        default="preset",
+        help="pipeline transfers and TP / EP collectives from the hardware preset, or none "
+        "(free) (default: preset)",
+    )
+    parser.add_argument(
+        "--collectives",
+        choices=("blocking", "overlapped", "none"),
+        default="blocking",
+        help="TP AllReduce / EP all-to-all per stage call: blocking (after the call's compute), "
+        "overlapped (under it) or none (default: blocking; docs/fidelity.md)",
+    )
+    parser.add_argument(
+        "--pack-window",
+        type=int,
+        default=None,
+        metavar="N",
+        help="vpp_pack: stage-0 chunks of the next request packed into a drain (default: 4; "
+        "0 turns packing off)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -193,6 +218,7 @@ def parse_formats(text: str) -> list[str]:
 def _check_common(args: argparse.Namespace) -> None:
     positive = {"--requests": args.requests, "--seq-len": args.seq_len, "--ranks": args.ranks}
     positive["--vp"] = args.vp
+    positive["--tp"] = getattr(args, "tp", None)
     for flag, value in positive.items():
         if value is not None and value < 1:
             raise ArgumentError(f"{flag} must be at least 1, got {value}")
@@ -273,9 +299,17 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
             "prompt_tokens": [seq_len] * args.requests,
         }
     )
-    options: dict[str, Any] = {"model": model, "pp": args.ranks or 2, "vp": vp}
+    options: dict[str, Any] = {"model": model, "pp": args.ranks or 2, "vp": vp, "tp": args.tp}
     if args.chunk is not None:
         options["chunk_size"] = args.chunk
+    if args.pack_window is not None:
+        options["pack_window"] = args.pack_window
+    if args.comm == "none":
+        options["comm"] = None
+    elif args.collectives == "none":
+        options["collectives"] = None
+    elif args.collectives == "overlapped" and model in presets.MODELS:
+        options["collectives"] = presets.collective_model(model, tp=args.tp, blocking=False)
     try:
         result = sim_run.simulate(
             requests, args.schedule, noise=args.noise, seed=args.seed, **options

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipelines.sim.measured import DEFAULT_LAYERS, FittedCost, with_fraction
+from pipelines.sim.measured import DEFAULT_LAYERS, FittedCost, Overheads, with_fraction
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,23 @@ class TabulatedCost:
         gamma_ns: float | None = None,
         stage_fractions: Mapping[int, float] | None = None,
         num_layers: int = DEFAULT_LAYERS,
+        overheads: Overheads | None = None,
     ) -> TabulatedCost:
         """Sum busy_ns over the stages of each (request, chunk), scale to the whole model by
         the layer fraction those stages cover, and average over chunks with the same (c, p).
-        A known per-call overhead `gamma_ns` is taken off every measured stage first and charged
-        per call again in the replayed schedule (whose call count may differ); the fallback for
-        unmeasured chunk sizes is FittedCost.from_chunks(gamma_ns=...)."""
+        The per-call overhead (`gamma_ns` if given, else the fallback fit's: identified from
+        several chunk sizes or taken from `overheads`) is taken off every measured stage first
+        and charged per call again in the replayed schedule (whose call count may differ); the
+        fallback for unmeasured chunk sizes is FittedCost.from_chunks(...)."""
         frame = with_fraction(chunks, stage_fractions)
-        gamma = float(gamma_ns or 0.0)
+        fallback = FittedCost.from_chunks(
+            chunks,
+            gamma_ns=gamma_ns,
+            stage_fractions=stage_fractions,
+            num_layers=num_layers,
+            overheads=overheads,
+        )
+        gamma = fallback.call_overhead_ns
         frame = frame.with_columns(pl.col("busy_ns").cast(pl.Float64) - gamma)
         per_chunk = (
             frame.group_by(["request_id", "chunk_idx"])
@@ -79,11 +88,7 @@ class TabulatedCost:
                 group["prefix_tokens"].cast(pl.Float64).to_numpy(),
                 group["full_ns"].to_numpy(),
             )
-        fallback = FittedCost.from_chunks(
-            chunks, gamma_ns=gamma_ns, stage_fractions=stage_fractions, num_layers=num_layers
-        )
-        calls = 0 if gamma_ns is not None else frame["vstage"].n_unique()
-        return cls(table, fallback, num_layers, gamma, calls)
+        return cls(table, fallback, num_layers, gamma, 0)
 
 
 def _interp(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:

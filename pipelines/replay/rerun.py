@@ -13,9 +13,9 @@ from typing import Any
 import polars as pl
 
 from pipelines.replay.costs import TabulatedCost
-from pipelines.sim.comm import CommModel
+from pipelines.sim.comm import CollectiveModel, CommModel
 from pipelines.sim.costs import StageCost
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.measured import DEFAULT_LAYERS, FittedCost, Overheads
 from pipelines.sim.result import SimResult
 from pipelines.sim.run import simulate
 
@@ -31,6 +31,10 @@ def replay(
     comm: CommModel | None = None,
     gamma_ns: float | None = None,
     model_name: str | None = None,
+    overheads: Overheads | None = None,
+    collectives: CollectiveModel | None = None,
+    num_layers: int = DEFAULT_LAYERS,
+    stage_fractions: dict[int, float] | None = None,
     noise: float = 0.0,
     seed: int = 0,
     **options: Any,
@@ -42,13 +46,29 @@ def replay(
     only identifiable from a run with several chunk sizes: pass `gamma_ns` for a fixed-chunk
     run). pp defaults to the run's rank count, chunk_size to its largest chunk; arrivals are the
     requests' first start times. Transfers are free unless `comm` is given. `model_name`
-    labels the results' meta["model"] (default "replay")."""
+    labels the results' meta["model"] (default "replay").
+
+    `overheads` (presets.replay_overheads) supplies the per-call overhead, the fixed per-pass
+    cost and the prefix-only term when the run has one chunk size; each result's
+    meta["replay_overhead"] says where they came from and meta["replay_note"] names the
+    extrapolation when a schedule runs chunk sizes never measured. `collectives` adds the
+    preset's TP / EP collectives (measured busy_ns excludes them); `num_layers` and
+    `stage_fractions` give the measured run's layer split."""
+    fit_args = {
+        "gamma_ns": gamma_ns,
+        "stage_fractions": stage_fractions,
+        "num_layers": num_layers,
+        "overheads": overheads,
+    }
     if cost == "tabulated":
-        model: StageCost = TabulatedCost.from_chunks(chunks, gamma_ns=gamma_ns)
+        model: StageCost = TabulatedCost.from_chunks(chunks, **fit_args)
+        fit = model.fallback  # type: ignore[attr-defined]
     elif cost == "fitted":
-        model = FittedCost.from_chunks(chunks, gamma_ns=gamma_ns)
+        model = fit = FittedCost.from_chunks(chunks, **fit_args)
     else:
         raise ValueError("cost must be 'tabulated' or 'fitted'")
+    measured_sizes = set(chunks["tokens"].unique().to_list())
+    source = fit.fit_info.get("overhead", "unidentified")
     per_request = (
         chunks.group_by("request_id")
         .agg(
@@ -70,13 +90,23 @@ def replay(
             vp=vp if schedule.startswith("vpp") else 1,
             chunk_size=chunk_size,
             comm=comm,
+            collectives=collectives,
             noise=noise,
             seed=seed,
             **options,
         )
         result.meta.update(
-            model=model_name or "replay", replay_cost=cost, replay_of=_run_id(chunks)
+            model=model_name or "replay",
+            replay_cost=cost,
+            replay_of=_run_id(chunks),
+            replay_overhead=source,
         )
+        sizes = set(result.tasks.filter(pl.col("kind") == "compute")["tokens"].unique().to_list())
+        if source != "fitted" and not sizes <= measured_sizes:
+            name = schedule.split("_")[0].upper()
+            what = {"preset": "overhead from preset", "given": "overhead as given"}
+            note = what.get(source, "overhead unidentified (0): pass a preset or gamma_ns")
+            result.meta["replay_note"] = f"{name} extrapolates chunk size: {note}"
         out[schedule] = result
     return out
 

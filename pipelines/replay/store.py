@@ -62,6 +62,12 @@ class ReplayReport:
         }
         return [first, *self.reruns]
 
+    def notes(self) -> list[str]:
+        """What the replay had to assume, once each (e.g. "DCPP extrapolates chunk size:
+        overhead from preset")."""
+        notes = (r.meta.get("replay_note") for r in self.results.values())
+        return sorted({n for n in notes if n})
+
     def as_json(self) -> dict[str, Any]:
         return {
             "replay_of": self.measured.run_id,
@@ -70,6 +76,7 @@ class ReplayReport:
             "cost": self.cost,
             "comm": self.comm,
             "speedup_baseline": self.baseline,
+            "notes": self.notes(),
             "rows": self.rows(),
         }
 
@@ -119,6 +126,34 @@ def comm_label(measured: Measured, comm: str) -> str:
     return f"{model} preset link"
 
 
+def _preset_figures(measured: Measured, comm: str) -> dict[str, Any]:
+    """For a run of a simulator preset: the overheads one chunk size cannot identify, the
+    preset's layer count and the measured run's layer split, and (unless comm is 'none') its
+    TP / EP collectives. Empty for other models."""
+    from pipelines.sim import presets
+    from pipelines.sim.layout import fold_back_layout
+
+    model = measured.run.get("model")
+    if model not in presets.MODELS:
+        return {}
+    hardware = measured.run.get("hardware")
+    hardware = hardware if hardware in presets.HARDWARE else None
+    tp = measured.run.get("tp")
+    tp = int(tp) if tp else None
+    layers = presets.MODELS[model].layers
+    pp = measured.chunks["rank"].n_unique()
+    vp = max(int(measured.chunks["vstage"].max()) + 1, pp) // pp
+    ranges = fold_back_layout(layers, pp, vp).layer_ranges
+    out: dict[str, Any] = {
+        "overheads": presets.replay_overheads(model, hardware, tp),
+        "num_layers": layers,
+        "stage_fractions": {g: (hi - lo) / layers for g, (lo, hi) in enumerate(ranges)},
+    }
+    if comm != "none":
+        out["collectives"] = presets.collective_model(model, hardware, tp)
+    return out
+
+
 def simulate_reruns(
     measured: Measured,
     schedules: Sequence[str],
@@ -139,6 +174,7 @@ def simulate_reruns(
             f"unknown schedule(s) {unknown or schedules}; choose from {', '.join(SCHEDULE_CHOICES)}"
         )
     chunk_size = measured.run.get("chunk_size")
+    preset = _preset_figures(measured, comm)
     out = {}
     for schedule in schedules:
         try:
@@ -151,6 +187,7 @@ def simulate_reruns(
                     chunk_size=int(chunk_size) if chunk_size else None,
                     comm=_comm_model(measured, comm, schedule),
                     model_name=measured.run.get("model") or "replay",
+                    **preset,
                 )
             )
         except ValueError as exc:
@@ -248,4 +285,5 @@ def format_comparison(report: ReplayReport) -> str:
         f"{m.chunks['request_id'].n_unique()} request(s), {m.chunks.height} measured chunks); "
         f"cost {report.cost}, {report.comm}; speed-up vs {report.baseline}"
     )
-    return "\n".join([title, *(line.rstrip() for line in lines)])
+    notes = [f"note: {n}" for n in report.notes()]
+    return "\n".join([title, *(line.rstrip() for line in lines), *notes])

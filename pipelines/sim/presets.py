@@ -21,6 +21,10 @@ reproduce the paper's DeepSeek-V3.1 512K breakdown for VPP (attention 233 s, Sli
 §7.4);
 GEMM efficiency saturates as c / (c + 4096) (the small-chunk inefficiency DCPP pays, §7 caveat);
 per layer and per stage call fixed costs stand for kernel launches and step preparation.
+TP collectives (`collective_model`): 1.9 ms per AllReduce and 36 GB/s effective, identified from
+the paper's CPP and DCPP exposed comm at 512K (two rows, two unknowns; docs/fidelity.md §1); the
+1.9 ms is far above HCCL's wire latency and stands for the rank skew a blocking collective waits
+on. EP all-to-all keeps 90 GB/s per rank and 150 µs per MoE layer.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipelines.sim.comm import CommModel, activation_comm
+from pipelines.sim.comm import CollectiveModel, CommModel, activation_comm
 from pipelines.sim.costs import LayeredCost, RooflineStageCost, StageCost
+from pipelines.sim.measured import Overheads
 from pipelines.sim.roofline import H100_SXM, LLAMA3_8B
 
 
@@ -151,6 +156,8 @@ class HardwareSpec:
     prefix_flops_per_s: float
     layer_overhead_ns: float
     call_overhead_ns: float
+    tp_bytes_per_s: float = 36e9
+    tp_latency_ns: float = 1_900_000.0
 
 
 QWEN3_CODER_30B_A3B = ModelSpec(
@@ -270,8 +277,9 @@ def cost_model(model: str, hardware: str | None = None, tp: int | None = None) -
         gemm_half_tokens=hw.gemm_half_tokens,
         attn_flops_per_s=hw.attn_flops_per_s,
         low_precision_flops_per_s=hw.attn_flops_per_s * hw.low_precision_flops / hw.peak_flops,
-        ep_bytes_per_s=hw.ep_bytes_per_s * (tp or spec.default_tp),
-        ep_latency_ns=hw.ep_latency_ns,
+        # expert-parallel all-to-all is a collective (collective_model), not compute
+        ep_bytes_per_s=float("inf"),
+        ep_latency_ns=0.0,
         layer_overhead_ns=hw.layer_overhead_ns,
         call_overhead_ns=hw.call_overhead_ns,
         prefix_ns_per_token=1e9
@@ -293,3 +301,58 @@ def comm_model(model: str, hardware: str | None = None, tp: int | None = None) -
     return activation_comm(
         spec.hidden, 2, tp or spec.default_tp, hw.link_bytes_per_s, hw.link_latency_ns
     )
+
+
+def collective_model(
+    model: str, hardware: str | None = None, tp: int | None = None, blocking: bool = True
+) -> CollectiveModel | None:
+    """TP AllReduce and EP all-to-all per layer of a preset (None: roofline models, tp 1).
+
+    Per layer: one AllReduce of the attention output, one more after a dense FFN; on MoE layers
+    the dispatch (FP8) and combine (BF16) all-to-all of the top-k routed copies instead. Ring
+    AllReduce moves 2 (tp-1)/tp of the BF16 hidden state per rank; each TP rank dispatches its
+    1/tp share of the tokens' routed copies."""
+    _known(model)
+    tp = tp or default_tp(model)
+    if model in ROOFLINE_MODELS or tp <= 1:
+        return None
+    spec = MODELS[model]
+    hw = HARDWARE[hardware or ASCEND_910B.name]
+    layers = np.arange(spec.layers)
+    moe = layers >= spec.dense_layers if spec.experts else np.zeros(spec.layers, dtype=bool)
+    tp_ops = np.where(moe, 1.0, 2.0)
+    ring = 2.0 * (tp - 1) / tp * spec.hidden * 2.0
+    ep_ops = np.where(moe, 2.0, 0.0)
+    ep_bytes = np.where(moe, spec.experts_per_token * spec.hidden * 3.0 / tp, 0.0)
+
+    def cum(values: np.ndarray) -> np.ndarray:
+        return np.concatenate(([0.0], np.cumsum(values)))
+
+    return CollectiveModel(
+        tp_ops=cum(tp_ops),
+        ep_ops=cum(ep_ops),
+        tp_bytes_per_token=cum(tp_ops * ring),
+        ep_bytes_per_token=cum(ep_bytes),
+        tp_latency_ns=hw.tp_latency_ns,
+        tp_bytes_per_s=hw.tp_bytes_per_s,
+        ep_latency_ns=hw.ep_latency_ns / 2.0,
+        ep_bytes_per_s=hw.ep_bytes_per_s,
+        blocking=blocking,
+    )
+
+
+def replay_overheads(
+    model: str, hardware: str | None = None, tp: int | None = None
+) -> Overheads | None:
+    """What a replay of one chunk size cannot identify, from the preset's cost model: the call
+    overhead, the fixed cost of a full-model pass (layer launches + the small-chunk GEMM term
+    G c_half / R_gemm) and the prefix-only ns per cached token. None for roofline models."""
+    _known(model)
+    if model in ROOFLINE_MODELS:
+        return None
+    cost = cost_model(model, hardware, tp)
+    assert isinstance(cost, LayeredCost)
+    gemm = float(np.sum(cost.gemm_flops_per_token)) / cost.tp / cost.gemm_flops_per_s
+    fixed = cost.num_layers * cost.layer_overhead_ns + 1e9 * gemm * cost.gemm_half_tokens
+    prefix = float(np.sum(cost.prefix_ns_per_token))
+    return Overheads(cost.call_overhead_ns, fixed, prefix)

@@ -23,7 +23,7 @@ import polars as pl
 
 from pipelines.sim import presets
 from pipelines.sim.chunking import DcppConfig, dynamic_chunks, fixed_chunks
-from pipelines.sim.comm import CommModel
+from pipelines.sim.comm import CollectiveModel, CommModel
 from pipelines.sim.costs import StageCost
 from pipelines.sim.engine import evaluate
 from pipelines.sim.layout import StageLayout, fold_back_layout
@@ -106,14 +106,45 @@ def _resolve_comm(
     return comm.with_mode(mode)  # type: ignore[arg-type]
 
 
+def _resolve_collectives(
+    collectives: CollectiveModel | str | None, model: str | StageCost, hardware, tp
+) -> CollectiveModel | None:
+    if collectives is None or isinstance(collectives, CollectiveModel):
+        return collectives
+    if collectives != "preset":
+        raise ValueError("collectives must be a CollectiveModel, None or 'preset'")
+    if not isinstance(model, str):
+        return None  # a custom cost model brings no collective figures
+    return presets.collective_model(model, hardware, tp)
+
+
+def collective_parts(
+    plan: Plan, collectives: CollectiveModel | None, layout: StageLayout | None = None
+) -> dict[str, np.ndarray]:
+    """Per node, the TP ("allreduce") and EP ("alltoall") collective time (float ns) of its stage
+    call; zero off compute nodes, empty without a collective model."""
+    if collectives is None:
+        return {}
+    compute = plan.kind == COMPUTE
+    ranges = np.array((layout or plan.layout).layer_ranges, dtype=np.int64)[plan.stage[compute]]
+    out = {}
+    for kind, ns in collectives.parts_ns(plan.tokens[compute], ranges[:, 0], ranges[:, 1]).items():
+        full = np.zeros(plan.size, dtype=np.float64)
+        full[compute] = ns
+        out[kind] = full
+    return out
+
+
 def stage_durations(
     plan: Plan,
     cost: StageCost,
     comm: CommModel | None,
     layout: StageLayout | None = None,
+    collectives: CollectiveModel | None = None,
 ) -> np.ndarray:
     """Noise-free duration (float ns) of every node of `plan`; `layout` (same pp and vp) gives
-    the layer ranges when `cost` is another model than the one the plan was built for."""
+    the layer ranges when `cost` is another model than the one the plan was built for. Blocking
+    collectives add to their call; overlapped ones only where they outlast its compute."""
     dur = np.zeros(plan.size, dtype=np.float64)
     compute = plan.kind == COMPUTE
     ranges = np.array((layout or plan.layout).layer_ranges, dtype=np.int64)
@@ -124,6 +155,10 @@ def stage_durations(
     times = cost.stage_ns(unique[:, 0], unique[:, 1], unique[:, 2], unique[:, 3])
     dur[compute] = np.asarray(times, dtype=np.float64)[inverse.ravel()]
     dur[compute] += np.where(plan.pays_overhead[compute], cost.call_overhead_ns, 0.0)
+    parts = collective_parts(plan, collectives, layout)
+    if parts:
+        total = sum(parts.values())
+        dur = dur + total if collectives.blocking else np.maximum(dur, total)  # type: ignore[union-attr]
     hops = (plan.kind == SEND) | (plan.kind == TRANSFER)
     if comm is not None and hops.any():
         dur[hops] = comm.hop_ns(plan.tokens[hops])
@@ -155,12 +190,19 @@ def _chunk_requests(
     dcpp: DcppConfig | None,
     cost: StageCost,
     layout: StageLayout,
+    collectives: CollectiveModel | None = None,
 ) -> list[ChunkedRequest]:
     lo, hi = layout.layer_ranges[0]
 
     def stage0(tokens: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+        """Stage-0 step time as DCPP's predictor measures it: compute, call overhead and the
+        blocking collectives of the call."""
         n = len(tokens)
-        return cost.stage_ns(tokens, prefix, np.full(n, lo), np.full(n, hi)) + cost.call_overhead_ns
+        lo_, hi_ = np.full(n, lo), np.full(n, hi)
+        ns = cost.stage_ns(tokens, prefix, lo_, hi_) + cost.call_overhead_ns
+        if collectives is not None and collectives.blocking:
+            ns = ns + sum(collectives.parts_ns(tokens, lo_, hi_).values())
+        return ns
 
     out = []
     for rid, arrival, prompt in frame.iter_rows():
@@ -179,6 +221,7 @@ def _pack_windows(
     comm: CommModel | None,
     pack_window: int | None,
     reorder: bool,
+    collectives: CollectiveModel | None = None,
 ) -> list[int]:
     """Per request boundary, how many stage-0 tasks of the next request are packed; a boundary
     is packed only if the next request has arrived by the time the drain starts (estimated by
@@ -189,7 +232,7 @@ def _pack_windows(
         return [0] * (len(requests) - 1)  # odd vp: no drain window on rank 0
     orders = rank_orders(requests, layout, reorder=reorder)
     plain = build_plan(requests, layout, orders, comm and comm.mode)
-    dur = stage_durations(plain, cost, comm)
+    dur = stage_durations(plain, cost, comm, collectives=collectives)
     _, end = evaluate(plain.graph, np.rint(dur).astype(np.int64), _release(plain))
     first_rank = layout.ranks[0]
     compute = plain.kind == COMPUTE
@@ -237,8 +280,10 @@ def prepare(
     pack_window: int | None = DEFAULT_PACK_WINDOW,
     dcpp: DcppConfig | None = None,
     reorder: bool | None = None,
-) -> tuple[Plan, np.ndarray, dict[str, Any], StageCost, CommModel | None]:
-    """Chunk, lay out and compile a run: (plan, noise-free durations, meta, cost, comm)."""
+    collectives: CollectiveModel | str | None = "preset",
+) -> tuple[Plan, np.ndarray, dict[str, Any], StageCost, CommModel | None, CollectiveModel | None]:
+    """Chunk, lay out and compile a run: (plan, noise-free durations, meta, cost, comm,
+    collectives)."""
     base, dcpp = _resolve_schedule(schedule, dcpp)
     is_vpp = base.startswith("vpp")
     vp = vp if vp is not None else (2 if is_vpp else 1)
@@ -247,18 +292,19 @@ def prepare(
     cost = _resolve_cost(model, hardware, tp)
     mode = comm_mode or ("async" if base in _ASYNC_SCHEDULES else "blocking")
     comm_model = _resolve_comm(comm, model, hardware, tp, mode)
+    coll = _resolve_collectives(collectives, model, hardware, tp) if comm is not None else None
     layout = fold_back_layout(cost.num_layers, pp, vp, layer_split)
     frame = requests_frame(requests)
-    chunked = _chunk_requests(frame, base, chunk_size, dcpp, cost, layout)
+    chunked = _chunk_requests(frame, base, chunk_size, dcpp, cost, layout, coll)
     reorder = reorder if reorder is not None else base in _ASYNC_SCHEDULES
     windows = (
-        _pack_windows(chunked, layout, cost, comm_model, pack_window, reorder)
+        _pack_windows(chunked, layout, cost, comm_model, pack_window, reorder, coll)
         if base == "vpp_pack"
         else []
     )
     orders = rank_orders(chunked, layout, windows, reorder)
     plan = build_plan(chunked, layout, orders, comm_model and comm_model.mode)
-    dur = stage_durations(plan, cost, comm_model)
+    dur = stage_durations(plan, cost, comm_model, collectives=coll)
     model_name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     meta: dict[str, Any] = {
         "model": model_name,
@@ -274,6 +320,7 @@ def prepare(
         or (presets.default_hardware(model) if isinstance(model, str) else "custom"),
         "attention": presets.attention_kind(model) if isinstance(model, str) else None,
         "comm_mode": comm_model.mode if comm_model is not None else "none",
+        "collectives": "none" if coll is None else ("blocking" if coll.blocking else "overlapped"),
         "dcpp_rule": dcpp.rule if dcpp is not None else None,
         "pack_windows": windows,
         "reorder": reorder,
@@ -281,7 +328,7 @@ def prepare(
         "stage_ranks": list(layout.ranks),
         "source": "sim",
     }
-    return plan, dur, meta, cost, comm_model
+    return plan, dur, meta, cost, comm_model, coll
 
 
 def simulate(
@@ -300,6 +347,7 @@ def simulate(
     pack_window: int | None = DEFAULT_PACK_WINDOW,
     dcpp: DcppConfig | None = None,
     reorder: bool | None = None,
+    collectives: CollectiveModel | str | None = "preset",
     noise: float = 0.0,
     seed: int = 0,
 ) -> SimResult:
@@ -311,7 +359,7 @@ def simulate(
     and vpp_pack). reorder: VPP-Async's s0(k+1)-before-s3(k-1) swap (default: on for vpp_async
     and vpp_pack). noise: multiplicative lognormal σ per task (0.03 = 3 %), drawn from `seed`.
     """
-    plan, dur, meta, _, _ = prepare(
+    plan, dur, meta, _, _, coll = prepare(
         requests,
         schedule,
         model=model,
@@ -326,10 +374,13 @@ def simulate(
         pack_window=pack_window,
         dcpp=dcpp,
         reorder=reorder,
+        collectives=collectives,
     )
     start, end = evaluate(plan.graph, _noisy(dur, noise, seed), _release(plan))
     meta.update(seed=seed, noise=noise)
-    return SimResult(task_table(plan, start, end), request_table(plan, end), meta)
+    parts = collective_parts(plan, coll)
+    tasks = task_table(plan, start, end, parts, coll is None or coll.blocking)
+    return SimResult(tasks, request_table(plan, end), meta)
 
 
 def simulate_batch(
@@ -347,7 +398,7 @@ def simulate_batch(
     All configurations share one chunking and task graph (that of `costs[0]`: for dcpp the chunk
     sizes depend on the cost model, so give one cost per call there) and are evaluated together
     by the vectorised engine; each equals `simulate(...)` of that configuration (tested)."""
-    plan, _, _, _, comm_model = prepare(requests, schedule, model=costs[0], comm=comm, **options)
+    plan, _, _, _, comm_model, _ = prepare(requests, schedule, model=costs[0], comm=comm, **options)
     columns = []
     pp, vp = plan.layout.pp, plan.layout.vp
     for cost in costs:

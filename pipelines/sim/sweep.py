@@ -28,6 +28,7 @@ from pipelines.sim.run import (
     _noisy,
     _release,
     _resolve_schedule,
+    collective_parts,
     requests_frame,
     stage_durations,
 )
@@ -65,6 +66,11 @@ def _cost(model: str):
 
 
 @cache
+def _collectives(model: str):
+    return presets.collective_model(model)
+
+
+@cache
 def _layout(model: str, pp: int, vp: int) -> StageLayout:
     return fold_back_layout(_cost(model).num_layers, pp, vp)
 
@@ -77,10 +83,14 @@ def _comm(point: SweepPoint, base: str) -> CommModel | None:
 
 
 @cache
-def _chunks(model: str, base: str, rule: str | None, pp: int, vp: int, seq_len: int, chunk: int):
+def _chunks(
+    model: str, base: str, rule: str | None, pp: int, vp: int, seq_len: int, chunk: int, comm: bool
+):
     frame = requests_frame(seq_len)
     dcpp = DcppConfig(rule) if rule else None
-    (req,) = _chunk_requests(frame, base, chunk, dcpp, _cost(model), _layout(model, pp, vp))
+    layout = _layout(model, pp, vp)
+    coll = _collectives(model) if comm else None
+    (req,) = _chunk_requests(frame, base, chunk, dcpp, _cost(model), layout, coll)
     return req.chunks
 
 
@@ -88,7 +98,9 @@ def _prepare(point: SweepPoint):
     base, dcpp = _resolve_schedule(point.schedule, None)
     vp = point.vp if point.vp is not None else (2 if base.startswith("vpp") else 1)
     rule = dcpp.rule if dcpp else None
-    chunks = _chunks(point.model, base, rule, point.pp, vp, point.seq_len, point.chunk_size)
+    chunks = _chunks(
+        point.model, base, rule, point.pp, vp, point.seq_len, point.chunk_size, point.comm
+    )
     comm = _comm(point, base)
     windows = (DEFAULT_PACK_WINDOW,) * (point.requests - 1) if base == "vpp_pack" else ()
     key = (base, point.pp, vp, chunks, point.requests, comm and comm.mode, windows)
@@ -103,21 +115,25 @@ def _plan(point: SweepPoint, vp: int, chunks, comm, windows) -> Plan:
     return build_plan(requests, layout, orders, comm and comm.mode)
 
 
-def _metrics(plan: Plan, dur: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict:
-    """Per-column (configuration) metrics of one evaluated batch."""
+def _metrics(
+    plan: Plan, dur: np.ndarray, start: np.ndarray, end: np.ndarray, collective: np.ndarray
+) -> dict:
+    """Per-column (configuration) metrics of one evaluated batch; `collective` (int ns, same
+    shape as `dur`) is the blocking collective time that ends each compute node."""
     n_ranks = plan.layout.pp
     makespan = end.max(axis=0) - start.min(axis=0)
     compute = plan.kind == COMPUTE
     by_rank = np.zeros((n_ranks, dur.shape[1]), dtype=np.int64)
-    np.add.at(by_rank, plan.rank[compute], dur[compute])
+    np.add.at(by_rank, plan.rank[compute], dur[compute] - collective[compute])
     compute_ns = by_rank.sum(axis=0)
+    blocked = collective[compute].sum(axis=0)
     idle = n_ranks * makespan - compute_ns
     if plan.comm_mode == "async":
         exposed = np.full(dur.shape[1], np.nan)
     else:
         send = plan.kind == SEND
         recv = plan.kind == RECV
-        exposed = dur[send].sum(axis=0).astype(np.float64)
+        exposed = dur[send].sum(axis=0).astype(np.float64) + blocked
         if recv.any():
             prev = plan.prev_on_rank[recv]
             reached = np.where((prev >= 0)[:, None], end[np.maximum(prev, 0)], 0)
@@ -134,6 +150,7 @@ def _metrics(plan: Plan, dur: np.ndarray, start: np.ndarray, end: np.ndarray) ->
         "idle_ratio": idle / (n_ranks * makespan),
         "bubble_ratio": (idle - exposed) / (n_ranks * makespan),
         "exposed_comm_ratio": exposed / (n_ranks * makespan),
+        "collective_ratio": blocked / (n_ranks * makespan),
         "ttft_mean_ns": last.mean(axis=0),
     }
 
@@ -152,15 +169,19 @@ def sweep(points: Iterable[SweepPoint]) -> pl.DataFrame:
         first = points[members[0]]
         _, vp, chunks, comm, windows = prepared[members[0]]
         plan = _plan(first, vp, chunks, comm, windows)
-        columns = []
+        columns, blocked = [], []
         for i in members:
             point = points[i]
             layout = _layout(point.model, point.pp, vp)
-            dur = stage_durations(plan, _cost(point.model), prepared[i][3], layout)
+            coll = _collectives(point.model) if point.comm else None
+            dur = stage_durations(plan, _cost(point.model), prepared[i][3], layout, coll)
             columns.append(_noisy(dur, point.noise, point.seed))
+            parts = collective_parts(plan, coll, layout)
+            total = sum(np.rint(v).astype(np.int64) for v in parts.values())
+            blocked.append(np.minimum(total, columns[-1]) if parts else np.zeros_like(dur, int))
         dur = np.stack(columns, axis=1)
         start, end = evaluate(plan.graph, dur, _release(plan)[:, None])
-        metrics = _metrics(plan, dur, start, end)
+        metrics = _metrics(plan, dur, start, end, np.stack(blocked, axis=1))
         for j, i in enumerate(members):
             row = asdict(points[i]) | {"vp": vp}
             row.update({name: values[j].item() for name, values in metrics.items()})

@@ -8,8 +8,6 @@ import polars as pl
 from pipelines.sim.result import REQUEST_SCHEMA, TASK_SCHEMA
 from pipelines.sim.schedules import COMPUTE, RECV, SEND, TRANSFER, Plan
 
-_KIND_NAMES = {COMPUTE: "compute", SEND: "send", RECV: "recv"}
-
 
 def _rows(plan: Plan, select: np.ndarray, kind: str, rank, start, end) -> pl.DataFrame:
     ids = [plan.requests[i].request_id for i in range(len(plan.requests))]
@@ -29,8 +27,19 @@ def _rows(plan: Plan, select: np.ndarray, kind: str, rank, start, end) -> pl.Dat
     )
 
 
-def task_table(plan: Plan, start: np.ndarray, end: np.ndarray) -> pl.DataFrame:
+def task_table(
+    plan: Plan,
+    start: np.ndarray,
+    end: np.ndarray,
+    collectives: dict[str, np.ndarray] | None = None,
+    blocking: bool = True,
+) -> pl.DataFrame:
     """One row per compute task, send and receive, sorted by rank then start time.
+
+    `collectives` (per node, ns: "allreduce" and "alltoall", zero off compute nodes) adds one row
+    per collective kind and compute task. Blocking collectives end the call: the compute row
+    stops where they start and they run back to back up to the task's end (the forward pass
+    waits for them); overlapped ones start with the call, under its compute.
 
     Receive rows span the time the receiving rank has the receive outstanding: blocking mode from
     when the rank reaches it (or the sender starts, if later) until the data arrives; async mode
@@ -38,9 +47,28 @@ def task_table(plan: Plan, start: np.ndarray, end: np.ndarray) -> pl.DataFrame:
     """
     arrivals = np.array([req.arrival_ns for req in plan.requests], dtype=np.int64)
     frames = []
-    for kind in (COMPUTE, SEND):
-        sel = plan.kind == kind
-        frames.append(_rows(plan, sel, _KIND_NAMES[kind], plan.rank[sel], start[sel], end[sel]))
+    sel = plan.kind == COMPUTE
+    compute_end = end[sel]
+    if collectives:
+        span = end[sel] - start[sel]
+        parts = {k: np.rint(v[sel]).astype(np.int64) for k, v in collectives.items()}
+        total = np.minimum(sum(parts.values()), span)
+        offset = end[sel] - total if blocking else start[sel].copy()
+        if blocking:
+            compute_end = offset.copy()
+        for kind, ns in parts.items():
+            ns = np.minimum(ns, end[sel] - offset)
+            keep = ns > 0
+            if keep.any():
+                rows = sel.copy()
+                rows[sel] = keep
+                frames.append(
+                    _rows(plan, rows, kind, plan.rank[rows], offset[keep], offset[keep] + ns[keep])
+                )
+            offset = offset + ns
+    frames.append(_rows(plan, sel, "compute", plan.rank[sel], start[sel], compute_end))
+    sel = plan.kind == SEND
+    frames.append(_rows(plan, sel, "send", plan.rank[sel], start[sel], end[sel]))
     sel = plan.kind == RECV
     if sel.any():
         prev = plan.prev_on_rank[sel]

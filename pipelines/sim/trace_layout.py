@@ -141,10 +141,49 @@ def p2p_group(result: SimResult) -> P2PGroup:
     return P2PGroup(group_id="tracereplay-sim%pp_0", ranks=tuple(rank_ids(result)))
 
 
+COLLECTIVE_OPS = {"allreduce": ("allReduce", "tp"), "alltoall": ("alltoAll", "ep")}
+
+
+def collective_ops(result: SimResult) -> pl.DataFrame:
+    """Every TP / EP collective task as an HCCL op: `hcom_allReduce__<G3>_<idx>_1` on the TP group,
+    `hcom_alltoAll__<G3>_<idx>_1` on the EP group (idx counts the rank's ops of that type in
+    start order), with `transfer` -1, `peer` -1 and `step`."""
+    frames = []
+    for kind, (op_type, group) in COLLECTIVE_OPS.items():
+        ops = result.tasks.filter(pl.col("kind") == kind).sort("rank", "start_ns")
+        if ops.is_empty():
+            continue
+        suffix = group_suffix(double_hash(f"tracereplay-sim%{group}_0"))
+        frames.append(
+            ops.with_columns(
+                pl.lit(-1, pl.Int64).alias("transfer"),
+                pl.lit(-1, pl.Int32).alias("peer"),
+                pl.format(
+                    "hcom_{}__{}_{}_1",
+                    pl.lit(op_type),
+                    pl.lit(suffix),
+                    pl.int_range(pl.len()).over("rank"),
+                ).alias("op"),
+            )
+        )
+    if not frames:
+        return pl.DataFrame()
+    return _with_step(pl.concat(frames), step_windows(result))
+
+
 def comm_ops(result: SimResult) -> pl.DataFrame:
     """Every send/recv task with its transfer: `transfer` (index shared by both ends, in order of
     the transfer's first start), `peer` (rank at the other end, -1 when unpaired), `op`
-    (`hcom_send__<G3>_<idx>_1` / `hcom_receive__<G3>_<idx>_1`) and `step`."""
+    (`hcom_send__<G3>_<idx>_1` / `hcom_receive__<G3>_<idx>_1`) and `step`; then the TP / EP
+    collectives (collective_ops), all in start order."""
+    p2p = _p2p_ops(result)
+    collectives = collective_ops(result)
+    if collectives.is_empty():
+        return p2p
+    return pl.concat([p2p, collectives.select(p2p.columns)]).sort("start_ns", "end_ns", "rank")
+
+
+def _p2p_ops(result: SimResult) -> pl.DataFrame:
     comm = result.tasks.filter(pl.col("kind").is_in(["send", "recv"]))
     if comm.is_empty():
         return comm.with_columns(

@@ -45,6 +45,13 @@ KERNEL_NAMES = {
 NCCL_KERNEL = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"
 
 
+_COLLECTIVE_NAMES = {
+    "send": ("send", P2P_GROUP_KIND),
+    "allreduce": ("allreduce", "tp"),
+    "alltoall": ("all_to_all", "ep"),
+}
+
+
 def _us(ns: int) -> float:
     return ns / 1000
 
@@ -137,11 +144,11 @@ def kineto_trace(result: SimResult, rank: int, base_time_ns: int, epoch_ns: int)
         kernel = KERNEL_NAMES[bool(row["is_chunk"])]
         ev.launched(row["marker"], kernel, COMPUTE_STREAM, row["start_ns"], row["end_ns"], {})
     for row in comm.iter_rows(named=True):
-        collective = "send" if row["kind"] == "send" else "recv"
+        collective, group = _COLLECTIVE_NAMES.get(row["kind"], ("recv", P2P_GROUP_KIND))
         extra = {
             "Collective name": collective,
             "peer": row["peer"],
-            "Process Group Name": P2P_GROUP_KIND,
+            "Process Group Name": group,
             "Process Group Ranks": list(ranks),
             "In msg nelems": int(row["tokens"]),
             "dtype": "BFloat16",

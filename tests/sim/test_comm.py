@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from pipelines.sim.comm import CommModel
@@ -89,3 +90,48 @@ def test_free_transfers_equal_no_comm() -> None:
         comm=CommModel(),
     )
     assert summarize(free)["makespan_ns"] == 144 * T
+
+
+def test_tp_and_ep_collectives_are_exposed_comm_per_stage_call() -> None:
+    """Every stage call of the DeepSeek preset ends with its TP AllReduce and EP all-to-all:
+    count x latency + bytes / bandwidth, blocking, so they are exposed comm in the metrics."""
+    from pipelines.sim import presets
+    from pipelines.sim.metrics import ranks_frame, summarize
+    from pipelines.sim.run import simulate
+
+    coll = presets.collective_model("deepseek-v3.1")
+    assert coll is not None and coll.blocking
+    result = simulate(65536, "cpp", chunk_size=16384)
+    tasks = result.tasks
+    lo, hi = result.meta["layer_ranges"][0]
+    # stage 0 (layers 0..30): 3 dense layers x 2 AllReduce + 28 MoE layers x 1, 28 x 2 all-to-all
+    assert coll.tp_ops[hi] - coll.tp_ops[lo] == 3 * 2 + (hi - 3)
+    assert coll.ep_ops[hi] - coll.ep_ops[lo] == 2 * (hi - 3)
+    ar = tasks.filter((pl.col("kind") == "allreduce") & (pl.col("vstage") == 0)).sort("chunk_idx")
+    want = coll.parts_ns(np.full(4, 16384), np.full(4, lo), np.full(4, hi))["allreduce"]
+    assert (ar["end_ns"] - ar["start_ns"]).to_list() == np.rint(want).astype(int).tolist()
+    compute = tasks.filter((pl.col("kind") == "compute") & (pl.col("vstage") == 0))
+    assert (ar["start_ns"] == compute.sort("chunk_idx")["end_ns"]).all()  # blocking: after compute
+    m = summarize(result)
+    collectives = tasks.filter(pl.col("kind").is_in(["allreduce", "alltoall"]))
+    blocked = int((collectives["end_ns"] - collectives["start_ns"]).sum())
+    assert m["exposed_comm_ns"] * 2 >= blocked > 0
+    ranks = ranks_frame(result)
+    assert (
+        ranks["window_ns"] == ranks["compute_ns"] + ranks["bubble_ns"] + ranks["exposed_comm_ns"]
+    ).all()
+    free = summarize(simulate(65536, "cpp", chunk_size=16384, collectives=None))
+    assert free["exposed_comm_ns"] < m["exposed_comm_ns"]
+    assert free["makespan_ns"] < m["makespan_ns"]
+
+
+def test_overlapped_collectives_hide_under_compute() -> None:
+    from pipelines.sim import presets
+    from pipelines.sim.metrics import summarize
+    from pipelines.sim.run import simulate
+
+    coll = presets.collective_model("deepseek-v3.1", blocking=False)
+    over = summarize(simulate(65536, "cpp", chunk_size=16384, collectives=coll))
+    block = summarize(simulate(65536, "cpp", chunk_size=16384))
+    assert over["makespan_ns"] < block["makespan_ns"]
+    assert over["overlap_ratio"] > 0.9 and over["exposed_comm_ns"] < 0.1 * block["exposed_comm_ns"]

@@ -163,3 +163,25 @@ def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
     ):
         assert option in text
     assert text.count("default") >= 10
+
+
+def test_comm_and_collective_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """--collectives blocking (default) / overlapped / none and --comm none change what the run
+    pays for communication; --tp must be positive."""
+    base = ["--schedule", "cpp", "--seq-len", "131072", "--chunk", "16384", "--json"]
+    report = {}
+    for name, extra in {
+        "blocking": [],
+        "overlapped": ["--collectives", "overlapped"],
+        "none": ["--collectives", "none"],
+        "free": ["--comm", "none"],
+    }.items():
+        code, out, _ = _run(capsys, *base, *extra)
+        assert code == ExitCode.OK
+        report[name] = json.loads(out)
+    exposed = {k: v["exposed_comm_ns"] for k, v in report.items()}
+    assert exposed["blocking"] > 1e9 > 1e7 > exposed["none"] > exposed["free"] == 0
+    assert exposed["overlapped"] < 0.1 * exposed["blocking"]
+    assert report["blocking"]["makespan_ns"] > report["overlapped"]["makespan_ns"]
+    code, _, err = _run(capsys, *base, "--tp", "0")
+    assert code == ExitCode.BAD_INPUT and "--tp must be at least 1" in err

@@ -72,53 +72,44 @@ def test_balance_identity_3b_holds_task_by_task(n: int) -> None:
         assert start[(1, k)] + rank1 == start[(0, k + 1)] + dur[(0, 0, k + 1)]
 
 
-def test_vpp_async_ablation_value_at_n11() -> None:
-    ratio = float(bubble_ratio_exact(run("vpp_async", 11)))
-    print(f"VPP bubble at N=11: {ratio:.4%} (paper ablation VPP-Async: 8.3%)")
-    assert ratio == pytest.approx(0.083, abs=0.002)
+# Seed 000 §7.6 ablation setup: 256K tokens in 32K chunks (N = 8), three concurrent requests.
+ABLATION_N, ABLATION_REQUESTS = 8, 3
 
 
-def test_packing_over_eight_requests_reaches_2_4_percent() -> None:
-    """docs/schedules.md §4.5 toy: Algorithm 1's order (no VPP-Async swap) with w stage-0
-    chunks of the next request packed into the drain."""
-    ratios = {
-        w: float(bubble_ratio_exact(run("vpp_pack", [11] * 8, pack_window=w, reorder=False)))
-        for w in (0, 2, 3, 4, 5)
-    }
-    print(
-        "VPP-pack bubble by window (Algorithm 1 order):", {w: f"{r:.2%}" for w, r in ratios.items()}
-    )
-    assert ratios[4] == pytest.approx(0.024, abs=0.002)
-    assert ratios[0] == pytest.approx(1 / 12)  # no packing: requests run one after another
-    assert ratios[0] > ratios[2] > ratios[3] > ratios[4] > ratios[5]
+def ablation(schedule: str, **kw):
+    return run(schedule, [ABLATION_N] * ABLATION_REQUESTS, **kw)
 
 
-def test_packing_with_the_async_swap() -> None:
-    """With VPP-Async's swap (the default for vpp_pack) rank 0 already runs one chunk further
-    ahead, so the same window fills more of the drain: 2.4 % lies between w = 3 and w = 4."""
-    ratios = {
-        w: float(bubble_ratio_exact(run("vpp_pack", [11] * 8, pack_window=w))) for w in (0, 3, 4, 5)
-    }
-    print(
-        "VPP-pack bubble by window (VPP-Async order):", {w: f"{r:.2%}" for w, r in ratios.items()}
-    )
-    assert ratios[0] == pytest.approx(1 / 12)
-    assert ratios[3] > 0.024 > ratios[4]
-    assert ratios[4] == ratios[5]  # the drain is full
+def test_ablation_vanilla_vpp_is_one_over_n_plus_one() -> None:
+    """Paper: vanilla VPP 11.0 %; the toy gives 1/(N+1) = 11.1 % for three back-to-back requests
+    (each request fills and drains on its own) and VPP-Async's swap changes nothing without
+    communication."""
+    assert bubble_ratio_exact(ablation("vpp")) == Fraction(1, ABLATION_N + 1)
+    assert bubble_ratio_exact(ablation("vpp_async")) == Fraction(1, ABLATION_N + 1)
 
 
-def test_async_swap_order_and_its_balance() -> None:
-    tasks = run("vpp_async", 5).tasks
-    rank0 = tasks.filter(pl.col("rank") == 0).sort("start_ns")
-    order = list(zip(rank0["vstage"], rank0["chunk_idx"], strict=True))
-    assert order == [(0, 0), (0, 1), (0, 2), (3, 0), (0, 3), (3, 1), (0, 4), (3, 2), (3, 3), (3, 4)]
-    for n in (4, 11, 22):  # the swap changes no bubble without communication
-        assert bubble_ratio_exact(run("vpp_async", n)) == Fraction(1, n + 1)
+def test_ablation_packing_by_window() -> None:
+    """Algorithm 2's window at N = 8 is 3 ((N+1) t holds tau'_0..tau'_2 = 6 t, seed 000 §4.7);
+    the bubble falls with the window and stops at 4.0 % once the drain is full: the first
+    request's fill and the last request's drain cannot be packed."""
+    ratios = {w: float(bubble_ratio_exact(ablation("vpp_pack", pack_window=w))) for w in range(7)}
+    print("ablation toy VPP-pack bubble by window:", {w: f"{r:.2%}" for w, r in ratios.items()})
+    assert ablation("vpp_pack", pack_window=None).meta["pack_windows"] == [3, 3]
+    assert ratios[0] == pytest.approx(1 / 9)
+    assert ratios[0] > ratios[1] > ratios[2] > ratios[3] > ratios[4] == ratios[5] == ratios[6]
+    assert ratios[3] == pytest.approx(0.0485, abs=0.0005)
+    assert ratios[4] == pytest.approx(0.0400, abs=0.0005)
 
 
-def test_algorithm_2_window_estimate_picks_four_at_n11() -> None:
-    result = run("vpp_pack", [11] * 8, pack_window=None, reorder=False)
-    assert result.meta["pack_windows"] == [4] * 7
+@pytest.mark.xfail(strict=True, reason="the toy has no communication to hide: 11.1 %, not 8.3 %")
+def test_ablation_vpp_async_reaches_8_3_percent() -> None:
+    assert float(bubble_ratio_exact(ablation("vpp_async"))) == pytest.approx(0.083, abs=0.003)
+
+
+@pytest.mark.xfail(strict=True, reason="fill + drain of three requests floor the toy at 4.0 %")
+def test_ablation_packing_reaches_2_4_percent() -> None:
+    ratio = float(bubble_ratio_exact(ablation("vpp_pack", pack_window=None)))
+    assert ratio == pytest.approx(0.024, abs=0.003)
 
 
 def test_late_next_request_is_not_packed() -> None:

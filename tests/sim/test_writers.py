@@ -482,7 +482,12 @@ def test_simulated_schedules_round_trip(tmp_path: Path, schedule: str) -> None:
         mine = result.tasks.filter(pl.col("rank") == rank)
         comm = frames.tables["comm_ops"]
         assert comm.height == mine.filter(pl.col("kind") != "compute").height
-        assert set(comm["peer"].to_list()) == {1 - rank}
+        p2p = comm.filter(pl.col("op").str.contains("^hcom_(send|receive)"))
+        assert set(p2p["peer"].to_list()) == {1 - rank}
+        # the TP AllReduce and EP all-to-all of every stage call sit on the comm lane
+        calls = mine.filter(pl.col("kind") == "compute").height
+        for prefix in ("hcom_allReduce__", "hcom_alltoAll__"):
+            assert comm.filter(pl.col("op").str.starts_with(prefix)).height == calls
         for origin in ("profiler", "derived"):
             sb = (
                 frames.tables["step_breakdown"]
