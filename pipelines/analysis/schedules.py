@@ -124,8 +124,10 @@ def _welch_interval(base: np.ndarray, cand: np.ndarray) -> tuple[float, float, f
     if len(base) == 0 or len(cand) == 0:
         return math.nan, math.nan, math.nan
     delta = float(cand.mean() - base.mean())
-    if min(len(base), len(cand)) < 2 or (base.std() == 0 and cand.std() == 0):
+    if min(len(base), len(cand)) < 2:
         return delta, math.nan, math.nan
+    if base.std() == 0 and cand.std() == 0:  # identical repeats (a deterministic part): exact
+        return delta, delta, delta
     ci = stats.ttest_ind(cand, base, equal_var=False).confidence_interval(0.95)
     return delta, float(ci.low), float(ci.high)
 
