@@ -58,7 +58,12 @@ def doors(tmp_path_factory) -> Doors:
         "raw_dir": RawDirResource(path=str(state.dagster_raw), settle_seconds=0),
     }
     quick = config.campaign
-    campaign = {"schedules": list(quick.schedules), "seq_lens": list(quick.seq_lens)}
+    campaign = {
+        "schedules": list(quick.schedules),
+        "seq_lens": list(quick.seq_lens),
+        "more_schedules": list(quick.more_schedules),
+        "nights": quick.history.nights,
+    }
     with dg.DagsterInstance.ephemeral() as instance:
         state.dagster = materialize_all(instance, resources, campaign, log=lambda _: None)
     return state
