@@ -48,7 +48,7 @@ def _fits(path: Path) -> pl.DataFrame:
 def doors(tmp_path_factory) -> Doors:
     root = tmp_path_factory.mktemp("doors")
     state = Doors()
-    config = replace(DemoConfig(out=root / "demo").quick(), replay_schedules=())
+    config = replace(DemoConfig(out=root / "demo").quick(), replay_schedules=(), dashboards=False)
     state.demo = run_demo(config, log=lambda _: None)
     state.demo_raw = config.raw_dir
     state.dagster_raw = root / "dagster" / "raw"
