@@ -22,11 +22,12 @@ configurations at 64K x 20 nights, 1.8% run-level noise, collected one night apa
 compute injected into deepseek-v3.1 cpp from night 13. Each run is written as torch_npu
 *_ascend_pt folders under <out>/raw/ (the bytes the Dagster asset sim_campaign writes), then:
 ingest, chunks, tau_k fits (table tau_fits) with the self-check (the verdict policy the Dagster
-checks apply: dense-attention curves not flagged, DSA curves not linear), `tracereplay compare`
-of deepseek-v3.1 128K cpp vs vpp, `tracereplay regressions` over the history, `tracereplay
-check` (data quality), a replay of the first DeepSeek CPP run under cpp, vpp and vpp_pack, and
-`tracereplay dashboards` into <out>/site/. Progress and timings go to stderr; it ends with the
-path of the dashboards' index page. Re-running it rewrites the same bytes and adds no rows.
+checks apply to fixed-chunk schedules, dcpp left out: dense-attention curves not flagged, DSA
+curves not linear), `tracereplay compare` of deepseek-v3.1 128K cpp vs vpp, `tracereplay
+regressions` over the history, `tracereplay check` (data quality), a replay of the first
+DeepSeek CPP run under cpp, vpp and vpp_pack, and `tracereplay dashboards` into <out>/site/.
+Progress and timings go to stderr; it ends with the path of the dashboards' index page. Re-
+running it rewrites the same bytes and adds no rows.
 
 Exit status: 0 all of: the self-check passed, the data check has no failing error-severity
 check, and the regressions found are exactly the injected one (a confirmed regression in
