@@ -26,8 +26,8 @@ checks apply to fixed-chunk schedules, dcpp left out: dense-attention curves not
 curves not linear), `tracereplay compare` of deepseek-v3.1 128K cpp vs vpp, `tracereplay
 regressions` over the history, `tracereplay check` (data quality), a replay of the first
 DeepSeek CPP run under cpp, vpp and vpp_pack, and `tracereplay dashboards` into <out>/site/.
-Progress and timings go to stderr; it ends with the path of the dashboards' index page. Re-
-running it rewrites the same bytes and adds no rows.
+Progress and timings go to stderr; it ends with the path of the dashboards' index page.
+Re-running it rewrites the same bytes and adds no rows.
 
 Exit status: 0 all of: the self-check passed, the data check has no failing error-severity
 check, and the regressions found are exactly the injected one (a confirmed regression in
