@@ -51,7 +51,8 @@ def test_regressions_on_the_demo_warehouse_report_exactly_the_injected_one(demo)
         assert row["status"] == "confirmed" and row["direction"] == "regression", row
         night = (date.fromisoformat(row["collected_after"][:10]) - date(2026, 2, 1)).days
         assert abs(night - expected["night"]) <= 2, row
-        assert row["magnitude_lo"] > 0.01, row  # the +5 % compute step, not noise
+        # the +5 % compute step, not noise: the interval clears 1 % (throughput moves down)
+        assert row["magnitude_lo"] > 0.01 or row["magnitude_hi"] < -0.01, row
     # one change point per metric of that configuration at most: one regression, seen by each
     assert len({row["metric"] for row in rows}) == len(rows)
 
