@@ -13,9 +13,11 @@ fixed epoch, so re-writing a campaign rewrites the same bytes and each folder is
 
 Defaults: the three paper presets (qwen3-coder-30b-a3b and deepseek-v3.1 with dense attention,
 glm-5.2 with DeepSeek sparse attention) x cpp, vpp x 128K, 256K prompts in 16K chunks (8 and 16
-chunks per request), pp=2, 3 repeats, 3 % noise: 36 runs. With 8K chunks and 2 repeats the
-DeepSeek curves were judged `convex` at 2-3 % effect in 2 of 38 curves (issue 8), so there is one
-grid, this one.
+chunks per request), plus dcpp, vpp_async and vpp_pack at 128K, pp=2, 3 repeats, 3 % per-task
+noise: 63 runs; then the nightly history (pipelines.nightly_history: 3 configurations at 64K x 20
+nights, 1.8 % run-level noise, one +5 % regression): 60 runs, folders `...-n<night>`. With 8K
+chunks and 2 repeats the DeepSeek curves were judged `convex` at 2-3 % effect in 2 of 38 curves
+(issue 8), so the grid keeps 16K chunks and 3 repeats.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ import hashlib
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pipelines.nightly_history import NightlyConfig, NightlyHistory, ScaledCost
 from pipelines.publish import Status, publish, staging_folder
 
 MODELS = ("qwen3-coder-30b-a3b", "deepseek-v3.1", "glm-5.2")
@@ -42,25 +45,41 @@ class Campaign:
     models: tuple[str, ...] = MODELS
     schedules: tuple[str, ...] = ("cpp", "vpp")
     seq_lens: tuple[int, ...] = (131072, 262144)
+    more_schedules: tuple[str, ...] = ("dcpp", "vpp_async", "vpp_pack")  # at seq_lens[0] only
     chunk_size: int = 16384
     pp: int = 2
     repeats: int = 3
     noise: float = 0.03
     seed: int = 0
+    history: NightlyHistory = field(default_factory=NightlyHistory)
 
     def quick(self) -> Campaign:
-        """The smallest campaign that still tests the verdicts: CPP at the first length only."""
-        return replace(self, schedules=self.schedules[:1], seq_lens=self.seq_lens[:1])
+        """The smallest campaign that still tests the verdicts: CPP at the first length only,
+        no nightly history."""
+        return replace(
+            self,
+            schedules=self.schedules[:1],
+            seq_lens=self.seq_lens[:1],
+            more_schedules=(),
+            history=replace(self.history, nights=0),
+        )
 
     def runs(self) -> list[CampaignRun]:
-        """Every run, model-major (the order folders are written in)."""
-        return [
+        """Every run, model-major (the order folders are written in), then the nightly
+        history's, configuration-major."""
+        grid = [(s, n) for s in self.schedules for n in self.seq_lens]
+        grid += [(s, self.seq_lens[0]) for s in self.more_schedules if s not in self.schedules]
+        runs = [
             CampaignRun(model, schedule, seq_len, repeat)
             for model in self.models
-            for schedule in self.schedules
-            for seq_len in self.seq_lens
+            for schedule, seq_len in grid
             for repeat in range(self.repeats)
         ]
+        runs += [
+            CampaignRun(c.model, c.schedule, c.seq_len, 0, night)
+            for c, night in self.history.runs()
+        ]
+        return runs
 
 
 def _tokens(n: int) -> str:
@@ -75,12 +94,14 @@ class CampaignRun:
     schedule: str
     seq_len: int
     repeat: int
+    night: int | None = None  # a run of the nightly history
 
     def key(self, campaign: Campaign) -> str:
         """Folder name under the raw folder (= the Dagster partition key)."""
+        which = f"r{self.repeat}" if self.night is None else f"n{self.night:02d}"
         return (
             f"{self.model}-{self.schedule}-{_tokens(self.seq_len)}-c{_tokens(campaign.chunk_size)}"
-            f"-r{self.repeat}"
+            f"-{which}"
         )
 
     def seed(self, campaign: Campaign) -> int:
@@ -89,6 +110,8 @@ class CampaignRun:
             f"{campaign.seed}/{self.model}/{self.schedule}/{self.seq_len}/{campaign.chunk_size}/"
             f"{campaign.pp}/{self.repeat}"
         )
+        if self.night is not None:
+            text += f"/night{self.night}"
         return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
@@ -120,24 +143,41 @@ class PublishedRun:
 
 def write_run(campaign: Campaign, run: CampaignRun, raw_dir: Path) -> PublishedRun:
     """Simulate one run, write it to a staging sibling and publish it as raw_dir/<key>/."""
+    from pipelines.sim import presets
     from pipelines.sim.metrics import summarize
     from pipelines.sim.run import simulate
     from pipelines.sim.writers_ascend import write_ascend_pt
 
     seed = run.seed(campaign)
+    options: dict[str, Any] = {}
+    epoch_ns = None
+    if run.night is not None:
+        # the night's run-level factor on every compute task; the preset's own links and facts
+        history, config = campaign.history, NightlyConfig(run.model, run.schedule, run.seq_len)
+        factor = history.compute_factor(config, run.night)
+        options = {"model": ScaledCost(presets.cost_model(run.model), factor)}
+        options["comm"] = presets.comm_model(run.model)
+        epoch_ns = history.night_epoch_ns(run.night)
     result = simulate(
         [run.seq_len],
         run.schedule,
-        model=run.model,
+        **({"model": run.model} | options),
         chunk_size=campaign.chunk_size,
         pp=campaign.pp,
         noise=campaign.noise,
         seed=seed,
     )
+    if run.night is not None:
+        result.meta.update(
+            model=run.model,
+            attention=presets.attention_kind(run.model),
+            tp=presets.default_tp(run.model),
+            hardware=presets.default_hardware(run.model),
+        )
     final = raw_dir / run.key(campaign)
     staged = staging_folder(final)
     shutil.rmtree(staged, ignore_errors=True)
-    write_ascend_pt(result, staged)
+    write_ascend_pt(result, staged, epoch_ns=epoch_ns)
     status = publish(staged, final)
     summary = summarize(result)
     return PublishedRun(
@@ -158,9 +198,10 @@ def write_campaign(campaign: Campaign, raw_dir: Path, log: Log = _quiet) -> list
     start = time.perf_counter()
     for i, run in enumerate(runs, start=1):
         published.append(write_run(campaign, run, raw_dir))
-        if i == len(runs) or runs[i].model != run.model:
-            log(
-                f"simulate {i}/{len(runs)} runs ({run.model} done)  "
-                f"{time.perf_counter() - start:.1f} s"
-            )
+        if i == len(runs) or (runs[i].model, runs[i].night is None) != (
+            run.model,
+            run.night is None,
+        ):
+            what = run.model if run.night is None else f"nightly {run.model}"
+            log(f"simulate {i}/{len(runs)} runs ({what} done)  {time.perf_counter() - start:.1f} s")
     return published

@@ -1,14 +1,19 @@
-"""The demo: simulate a campaign, write it as profiler output, ingest, segment, fit, check, replay.
+"""The demo: the whole chain on a simulated campaign, from profiler output to dashboards.
 
-The campaign (pipelines.campaign: the three paper presets x schedules x sequence lengths x
-repeats, 3 % lognormal noise, one seed per run) is written as torch_npu text exports under
+The campaign (pipelines.campaign: the three paper presets x CPP, DCPP, VPP, VPP-Async, VPP-pack
+x sequence lengths x repeats, 3 % lognormal noise, one seed per run, and a nightly history with
+one injected regression, pipelines.nightly_history) is written as torch_npu text exports under
 `<out>/raw/` exactly as the Dagster asset `sim_campaign` writes it, and goes through the same path
 as real traces: `ingest_paths` reads the folders into the warehouse, `extract_chunks` segments
 them by their chunk markers, `fit_and_store` fits tau_k per configuration and virtual stage and
 stores `tau_fits`. The self-check is the verdict policy (pipelines.analysis.verdict_policy) the
 Dagster checks apply: dense-attention curves are not flagged, sparse-attention (DSA) curves are
 not linear; the demo also requires each kind to be decided at least once, since its campaign
-holds both. Finally one run is replayed under other schedules (`replay_run`).
+holds both. Then the library functions behind the other commands run on the same warehouse:
+`compare_run_sets` (`tracereplay compare`) on one workload's CPP vs VPP runs, `find_changes`
+(`tracereplay regressions`) over the nightly history, whose outcome is checked against the
+injected regression, `run_checks` (`tracereplay check`), one run replayed under other schedules
+(`replay_run`, `tracereplay replay`) and `build_site` (`tracereplay dashboards`) into <out>/site/.
 
 Everything is deterministic (seeds derive from each run's coordinates, trace timestamps from a
 fixed epoch), so re-running the demo rewrites the same bytes, which ingest under the same run
@@ -42,6 +47,10 @@ class DemoConfig:
     warehouse: Path | None = None  # default <out>/warehouse.duckdb
     campaign: Campaign = field(default_factory=Campaign)
     replay_schedules: tuple[str, ...] = ("cpp", "vpp", "vpp_pack")
+    compare_baseline: str = "model=deepseek-v3.1,seq_len=131072,schedule=cpp"
+    compare_candidate: str = "model=deepseek-v3.1,seq_len=131072,schedule=vpp"
+    site: Path | None = None  # default <out>/site
+    dashboards: bool = True
 
     @property
     def warehouse_path(self) -> Path:
@@ -50,6 +59,10 @@ class DemoConfig:
     @property
     def raw_dir(self) -> Path:
         return self.out / "raw"
+
+    @property
+    def site_dir(self) -> Path:
+        return self.site or self.out / "site"
 
     def quick(self) -> DemoConfig:
         """The smallest campaign that still tests the verdicts (Campaign.quick)."""
@@ -116,13 +129,108 @@ class DemoReport:
     curves: pl.DataFrame | None = None
     check: CurveCheck = field(default_factory=CurveCheck)
     replay: Any = None  # pipelines.replay.store.ReplayReport
+    comparison: Any = None  # pipelines.analysis.comparison.RunSetComparison
+    comparison_skipped: str | None = None
+    regressions: RegressionCheck | None = None
+    quality: Any = None  # pipelines.quality.checks.CheckReport
+    site: Any = None  # dashboards.site.SiteReport
     timings: dict[str, float] = field(default_factory=dict)
     rows_before: dict[str, int] = field(default_factory=dict)
     rows_after: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass
+class RegressionCheck:
+    """`find_changes` over the campaign's runs, judged against the nightly history's injected
+    regression: ok when every confirmed regression is in the injected configuration within
+    +-2 nights of the injected night and there is at least one (none when nothing is injected)."""
+
+    changes: list[Any]  # pipelines.analysis.history.HistoryChange
+    series: int
+    expected: dict[str, Any] | None
+    first_night: str
+
+    def _night(self, collected: str) -> int:
+        from datetime import date
+
+        return (date.fromisoformat(collected[:10]) - date.fromisoformat(self.first_night)).days
+
+    def _is_expected(self, change: Any) -> bool:
+        e = self.expected
+        if e is None:
+            return False
+        config = change.config
+        same = (config["model"], config["schedule"], config["seq_len"]) == (
+            e["model"],
+            e["schedule"],
+            e["seq_len"],
+        )
+        return same and abs(self._night(change.collected_after) - int(e["night"])) <= 2
+
+    @property
+    def regressions(self) -> list[Any]:
+        return [c for c in self.changes if c.is_regression]
+
+    @property
+    def unexpected(self) -> list[Any]:
+        return [c for c in self.regressions if not self._is_expected(c)]
+
+    @property
+    def ok(self) -> bool:
+        found = [c for c in self.regressions if self._is_expected(c)]
+        return not self.unexpected and (bool(found) == (self.expected is not None))
+
+    def summary(self) -> str:
+        e = self.expected
+        injected = (
+            f"injected: {e['model']} {e['schedule']} {e['seq_len']} +{e['slowdown']:.0%} compute "
+            f"from {e['date']}"
+            if e
+            else "nothing injected"
+        )
+        found = sorted(
+            {
+                (c.config["model"], c.config["schedule"], c.collected_after[:10])
+                for c in self.regressions
+            }
+        )
+        where = "; ".join(f"{m} {s} from {d}" for m, s, d in found) or "none"
+        status = "as expected" if self.ok else "NOT as expected"
+        return (
+            f"Regressions {status}: {len(self.regressions)} confirmed regression change point(s) "
+            f"in {self.series} series ({where}); {injected}."
+        )
+
+
+def change_point_frame(changes: list[Any]) -> pl.DataFrame:
+    """The change points as dashboards.trends wants them: config, metric, collected_at,
+    direction (up / down) per trend metric (ttft_ns -> ttft)."""
+    rows = [
+        {
+            "config": f"{c.config['model']} · {c.config['schedule']} · seq {c.config['seq_len']}"
+            f" · chunk {c.config['chunk_size']}",
+            "metric": c.metric.removesuffix("_ns"),
+            "collected_at": c.collected_after,
+            "direction": "up" if c.magnitude > 0 else "down",
+        }
+        for c in changes
+    ]
+    schema = {"config": pl.String, "metric": pl.String, "collected_at": pl.String}
+    return pl.DataFrame(rows, schema={**schema, "direction": pl.String})
+
+
+# DCPP sizes each chunk from the prefix it follows (chunks shrink as the prefix grows), so its
+# tau_k is not a fixed-size chunk's and has no linear expectation: in the full demo the dense
+# models' dcpp curves were judged `convex` by 10-12 % of mean tau. The self-check covers the
+# fixed-chunk schedules only (docs/demo.md).
+VARIABLE_CHUNK_SCHEDULES = ("dcpp",)
+
+
 def check_curves(curves: pl.DataFrame) -> CurveCheck:
-    """The verdict policy over the curves (pipelines.analysis.verdict_policy.check_fits)."""
+    """The verdict policy (pipelines.analysis.verdict_policy.check_fits) over the curves of
+    fixed-chunk schedules."""
+    if "schedule" in curves.columns:
+        curves = curves.filter(~pl.col("schedule").is_in(list(VARIABLE_CHUNK_SCHEDULES)))
     return CurveCheck(check_fits(curves))
 
 
@@ -146,8 +254,12 @@ def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
     """Run the whole demo into `config.out` and `config.warehouse_path`."""
     from pipelines import warehouse
     from pipelines.analysis.chunk_store import extract_chunks
+    from pipelines.analysis.comparison import compare_run_sets
     from pipelines.analysis.fit_store import fit_and_store
+    from pipelines.analysis.history import find_changes
     from pipelines.ingest.load import ingest_paths
+    from pipelines.quality.checks import run_checks
+    from pipelines.selectors import SelectorError
 
     report = DemoReport(config)
     t0 = time.perf_counter()
@@ -158,12 +270,12 @@ def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
     try:
         report.rows_before = warehouse.row_counts(con)
         t = time.perf_counter()
-        per_model = len(folders) // len(config.campaign.models)
-        for i in range(0, len(folders), per_model):
-            ingested = ingest_paths(folders[i : i + per_model], con, progress=False)
+        batch = 20
+        for i in range(0, len(folders), batch):
+            ingested = ingest_paths(folders[i : i + batch], con, progress=False)
             report.run_ids += [r.run_id for r in ingested.runs]
             report.quarantined += [q.message() for q in ingested.quarantined]
-            done = min(i + per_model, len(folders))
+            done = min(i + batch, len(folders))
             log(f"ingest {done}/{len(folders)} runs  {_since(t)}")
         report.timings["ingest_s"] = time.perf_counter() - t
 
@@ -182,12 +294,47 @@ def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
         log(f"fit: {report.curves.height} curves  {_since(t)}")
         report.timings["fit_s"] = time.perf_counter() - t
 
+        t = time.perf_counter()
+        try:
+            report.comparison = compare_run_sets(
+                con, config.compare_baseline, config.compare_candidate
+            )
+            log(f"compare: {len(report.comparison.metrics)} metrics  {_since(t)}")
+        except SelectorError as exc:  # the quick campaign has no VPP run
+            report.comparison_skipped = str(exc)
+            log(f"compare: skipped, {exc}")
+        report.timings["compare_s"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        changes, series = find_changes(con, build=report.comparison is None)
+        history = config.campaign.history
+        report.regressions = RegressionCheck(
+            changes, series, history.expected_regression(), history.first_night
+        )
+        log(f"regressions: {len(changes)} change points in {series} series  {_since(t)}")
+        report.timings["regressions_s"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        report.quality = run_checks(con, report.run_ids)
+        log(f"check: {len(report.quality.errors)} failing  {_since(t)}")
+        report.timings["check_s"] = time.perf_counter() - t
+
         if config.replay_schedules:
             t = time.perf_counter()
             report.replay = replay_first(con, config, report.run_ids)
             if report.replay is not None:
                 log(f"replay: {len(report.replay.reruns)} reruns  {_since(t)}")
             report.timings["replay_s"] = time.perf_counter() - t
+
+        if config.dashboards:
+            from dashboards.site import build_site
+
+            t = time.perf_counter()
+            report.site = build_site(
+                con, None, config.site_dir, change_point_frame(report.regressions.changes)
+            )
+            log(f"dashboards: {len(report.site.pages)} pages  {_since(t)}")
+            report.timings["dashboards_s"] = time.perf_counter() - t
         report.rows_after = warehouse.row_counts(con)
     finally:
         con.close()

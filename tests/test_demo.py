@@ -19,7 +19,7 @@ from pipelines.demo import check_curves
 @pytest.fixture(scope="module")
 def demo_runs(tmp_path_factory) -> tuple[Path, dict, dict]:
     out = tmp_path_factory.mktemp("demo")
-    argv = ["demo", "--quick", "--out", str(out), "--json"]
+    argv = ["demo", "--quick", "--no-dashboards", "--out", str(out), "--json"]
     results = []
     for _ in range(2):
         buffer = io.StringIO()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
@@ -20,6 +21,9 @@ Show one stored run (its id, or a unique prefix of it):
   * the top kernels and communication ops by total time, with counts;
   * the chunk table and the τ_k fit when the run has chunks, else how to get them.
 
+With --html DIR it also writes DIR/runs/<run id>.html (dashboards.site.run_page: the step
+breakdown per rank, the timeline and the τ_k curves the run has, offline) and prints its path.
+
 Exit status: 0 ok, 2 no such run (or an ambiguous prefix) or no warehouse."""
 
 
@@ -32,6 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("run_id", metavar="RUN", help="run id or a unique prefix of it")
     parser.add_argument("--no-fit", action="store_true", help="skip the tau_k fit")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        metavar="OUT",
+        help="also write the run page OUT/runs/<run id>.html (offline HTML with its PNGs)",
+    )
     add_warehouse_option(parser)
     add_json_option(parser)
     parser.set_defaults(func=run)
@@ -218,10 +229,20 @@ def run(args: argparse.Namespace) -> int:
             )
             return ExitCode.BAD_INPUT
         view = show_run(con, found[0], fit=not args.no_fit)
+        page = None
+        if args.html is not None:
+            from dashboards.site import run_page
+
+            page = run_page(con, found[0], args.html)
     finally:
         con.close()
     if args.json:
-        print(json.dumps(view.as_json(), indent=1, default=str))
+        payload = view.as_json()
+        if page is not None:
+            payload["html"] = str(page)
+        print(json.dumps(payload, indent=1, default=str))
     else:
         print(_text(view))
+        if page is not None:
+            print(f"\nrun page: {page}")
     return ExitCode.OK

@@ -16,7 +16,7 @@ from pipelines.cli import main
 def demo_warehouse(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dash-demo")
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["demo", "--quick", "--out", str(out), "--json"]) == 0
+        assert main(["demo", "--quick", "--no-dashboards", "--out", str(out), "--json"]) == 0
     return out / "warehouse.duckdb"
 
 

@@ -26,6 +26,8 @@ CAMPAIGN = {
     "chunk_size": 8192,
     "pp": 2,
     "repeats": 2,
+    "more_schedules": [],
+    "nights": 0,
 }
 # the module fixture simulates, ingests and segments 4 runs: about 10 s on a quiet machine
 pytestmark = pytest.mark.slow

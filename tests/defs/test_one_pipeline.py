@@ -48,7 +48,7 @@ def _fits(path: Path) -> pl.DataFrame:
 def doors(tmp_path_factory) -> Doors:
     root = tmp_path_factory.mktemp("doors")
     state = Doors()
-    config = replace(DemoConfig(out=root / "demo").quick(), replay_schedules=())
+    config = replace(DemoConfig(out=root / "demo").quick(), replay_schedules=(), dashboards=False)
     state.demo = run_demo(config, log=lambda _: None)
     state.demo_raw = config.raw_dir
     state.dagster_raw = root / "dagster" / "raw"
@@ -58,7 +58,12 @@ def doors(tmp_path_factory) -> Doors:
         "raw_dir": RawDirResource(path=str(state.dagster_raw), settle_seconds=0),
     }
     quick = config.campaign
-    campaign = {"schedules": list(quick.schedules), "seq_lens": list(quick.seq_lens)}
+    campaign = {
+        "schedules": list(quick.schedules),
+        "seq_lens": list(quick.seq_lens),
+        "more_schedules": list(quick.more_schedules),
+        "nights": quick.history.nights,
+    }
     with dg.DagsterInstance.ephemeral() as instance:
         state.dagster = materialize_all(instance, resources, campaign, log=lambda _: None)
     return state

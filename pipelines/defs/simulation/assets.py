@@ -6,7 +6,7 @@ partition of `runs`. Simulated runs then go through discovery, ingestion and seg
 like real ones (the sensor, or `python -m pipelines.defs.materialize_all`).
 """
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import dagster as dg
 
@@ -25,15 +25,18 @@ class CampaignConfig(dg.Config):
     models: list[str] = list(_DEFAULTS.models)  # noqa: RUF012 (pydantic copies defaults)
     schedules: list[str] = list(_DEFAULTS.schedules)  # noqa: RUF012
     seq_lens: list[int] = list(_DEFAULTS.seq_lens)  # noqa: RUF012
+    more_schedules: list[str] = list(_DEFAULTS.more_schedules)  # noqa: RUF012
     chunk_size: int = _DEFAULTS.chunk_size
     pp: int = _DEFAULTS.pp
     repeats: int = _DEFAULTS.repeats
     noise: float = _DEFAULTS.noise
     seed: int = _DEFAULTS.seed
+    nights: int = _DEFAULTS.history.nights  # nightly history (pipelines.nightly_history); 0: none
 
     def campaign(self) -> Campaign:
-        values = {f.name: getattr(self, f.name) for f in fields(Campaign)}
-        return Campaign(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+        values = {f.name: getattr(self, f.name) for f in fields(Campaign) if f.name != "history"}
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        return Campaign(**values, history=replace(_DEFAULTS.history, nights=self.nights))
 
 
 @dg.asset(
