@@ -219,18 +219,8 @@ def change_point_frame(changes: list[Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={**schema, "direction": pl.String})
 
 
-# DCPP sizes each chunk from the prefix it follows (chunks shrink as the prefix grows), so its
-# tau_k is not a fixed-size chunk's and has no linear expectation: in the full demo the dense
-# models' dcpp curves were judged `convex` by 10-12 % of mean tau. The self-check covers the
-# fixed-chunk schedules only (docs/demo.md).
-VARIABLE_CHUNK_SCHEDULES = ("dcpp",)
-
-
 def check_curves(curves: pl.DataFrame) -> CurveCheck:
-    """The verdict policy (pipelines.analysis.verdict_policy.check_fits) over the curves of
-    fixed-chunk schedules."""
-    if "schedule" in curves.columns:
-        curves = curves.filter(~pl.col("schedule").is_in(list(VARIABLE_CHUNK_SCHEDULES)))
+    """The verdict policy (pipelines.analysis.verdict_policy.check_fits: fixed-chunk schedules)."""
     return CurveCheck(check_fits(curves))
 
 

@@ -62,6 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_warehouse_option(parser)
     add_json_option(parser)
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="every statistic (a/b, balance residual, VPP bubble prediction, shape tests); the "
+        "default table fits 120 columns",
+    )
     parser.add_argument("--model", help="only this model")
     parser.add_argument("--schedule", help="only this schedule")
     parser.add_argument(
@@ -134,12 +140,37 @@ def _text_row(row: dict) -> dict[str, str]:
     }
 
 
-def format_table(curves: pl.DataFrame) -> str:
-    """Fixed-width text table of the fit results."""
+# the default table fits 120 columns; --wide adds a/b, balance, VPP prediction, shape tests
+COMPACT_COLUMNS = (
+    ("model", "model"),
+    ("schedule", "sched"),
+    ("length", "seq/chunk"),
+    ("stage", "vs"),
+    ("n_runs", "runs"),
+    ("n_points", "pts"),
+    ("slope", "slope ms/chunk [95% CI]"),
+    ("intercept", "intercept ms [CI]"),
+    ("r2", "R2"),
+    ("verdict", "verdict"),
+)
+
+
+def _tokens(text: str) -> str:
+    return f"{int(text) // 1024}K" if text.isdigit() and int(text) % 1024 == 0 else text
+
+
+def format_table(curves: pl.DataFrame, wide: bool = False) -> str:
+    """Fixed-width text table of the fit results (`wide`: every statistic)."""
+    columns = TEXT_COLUMNS if wide else COMPACT_COLUMNS
+    gap = "  " if wide else " "
     rows = [_text_row(r) for r in curves.to_dicts()]
-    widths = {key: max([len(title)] + [len(r[key]) for r in rows]) for key, title in TEXT_COLUMNS}
-    lines = ["  ".join(title.ljust(widths[key]) for key, title in TEXT_COLUMNS)]
-    lines += ["  ".join(r[key].ljust(widths[key]) for key, _ in TEXT_COLUMNS) for r in rows]
+    for r in rows:
+        r["length"] = f"{_tokens(r['seq_len'])}/{_tokens(r['chunk'])}"
+        if not wide and len(r["model"]) > 20:
+            r["model"] = r["model"][:19] + "…"
+    widths = {key: max([len(title)] + [len(r[key]) for r in rows]) for key, title in columns}
+    lines = [gap.join(title.ljust(widths[key]) for key, title in columns)]
+    lines += [gap.join(r[key].ljust(widths[key]) for key, _ in columns) for r in rows]
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -223,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(wrapped(hint))
         return ExitCode.OK
-    print(format_table(curves))
+    print(format_table(curves, wide=args.wide))
     counts = curves.group_by("verdict").len().sort("verdict")
     summary = ", ".join(f"{v}: {n}" for v, n in counts.iter_rows())
     print(f"\n{curves.height} curves ({summary}); evidence per curve with --json")

@@ -152,5 +152,6 @@ def test_fit_table_and_printout_carry_the_vpp_prediction() -> None:
     )
     row = table.row(0, named=True)
     assert 0.09 < row["vpp_bubble_pred"] < 0.2 and 0 < row["vpp_gain_pred"] < 0.1
-    text = format_table(table)
+    text = format_table(table, wide=True)
+    assert max(len(line) for line in format_table(table).splitlines()) <= 120
     assert "VPP bubble pred" in text and f"{row['vpp_bubble_pred']:.1%}" in text
