@@ -13,8 +13,9 @@ from pipelines.cli._common import add_json_option, add_warehouse_option
 DESCRIPTION = """\
 Run the data-check suites (pipelines/quality/catalog.py, docs/quality.md) over the warehouse, or
 over the runs SEL selects (docs/selectors.md; replays=yes to include simulated reruns; without
-SEL every run is checked, replays and orphaned rows included). Each expectation is a DuckDB query
-that counts and samples the rows breaking it, judged by a Great Expectations suite per table.
+SEL every run is checked, replays and orphaned rows included), the canonical tables and the
+marts. Each expectation is a DuckDB query that counts and samples the rows breaking it; Great
+Expectations judges every count.
 Prints one line per expectation (table, expectation, severity, result, failing rows, example
 rows); --html writes an offline report, --junit a JUnit XML file with one test case per
 expectation. Exit status 0 when every error-severity expectation holds (warnings are reported),

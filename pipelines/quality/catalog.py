@@ -3,6 +3,8 @@
 An expectation is named `<table>.<name>`. Apart from `schema` (every table: the columns and
 types sql/schema/<table>.sql declares), each one is a query in sql/quality/<table>/<name>.sql
 that returns the rows breaking it, restricted to the runs in the temporary table `checked_runs`.
+The marts (MARTS, views over the canonical tables) have suites of the same kind, without
+`schema`.
 `error` fails `tracereplay check` (exit 1) and blocks downstream Dagster assets; `warning` is
 reported and blocks nothing (docs/quality.md).
 """
@@ -50,8 +52,25 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
     ("ranks", "pp_groups_complete", E, "every rank named in a pp group has a row in ranks"),
     ("slices", "non_negative_durations", E, "no slice has a negative duration"),
     ("slices", "no_duplicated_events", E, "no slice is stored twice (all columns equal)"),
+    (
+        "slices",
+        "steps_consecutive",
+        E,
+        "a rank's step numbers have no gap (they need not start at 0: ProfilerStep#N)",
+    ),
     ("kernels", "non_negative_durations", E, "no kernel has a negative duration or wait"),
-    ("kernels", "no_duplicated_events", E, "no kernel is stored twice"),
+    (
+        "kernels",
+        "no_duplicated_events",
+        W,
+        "no kernel is stored twice (a profiler export may repeat a row: docs/quality.md)",
+    ),
+    (
+        "kernels",
+        "not_written_twice",
+        E,
+        "no rank has every kernel stored more than once (a batch written twice)",
+    ),
     ("kernels", "inside_run_span", E, "kernels lie inside the time span of the run's slices"),
     ("kernels", "not_longer_than_step", E, "no kernel is longer than its step (stage + bubble)"),
     (
@@ -94,6 +113,18 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
     ),
     ("step_breakdown", "unique_step_origin", E, "one row per run, rank, step and origin"),
     (
+        "step_breakdown",
+        "steps_consecutive",
+        E,
+        "a rank's step numbers per origin have no gap (they need not start at 0)",
+    ),
+    (
+        "step_breakdown",
+        "bubble_within_comm_not_overlapped",
+        W,
+        "bubble (receive wait) <= comm_not_overlapped, which contains it",
+    ),
+    (
         "chunks",
         "indices_contiguous",
         E,
@@ -103,6 +134,34 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
     ("chunks", "busy_within_span", E, "0 <= busy_ns <= end_ns - start_ns"),
     ("chunks", "inside_run_span", E, "chunks lie inside the time span of the run's slices"),
     ("quarantine", "nothing_quarantined", W, "every input found could be read"),
+    (
+        "fct_run_metrics",
+        "non_negative_values",
+        E,
+        "no negative time, token count or throughput; n_steps >= 1",
+    ),
+    (
+        "fct_run_metrics",
+        "plausible_ratios_and_bounds",
+        E,
+        "0 <= overlap_ratio <= 1 and mean TTFT <= longest TTFT <= makespan",
+    ),
+    ("fct_config_metrics", "n_at_least_one", E, "every configuration x metric row has n >= 1"),
+    (
+        "fct_config_metrics",
+        "interval_contains_mean",
+        E,
+        "ci_lo <= mean <= ci_hi, and n >= 2 has an interval",
+    ),
+    ("fct_request_ttft", "positive_ttft", E, "every request has a TTFT > 0"),
+    ("fct_request_ttft", "positive_prompt_tokens", E, "every request has a prompt of > 0 tokens"),
+    (
+        "fct_rank_time_split",
+        "parts_add_up_to_window",
+        E,
+        "computing + exposed comm + bubble + free = window within 1 us per step (complete ranks)",
+    ),
+    ("fct_rank_time_split", "non_negative_parts", E, "no part of the step window is negative"),
 )
 
 TABLES = (
@@ -117,11 +176,23 @@ TABLES = (
     "quarantine",
 )
 
+# the marts (sql/marts, views built on every connection): no schema of their own to compare with
+MARTS = (
+    "fct_run_metrics",
+    "fct_config_metrics",
+    "fct_request_ttft",
+    "fct_rank_time_split",
+)
+
 EXPECTATIONS: tuple[Expectation, ...] = tuple(
     item
-    for table in TABLES
+    for table in (*TABLES, *MARTS)
     for item in (
-        Expectation(table, SCHEMA, E, f"{table} has the columns and types of sql/schema"),
+        *(
+            [Expectation(table, SCHEMA, E, f"{table} has the columns and types of sql/schema")]
+            if table in TABLES
+            else []
+        ),
         *(Expectation(t, n, s, d) for t, n, s, d in _DECLARED if t == table),
     )
 )

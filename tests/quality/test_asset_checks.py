@@ -13,7 +13,10 @@ import pytest
 from pipelines.cli import main
 from pipelines.defs.quality.checks import asset_of, check_name, table_data_checks
 from pipelines.defs.resources import WarehouseResource
-from pipelines.quality.catalog import EXPECTATIONS, Severity
+from pipelines.quality.catalog import EXPECTATIONS, TABLES, Severity
+
+# the marts have no Dagster asset yet: their suites run in `tracereplay check` only
+TABLE_EXPECTATIONS = tuple(e for e in EXPECTATIONS if e.table in TABLES)
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +27,7 @@ def demo_warehouse(tmp_path_factory) -> Path:
 
 
 def _run_checks(warehouse: Path) -> dg.ExecuteInProcessResult:
-    assets = sorted({asset_of(e.table) for e in EXPECTATIONS})
+    assets = sorted({asset_of(e.table) for e in TABLE_EXPECTATIONS})
     defs = dg.Definitions(
         assets=[dg.AssetSpec(a) for a in assets],
         asset_checks=table_data_checks,
@@ -43,8 +46,10 @@ def test_one_check_per_expectation_blocking_for_errors() -> None:
         for checks in table_data_checks
         for spec in checks.check_specs
     }
-    assert set(specs) == {(asset_of(e.table), check_name(e.table, e.name)) for e in EXPECTATIONS}
-    for e in EXPECTATIONS:
+    assert set(specs) == {
+        (asset_of(e.table), check_name(e.table, e.name)) for e in TABLE_EXPECTATIONS
+    }
+    for e in TABLE_EXPECTATIONS:
         spec = specs[(asset_of(e.table), check_name(e.table, e.name))]
         assert spec.blocking == (e.severity is Severity.ERROR)
 
@@ -52,15 +57,20 @@ def test_one_check_per_expectation_blocking_for_errors() -> None:
 def test_checks_pass_on_the_demo_and_fail_with_rows(demo_warehouse, tmp_path) -> None:
     clean = _run_checks(demo_warehouse)
     evaluations = clean.get_asset_check_evaluations()
-    assert len(evaluations) == len(EXPECTATIONS)
-    assert all(ev.passed for ev in evaluations)
+    assert len(evaluations) == len(TABLE_EXPECTATIONS)
+    assert all(ev.passed for ev in evaluations if ev.severity == dg.AssetCheckSeverity.ERROR)
+    warned = {ev.check_name for ev in evaluations if not ev.passed}
 
     broken = tmp_path / "warehouse.duckdb"
     shutil.copy(demo_warehouse, broken)
     con = duckdb.connect(str(broken))
     con.execute("insert into slices select * from slices order by run_id, start_ns limit 1")
     con.close()
-    failed = [ev for ev in _run_checks(broken).get_asset_check_evaluations() if not ev.passed]
+    failed = [
+        ev
+        for ev in _run_checks(broken).get_asset_check_evaluations()
+        if not ev.passed and ev.check_name not in warned
+    ]
     assert [(ev.asset_key.to_user_string(), ev.check_name) for ev in failed] == [
         ("slices", "no_duplicated_events")
     ]

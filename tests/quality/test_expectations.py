@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from pipelines import warehouse as wh
-from pipelines.quality.catalog import EXPECTATIONS, SCHEMA, Severity, expectation
+from pipelines.quality.catalog import EXPECTATIONS, SCHEMA, TABLES, Severity, expectation
 from pipelines.quality.checks import run_checks
 
 HEX = "a" * 64
@@ -59,7 +59,7 @@ def _rename_last_column(table: str) -> str:
 
 
 BREAKS: dict[str, list[str]] = {
-    **{f"{t}.{SCHEMA}": [_rename_last_column(t)] for t in {e.table for e in EXPECTATIONS}},
+    **{f"{t}.{SCHEMA}": [_rename_last_column(t)] for t in TABLES},
     "runs.facts_for_chunks": ["update runs set seq_len = null"],
     "run_inputs.non_negative_bytes": ["update run_inputs set bytes = -1"],
     "run_inputs.sha256_hex": ["update run_inputs set sha256 = 'ABC'"],
@@ -74,6 +74,37 @@ BREAKS: dict[str, list[str]] = {
     "slices.no_duplicated_events": ["insert into slices select * from slices where rank = 1"],
     "kernels.non_negative_durations": ["update kernels set wait_ns = -1"],
     "kernels.no_duplicated_events": ["insert into kernels select * from kernels"],
+    "kernels.not_written_twice": ["insert into kernels select * from kernels"],
+    "slices.steps_consecutive": [
+        "insert into slices select * replace (3 as step, start_ns + 10 as start_ns) from slices"
+    ],
+    "step_breakdown.steps_consecutive": [
+        "insert into step_breakdown select * replace (3 as step) from step_breakdown"
+    ],
+    "step_breakdown.bubble_within_comm_not_overlapped": [
+        "update step_breakdown set bubble_ns = comm_not_overlapped_ns + 1"
+    ],
+    # the marts are views over the tables above: most break through the rows they read
+    "fct_run_metrics.non_negative_values": ["update chunks set tokens = -tokens"],
+    "fct_run_metrics.plausible_ratios_and_bounds": [
+        "update step_breakdown set overlapped_ns = 2 * communication_ns"
+    ],
+    "fct_request_ttft.positive_ttft": ["update chunks set end_ns = 5000, busy_ns = 0"],
+    "fct_request_ttft.positive_prompt_tokens": ["update chunks set tokens = 0"],
+    "fct_rank_time_split.parts_add_up_to_window": [
+        "update step_breakdown set free_ns = free_ns + 5000"
+    ],
+    "fct_rank_time_split.non_negative_parts": ["update step_breakdown set free_ns = -1"],
+    # n = count(*) and the interval around the mean cannot go wrong through data: these guard
+    # the mart's SQL, so the breakage is a wrong definition shadowing it on this connection
+    "fct_config_metrics.n_at_least_one": [
+        "create temp view fct_config_metrics as"
+        " select * replace (0 as n) from main.fct_config_metrics"
+    ],
+    "fct_config_metrics.interval_contains_mean": [
+        "create temp view fct_config_metrics as"
+        " select * replace (mean + 1 as ci_lo) from main.fct_config_metrics"
+    ],
     "kernels.inside_run_span": ["update kernels set start_ns = start_ns + 1000000000000"],
     "kernels.not_longer_than_step": ["update kernels set dur_ns = 400000"],
     "kernels.shorter_than_a_minute": ["update kernels set dur_ns = 60000000000"],
@@ -125,6 +156,8 @@ def test_severity_is_error_except_the_metadata_warnings() -> None:
     warnings = {e.key for e in EXPECTATIONS if e.severity is Severity.WARNING}
     assert warnings == {
         "runs.facts_for_chunks",
+        "kernels.no_duplicated_events",
+        "step_breakdown.bubble_within_comm_not_overlapped",
         "step_breakdown.derived_rows_complete",
         "quarantine.nothing_quarantined",
     }
@@ -169,3 +202,45 @@ def test_selected_runs_only(clean) -> None:
     report = run_checks(clean, run_ids=["other"], tables=["slices"])
     assert report.runs_checked == 1
     assert all(r.passed for r in report.results if r.expectation.name != SCHEMA)
+
+
+def test_a_repeated_kernel_row_warns_a_rank_written_twice_errs(clean) -> None:
+    """The profiler's own repeat (compute_advice kernel_details.csv: one row 4 times among 29)
+    is a warning; every kernel of a rank stored twice is the pipeline's fault, an error."""
+    clean.execute(
+        "insert into kernels (run_id, rank, step, name, start_ns, dur_ns, wait_ns, is_comm) values"
+        " ('r1', 0, 1, 'fa', 4000, 500, 0, false), ('r1', 0, 1, 'fa', 4000, 500, 0, false),"
+        " ('r1', 0, 1, 'fa', 4000, 500, 0, false)"
+    )
+    repeated = _verdict(clean, "kernels.no_duplicated_events")
+    assert not repeated.passed and not repeated.blocks
+    assert repeated.example_dicts()[0]["copies"] == 3
+    assert _verdict(clean, "kernels.not_written_twice").passed
+    clean.execute("insert into kernels select * from kernels where name = 'mm'")
+    twice = _verdict(clean, "kernels.not_written_twice")
+    assert twice.blocks
+    assert twice.example_dicts()[0]["fewest_copies"] == 2
+
+
+def test_steps_need_not_start_at_zero(clean) -> None:
+    """torch_npu numbers ProfilerStep#N from the schedule's first recorded step (50, 551, ...)."""
+    clean.execute("update slices set step = step + 549")
+    clean.execute(
+        "insert into slices select * replace (551 as step, start_ns + 1 as start_ns) from slices"
+    )
+    clean.execute("update step_breakdown set step = 550")
+    assert _verdict(clean, "slices.steps_consecutive").passed
+    assert _verdict(clean, "step_breakdown.steps_consecutive").passed
+
+
+def test_config_interval_holds_the_mean_over_two_runs(clean) -> None:
+    """A second run of the same configuration gives n = 2 and a real Student-t interval."""
+    for table in ("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "chunks"):
+        clean.execute(f"insert into {table} select * replace ('r2' as run_id) from {table}")
+    clean.execute("update chunks set end_ns = end_ns + 7000 where run_id = 'r2'")
+    rows = clean.execute(
+        "select n, ci_lo, mean, ci_hi from fct_config_metrics where metric = 'ttft_ns'"
+    ).fetchall()
+    assert rows and rows[0][0] == 2 and rows[0][1] < rows[0][2] < rows[0][3]
+    assert _verdict(clean, "fct_config_metrics.interval_contains_mean").passed
+    assert _verdict(clean, "fct_config_metrics.n_at_least_one").passed

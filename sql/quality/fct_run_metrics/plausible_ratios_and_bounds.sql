@@ -1,0 +1,18 @@
+-- runs whose metrics contradict each other: overlap ratio outside [0, 1], mean TTFT above the
+-- longest TTFT, or the longest TTFT above the makespan of all the run's chunks
+select
+    run_id,
+    overlap_ratio,
+    ttft_ns,
+    ttft_max_ns,
+    makespan_ns
+from fct_run_metrics
+where
+    run_id in (select checked_runs.run_id from checked_runs)
+    and (
+        overlap_ratio < 0
+        or overlap_ratio > 1
+        or ttft_ns > ttft_max_ns
+        or ttft_max_ns > makespan_ns
+    )
+order by run_id
