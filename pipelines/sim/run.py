@@ -25,6 +25,7 @@ from pipelines.sim import presets
 from pipelines.sim.chunking import DcppConfig, dynamic_chunks, fixed_chunks
 from pipelines.sim.comm import CommModel
 from pipelines.sim.costs import StageCost
+from pipelines.sim.disturbance import Disturbance, disturbed_durations
 from pipelines.sim.engine import evaluate
 from pipelines.sim.layout import StageLayout, fold_back_layout
 from pipelines.sim.result import SimResult
@@ -302,6 +303,7 @@ def simulate(
     reorder: bool | None = None,
     noise: float = 0.0,
     seed: int = 0,
+    disturbance: Disturbance | None = None,
 ) -> SimResult:
     """Simulate one run of `requests` under `schedule` and return its task and request tables.
 
@@ -310,6 +312,7 @@ def simulate(
     transfers) or a CommModel; comm_mode overrides blocking/async (default: async for vpp_async
     and vpp_pack). reorder: VPP-Async's s0(k+1)-before-s3(k-1) swap (default: on for vpp_async
     and vpp_pack). noise: multiplicative lognormal σ per task (0.03 = 3 %), drawn from `seed`.
+    disturbance: outlier chunk, AR(1) noise, throttle step, run scale (pipelines.sim.disturbance).
     """
     plan, dur, meta, _, _ = prepare(
         requests,
@@ -327,7 +330,11 @@ def simulate(
         dcpp=dcpp,
         reorder=reorder,
     )
-    start, end = evaluate(plan.graph, _noisy(dur, noise, seed), _release(plan))
+    if disturbance is None:
+        durations = _noisy(dur, noise, seed)
+    else:
+        durations = disturbed_durations(plan, dur, noise, seed, disturbance)
+    start, end = evaluate(plan.graph, durations, _release(plan))
     meta.update(seed=seed, noise=noise)
     return SimResult(task_table(plan, start, end), request_table(plan, end), meta)
 
