@@ -101,9 +101,9 @@ def screen_outliers(k: np.ndarray, y: np.ndarray) -> OutlierScreen:
                 continue
             cutoff = stats.t.ppf(1 - OUTLIER_ALPHA / (2 * len(idx)), df)
             rel = yy[j] / pred - 1 if pred > 0 else 0.0
-            if abs(t) > cutoff and abs(rel) >= OUTLIER_MIN_REL:
-                if worst is None or abs(t) > worst[0]:
-                    worst = (abs(t), j, yy[j] / pred)
+            significant = abs(t) > cutoff and abs(rel) >= OUTLIER_MIN_REL
+            if significant and (worst is None or abs(t) > worst[0]):
+                worst = (abs(t), j, yy[j] / pred)
         if worst is None:
             break
         _, j, factor = worst
