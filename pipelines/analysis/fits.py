@@ -190,29 +190,75 @@ def _hac_lags(n: int) -> int:
     return max(1, int(4 * (n / 100) ** (2 / 9)))
 
 
-def _with_hac(model, plain, hac: bool):
-    """`plain` (a fitted result of `model`), or its Newey-West (HAC) refit when the residuals are
-    serially correlated and HAC widens the interval of the last (tested) coefficient: HAC's
-    small-sample downward bias must not make a short series look more certain than it is."""
-    if not hac:
+def _with_serial(model, plain, inflation: float):
+    """`plain` (a fitted result of `model`), or, when the residuals are serially correlated
+    (inflation > 1), the widest for the last (tested) coefficient of: plain, the Newey-West (HAC)
+    refit, and the classical covariance times the AR(1) variance inflation (1+rho)/(1-rho).
+    Newey-West alone is biased down on 8-21 chunks (it kept 70-80 % slope coverage under
+    AR(1) rho=0.7, docs/tau_k.md): it may widen an interval, never narrow one."""
+    if inflation <= 1:
         return plain
-    lagged = model.fit(
-        cov_type="HAC", cov_kwds={"maxlags": _hac_lags(len(model.endog))}, use_t=True
-    )
-    return lagged if lagged.bse[-1] > plain.bse[-1] else plain
+    lags = _hac_lags(len(model.endog))
+    options = [
+        plain,
+        model.fit(cov_type="HAC", cov_kwds={"maxlags": lags}, use_t=True),
+        model.fit(cov_type="fixed scale", cov_kwds={"scale": model.fit().scale * inflation}),
+    ]
+    return max(options, key=lambda r: r.bse[-1])
 
 
-def _fit(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, hac: bool = False):
+def _fit(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, serial: float = 1.0):
     model = sm.OLS(y, X)
     if groups is not None:
         return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
-    return _with_hac(model, model.fit(cov_type="HC3", use_t=True), hac)
+    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial)
 
 
-def _wfit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, hac: bool):
+def _wfit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, serial: float):
     """The line through per-k means of unequal counts: WLS by count, HC3 (or HAC) covariance."""
     model = sm.WLS(y, X, weights=weights)
-    return _with_hac(model, model.fit(cov_type="HC3", use_t=True), hac)
+    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial)
+
+
+def _inflation(dw: float) -> float:
+    """AR(1) variance inflation (1+rho)/(1-rho), rho = 1 - DW/2 (at most 0.9), when the
+    Durbin-Watson statistic is below DW_SERIAL; else 1."""
+    if not math.isfinite(dw) or dw >= DW_SERIAL:
+        return 1.0
+    rho = min(1 - dw / 2, 0.9)
+    return (1 + rho) / (1 - rho)
+
+
+def _serial_dw(k: np.ndarray, y: np.ndarray, w: np.ndarray, runs: np.ndarray) -> float:
+    """Durbin-Watson statistic of the weighted residuals of the shape that leaves the least
+    serial structure (the largest statistic over the line, the quadratic and the best
+    two-segment and level-step fits), so that a real kink or bend is not read as serial
+    correlation of the noise."""
+    grid = np.unique(k)
+    centre = k.mean()
+    families = [
+        [np.column_stack([np.ones_like(k), k])],
+        [np.column_stack([np.ones_like(k), k - centre, (k - centre) ** 2])],
+    ]
+    inner = [
+        kb
+        for kb in range(int(grid.min()) + 1, int(grid.max()))
+        if (grid < kb).sum() >= 2 and (grid > kb).sum() >= 2
+    ]
+    if inner:
+        families.append([np.column_stack([np.ones_like(k), k, _hinge(k, kb)]) for kb in inner])
+        families.append([np.column_stack([np.ones_like(k), k, 1.0 * (k >= kb)]) for kb in inner])
+    root = np.sqrt(w)
+    best = NAN
+    for designs in families:
+        fits = []
+        for X in designs:
+            coef, *_ = np.linalg.lstsq(X * root[:, None], y * root, rcond=None)
+            resid = (y - X @ coef) * root
+            fits.append((float(resid @ resid), resid))
+        dw = durbin_watson_within(min(fits, key=lambda f: f[0])[1], runs)
+        best = dw if not math.isfinite(best) else max(best, dw)
+    return best
 
 
 def durbin_watson_within(resid: np.ndarray, runs: np.ndarray) -> float:
@@ -237,7 +283,7 @@ def _bic(sse: float, n: int, params: int) -> float:
 
 
 def _shape_fit(
-    X: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray | None, hac: bool = False
+    X: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray | None, serial: float = 1.0
 ):
     """Weighted least squares for the shape tests: weights 1/tau_hat^2 (noise is multiplicative),
     classical covariance for one series (Newey-West when serially correlated), cluster-robust
@@ -245,16 +291,16 @@ def _shape_fit(
     model = sm.WLS(y, X, weights=w)
     if groups is not None:
         return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
-    return _with_hac(model, model.fit(), hac)
+    return _with_serial(model, model.fit(), serial)
 
 
-def _curvature(k, y, w, groups, line, k_grid, scale, hac=False):
+def _curvature(k, y, w, groups, line, k_grid, scale, serial=1.0):
     """Quadratic term: coefficient, p, departure from the line, BIC gain, weighted SSE."""
     if len(k_grid) < 4 or len(y) < 4:
         return NAN, NAN, NAN, NAN, NAN, NAN
     centre = k.mean()
     X = np.column_stack([np.ones_like(k), k - centre, (k - centre) ** 2])
-    res = _shape_fit(X, y, w, groups, hac)
+    res = _shape_fit(X, y, w, groups, serial)
     grid = np.column_stack([np.ones_like(k_grid), k_grid - centre, (k_grid - centre) ** 2])
     line_grid = line.params[0] + line.params[1] * k_grid
     effect = _effect(k_grid, grid @ res.params, line_grid, scale)
@@ -271,7 +317,7 @@ def _bubble_change(k_grid: np.ndarray, shape: np.ndarray, line: np.ndarray) -> f
     return 100 * (vpp_bubble_ratio(shape) - vpp_bubble_ratio(line))
 
 
-def _breakpoint(k, y, w, groups, line, k_grid, scale, hac=False, step=False):
+def _breakpoint(k, y, w, groups, line, k_grid, scale, serial=1.0, step=False):
     """Continuous two-segment fit; breakpoint = the integer k (two or more chunk indices on
     each side) minimising the weighted SSE; its hinge term tested like the curvature and the
     p-value Bonferroni-adjusted for the number of candidates."""
@@ -308,7 +354,7 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, hac=False, step=False):
             best = (kb, sse)
     kb, sse_hinge = best
     X = np.column_stack([np.ones_like(k), k, term(k, kb)])
-    res = _shape_fit(X, y, w, groups, hac)
+    res = _shape_fit(X, y, w, groups, serial)
     grid = np.column_stack([np.ones_like(k_grid), k_grid, term(k_grid, kb)])
     line_grid = line.params[0] + line.params[1] * k_grid
     if step:
@@ -438,16 +484,23 @@ def fit_curve(
         order_runs = np.zeros(len(xk), dtype=int)
     m = len(yk)
     X = np.column_stack([np.ones_like(xk), xk])
-    # serial correlation: Durbin-Watson of the relative residuals of the weighted line
     first = sm.WLS(yk, X, weights=cnt).fit()
-    fitted = np.maximum(first.fittedvalues, 0.1 * scale)
-    w = cnt / fitted**2
-    probe = _shape_fit(X, yk, w, None)
-    dw = durbin_watson_within(probe.resid * np.sqrt(w), order_runs)
-    hac = groups is None and math.isfinite(dw) and dw < DW_SERIAL and m >= 6
-    line = _fit(X, yk, groups, hac) if cnt.min() == cnt.max() else _wfit(X, yk, cnt, hac)
+    w = cnt / np.maximum(first.fittedvalues, 0.1 * scale) ** 2
+    # serial correlation: the line's interval from the line's residuals, the shape tests from
+    # those of the shape that leaves the least serial structure (a kink is not AR noise)
+    dw_line = durbin_watson_within(_shape_fit(X, yk, w, None).resid * np.sqrt(w), order_runs)
+    dw = _serial_dw(xk, yk, w, order_runs)
+    serial_line, serial = (
+        _inflation(d) if groups is None and m >= 6 else 1.0 for d in (dw_line, dw)
+    )
+    line = (
+        _fit(X, yk, groups, serial_line)
+        if cnt.min() == cnt.max()
+        else _wfit(X, yk, cnt, serial_line)
+    )
     runs_text = f"(mean of {n_runs} runs)" if groups is None and n_runs > 1 else ""
-    method = "cluster(run)" if groups is not None else ("hac" if line.cov_type == "HAC" else "hc3")
+    covariance = {"HAC": "hac", "fixed scale": "ar1"}.get(line.cov_type, "hc3")
+    method = "cluster(run)" if groups is not None else covariance
     base["ci_method"] = method + runs_text
     tcrit = _tcrit(line, level)
     (a, b), cov = line.params, line.cov_params()
@@ -458,14 +511,14 @@ def fit_curve(
     # shape tests: weighted by counts/tau_hat^2 from the line (floored at a tenth of the mean)
     fitted = np.maximum(a + b * xk, 0.1 * scale)
     w = cnt / fitted**2
-    line_w = _shape_fit(X, yk, w, groups, hac)
+    line_w = _shape_fit(X, yk, w, groups, serial)
     shape_grid = np.unique(xk)
     curvature, curvature_p, curvature_effect, curvature_dbic, sse_quad, curvature_bubble = (
-        _curvature(xk, yk, w, groups, line_w, shape_grid, scale, hac)
+        _curvature(xk, yk, w, groups, line_w, shape_grid, scale, serial)
     )
-    breakpoint = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, hac)
+    breakpoint = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, serial)
     sse_hinge = breakpoint.pop("_sse")
-    step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, hac, step=True)
+    step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, serial, step=True)
     step.pop("_sse")
     # relative noise variance per point for the balance floor: the best of the three shapes,
     # so that a real kink or curvature does not pass for noise
@@ -535,7 +588,7 @@ def fit_curve(
         curvature_bubble_pp=curvature_bubble,
         **breakpoint,
         **step,
-        durbin_watson=dw,
+        durbin_watson=dw_line,
         n_outliers=screen.count,
         outliers=screen.text,
     )

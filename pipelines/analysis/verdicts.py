@@ -106,15 +106,19 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
             f"(p_adj={_fmt(fit.step_p)}, dBIC={fit.step_dbic:.1f}): a drift, not tau(k)"
         )
         candidates.append((fit.step_dbic, "drift", text, True))
-    below = ""
+    below, drift = "", ""
     if candidates:
         _, label, text, matters = max(candidates, key=lambda c: c[0])
-        if matters:
+        if label == "drift":  # a disturbance: the line's own tests still decide the shape
+            drift = text
+            below = f"; {text}"
+        elif matters:
             return Verdict(label, text + context, fit.breakpoint_k if label == "kinked" else None)
-        below = (
-            f"; {text} below the practical floor ({th.min_effect:.0%} of mean tau, "
-            f"{th.min_bubble_pp:g} pp of VPP bubble)"
-        )
+        else:
+            below = (
+                f"; {text} below the practical floor ({th.min_effect:.0%} of mean tau, "
+                f"{th.min_bubble_pp:g} pp of VPP bubble)"
+            )
 
     ratio_text = f"a/b={_fmt(fit.ab_ratio)} [{_fmt(fit.ab_lo)}, {_fmt(fit.ab_hi)}]"
     bound = 1 / th.offset_ratio_min
@@ -131,6 +135,8 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
         f"R2={fit.r2:.3f}, {ratio_text}"
     )
     excludes_zero = fit.slope_lo > 0 or fit.slope_hi < 0
+    if drift:
+        return Verdict("drift", f"{drift}; {line_text}{context}")
     if excludes_zero and rel <= th.max_slope_rel_halfwidth and fit.r2 >= th.min_r2:
         return Verdict("linear", line_text + below + context)
     why = []
