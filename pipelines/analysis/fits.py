@@ -40,6 +40,9 @@ MIN_CLUSTERS = 20
 below it the per-k mean curve is fitted as one series (more runs, less noise per mean: power
 never drops as runs are added). Cameron & Miller (2015, J. Human Resources 50(2)) show CR1 with
 few clusters over-rejects and its t(G-1) correction costs most of the power below ~20-50."""
+DRIFT_ALPHA = 0.01
+"""Significance (Bonferroni-adjusted over the step positions) at which a level step inside the
+run is removed before the shapes of tau(k) are tested (pipelines.analysis.verdicts: `drift`)."""
 DW_SERIAL = 1.5
 """Durbin-Watson statistic below which the residuals count as serially correlated and the line
 and shape tests use Newey-West (HAC) covariance (the usual 1.5-2.5 rule of thumb)."""
@@ -247,7 +250,10 @@ def _serial_dw(k: np.ndarray, y: np.ndarray, w: np.ndarray, runs: np.ndarray) ->
     ]
     if inner:
         families.append([np.column_stack([np.ones_like(k), k, _hinge(k, kb)]) for kb in inner])
-        families.append([np.column_stack([np.ones_like(k), k, 1.0 * (k >= kb)]) for kb in inner])
+        line = families[0][0]
+        coef, *_ = np.linalg.lstsq(line * np.sqrt(w)[:, None], y * np.sqrt(w), rcond=None)
+        level = line @ coef
+        families.append([np.column_stack([line, (k >= kb) * level]) for kb in inner])
     root = np.sqrt(w)
     best = NAN
     for designs in families:
@@ -333,7 +339,13 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, serial=1.0, step=False):
     )
     if step:
         out = dict(step_k=NAN, step_rel=NAN, step_p=NAN, step_effect=NAN, step_dbic=NAN, _sse=NAN)
-    term = (lambda kk, kb: (kk >= kb).astype(float)) if step else _hinge
+    if step:  # a throttle multiplies the line from kb on: (a + b k) (1 + c [k >= kb])
+        a0, b0 = line.params[0], line.params[1]
+
+        def term(kk, kb):
+            return (kk >= kb) * (a0 + b0 * kk)
+    else:
+        term = _hinge
     # at least two chunk indices strictly on each side: a single chunk off the line is an
     # outlier, not a kink
     candidates = [
@@ -358,10 +370,9 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, serial=1.0, step=False):
     grid = np.column_stack([np.ones_like(k_grid), k_grid, term(k_grid, kb)])
     line_grid = line.params[0] + line.params[1] * k_grid
     if step:
-        level = max(float(res.params[0] + res.params[1] * kb), 1e-300)
         out.update(
             step_k=float(kb),
-            step_rel=float(res.params[2]) / level,
+            step_rel=float(res.params[2]),
             step_p=float(min(1.0, res.pvalues[2] * len(candidates))),
             step_effect=_effect(k_grid, grid @ res.params, line_grid, scale),
             step_dbic=_bic(float(line.ssr), n, 2) - _bic(sse_hinge, n, 4),
@@ -520,6 +531,16 @@ def fit_curve(
     sse_hinge = breakpoint.pop("_sse")
     step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, serial, step=True)
     step.pop("_sse")
+    best_shape = max(curvature_dbic, breakpoint["breakpoint_dbic"])
+    if step["step_p"] < DRIFT_ALPHA and step["step_dbic"] > best_shape:
+        # a level step explains the curve best: test the shapes of tau(k) with it removed
+        drift_free = yk / (1 + step["step_rel"] * (xk >= step["step_k"]))
+        line_d = _shape_fit(X, drift_free, w, groups, serial)
+        curvature, curvature_p, curvature_effect, curvature_dbic, _, curvature_bubble = _curvature(
+            xk, drift_free, w, groups, line_d, shape_grid, scale, serial
+        )
+        breakpoint = _breakpoint(xk, drift_free, w, groups, line_d, shape_grid, scale, serial)
+        breakpoint.pop("_sse")
     # relative noise variance per point for the balance floor: the best of the three shapes,
     # so that a real kink or curvature does not pass for noise
     rel_var = [line_w.ssr / max(m - 2, 1)]
