@@ -32,7 +32,20 @@ import numpy as np
 import statsmodels.api as sm
 from scipy import stats
 
+from pipelines.analysis.outliers import screen_outliers
+
 MIN_RUNS_FOR_RUN_BOOTSTRAP = 5
+MIN_CLUSTERS = 20
+"""Runs pooled with cluster-robust (CR1) covariance and t(G-1) only from this many runs on;
+below it the per-k mean curve is fitted as one series (more runs, less noise per mean: power
+never drops as runs are added). Cameron & Miller (2015, J. Human Resources 50(2)) show CR1 with
+few clusters over-rejects and its t(G-1) correction costs most of the power below ~20-50."""
+DRIFT_ALPHA = 0.01
+"""Significance (Bonferroni-adjusted over the step positions) at which a level step inside the
+run is removed before the shapes of tau(k) are tested (pipelines.analysis.verdicts: `drift`)."""
+DW_SERIAL = 1.5
+"""Durbin-Watson statistic below which the residuals count as serially correlated and the line
+and shape tests use Newey-West (HAC) covariance (the usual 1.5-2.5 rule of thumb)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,16 @@ class CurveFit:
     breakpoint_p: float
     breakpoint_effect: float
     breakpoint_dbic: float
+    curvature_bubble_pp: float
+    breakpoint_bubble_pp: float
+    step_k: float
+    step_rel: float
+    step_p: float
+    step_effect: float
+    step_dbic: float
+    durbin_watson: float
+    n_outliers: int
+    outliers: str
 
     def as_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
@@ -165,11 +188,90 @@ def _balance_terms(k: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.abs(tau[prev] + tau[nxt] - 2 * tau[idx]), 2 * tau[idx]
 
 
-def _fit(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None):
+def _hac_lags(n: int) -> int:
+    """Newey-West truncation lag floor(4 (n/100)^(2/9)), at least 1."""
+    return max(1, int(4 * (n / 100) ** (2 / 9)))
+
+
+def _with_serial(model, plain, inflation: float):
+    """`plain` (a fitted result of `model`), or, when the residuals are serially correlated
+    (inflation > 1), the widest for the last (tested) coefficient of: plain, the Newey-West (HAC)
+    refit, and the classical covariance times the AR(1) variance inflation (1+rho)/(1-rho).
+    Newey-West alone is biased down on 8-21 chunks (it kept 70-80 % slope coverage under
+    AR(1) rho=0.7, docs/tau_k.md): it may widen an interval, never narrow one."""
+    if inflation <= 1:
+        return plain
+    lags = _hac_lags(len(model.endog))
+    options = [
+        plain,
+        model.fit(cov_type="HAC", cov_kwds={"maxlags": lags}, use_t=True),
+        model.fit(cov_type="fixed scale", cov_kwds={"scale": model.fit().scale * inflation}),
+    ]
+    return max(options, key=lambda r: r.bse[-1])
+
+
+def _fit(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, serial: float = 1.0):
     model = sm.OLS(y, X)
-    if groups is None:
-        return model.fit(cov_type="HC3", use_t=True)
-    return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
+    if groups is not None:
+        return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
+    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial)
+
+
+def _wfit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, serial: float):
+    """The line through per-k means of unequal counts: WLS by count, HC3 (or HAC) covariance."""
+    model = sm.WLS(y, X, weights=weights)
+    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial)
+
+
+def _inflation(dw: float) -> float:
+    """AR(1) variance inflation (1+rho)/(1-rho), rho = 1 - DW/2 (at most 0.9), when the
+    Durbin-Watson statistic is below DW_SERIAL; else 1."""
+    if not math.isfinite(dw) or dw >= DW_SERIAL:
+        return 1.0
+    rho = min(1 - dw / 2, 0.9)
+    return (1 + rho) / (1 - rho)
+
+
+def _serial_dw(k: np.ndarray, y: np.ndarray, w: np.ndarray, runs: np.ndarray) -> float:
+    """Durbin-Watson statistic of the weighted residuals of the shape that leaves the least
+    serial structure (the largest statistic over the line, the quadratic and the best
+    two-segment and level-step fits), so that a real kink or bend is not read as serial
+    correlation of the noise."""
+    grid = np.unique(k)
+    centre = k.mean()
+    families = [
+        [np.column_stack([np.ones_like(k), k])],
+        [np.column_stack([np.ones_like(k), k - centre, (k - centre) ** 2])],
+    ]
+    inner = [
+        kb
+        for kb in range(int(grid.min()) + 1, int(grid.max()))
+        if (grid < kb).sum() >= 2 and (grid > kb).sum() >= 2
+    ]
+    if inner:
+        families.append([np.column_stack([np.ones_like(k), k, _hinge(k, kb)]) for kb in inner])
+        line = families[0][0]
+        coef, *_ = np.linalg.lstsq(line * np.sqrt(w)[:, None], y * np.sqrt(w), rcond=None)
+        level = line @ coef
+        families.append([np.column_stack([line, (k >= kb) * level]) for kb in inner])
+    root = np.sqrt(w)
+    best = NAN
+    for designs in families:
+        fits = []
+        for X in designs:
+            coef, *_ = np.linalg.lstsq(X * root[:, None], y * root, rcond=None)
+            resid = (y - X @ coef) * root
+            fits.append((float(resid @ resid), resid))
+        dw = durbin_watson_within(min(fits, key=lambda f: f[0])[1], runs)
+        best = dw if not math.isfinite(best) else max(best, dw)
+    return best
+
+
+def durbin_watson_within(resid: np.ndarray, runs: np.ndarray) -> float:
+    """Durbin-Watson statistic of residuals ordered by k within each run, pooled over runs."""
+    num = sum(float(np.sum(np.diff(resid[runs == r]) ** 2)) for r in np.unique(runs))
+    den = float(np.sum(resid**2))
+    return num / den if den > 0 else NAN
 
 
 def _tcrit(result, level: float) -> float:
@@ -186,30 +288,42 @@ def _bic(sse: float, n: int, params: int) -> float:
     return n * math.log(max(sse, 1e-300) / n) + params * math.log(n)
 
 
-def _shape_fit(X: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray | None):
+def _shape_fit(
+    X: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray | None, serial: float = 1.0
+):
     """Weighted least squares for the shape tests: weights 1/tau_hat^2 (noise is multiplicative),
-    classical covariance for one run, cluster-robust by run when runs are pooled."""
+    classical covariance for one series (Newey-West when serially correlated), cluster-robust
+    by run when many runs are pooled."""
     model = sm.WLS(y, X, weights=w)
-    if groups is None:
-        return model.fit()
-    return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
+    if groups is not None:
+        return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
+    return _with_serial(model, model.fit(), serial)
 
 
-def _curvature(k, y, w, groups, line, k_grid, scale):
+def _curvature(k, y, w, groups, line, k_grid, scale, serial=1.0):
     """Quadratic term: coefficient, p, departure from the line, BIC gain, weighted SSE."""
     if len(k_grid) < 4 or len(y) < 4:
-        return NAN, NAN, NAN, NAN, NAN
+        return NAN, NAN, NAN, NAN, NAN, NAN
     centre = k.mean()
     X = np.column_stack([np.ones_like(k), k - centre, (k - centre) ** 2])
-    res = _shape_fit(X, y, w, groups)
+    res = _shape_fit(X, y, w, groups, serial)
     grid = np.column_stack([np.ones_like(k_grid), k_grid - centre, (k_grid - centre) ** 2])
     line_grid = line.params[0] + line.params[1] * k_grid
     effect = _effect(k_grid, grid @ res.params, line_grid, scale)
+    bubble = _bubble_change(k_grid, grid @ res.params, line_grid)
     dbic = _bic(float(line.ssr), len(y), 2) - _bic(float(res.ssr), len(y), 3)
-    return float(res.params[2]), float(res.pvalues[2]), effect, dbic, float(res.ssr)
+    return float(res.params[2]), float(res.pvalues[2]), effect, dbic, float(res.ssr), bubble
 
 
-def _breakpoint(k, y, w, groups, line, k_grid, scale):
+def _bubble_change(k_grid: np.ndarray, shape: np.ndarray, line: np.ndarray) -> float:
+    """Predicted VPP bubble ratio of the fitted shape minus that of the fitted line, in
+    percentage points (NaN when the chunk indices are not contiguous)."""
+    if not np.all(np.diff(k_grid) == 1):
+        return NAN
+    return 100 * (vpp_bubble_ratio(shape) - vpp_bubble_ratio(line))
+
+
+def _breakpoint(k, y, w, groups, line, k_grid, scale, serial=1.0, step=False):
     """Continuous two-segment fit; breakpoint = the integer k (two or more chunk indices on
     each side) minimising the weighted SSE; its hinge term tested like the curvature and the
     p-value Bonferroni-adjusted for the number of candidates."""
@@ -220,8 +334,18 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale):
         breakpoint_p=NAN,
         breakpoint_effect=NAN,
         breakpoint_dbic=NAN,
+        breakpoint_bubble_pp=NAN,
         _sse=NAN,
     )
+    if step:
+        out = dict(step_k=NAN, step_rel=NAN, step_p=NAN, step_effect=NAN, step_dbic=NAN, _sse=NAN)
+    if step:  # a throttle multiplies the line from kb on: (a + b k) (1 + c [k >= kb])
+        a0, b0 = line.params[0], line.params[1]
+
+        def term(kk, kb):
+            return (kk >= kb) * (a0 + b0 * kk)
+    else:
+        term = _hinge
     # at least two chunk indices strictly on each side: a single chunk off the line is an
     # outlier, not a kink
     candidates = [
@@ -235,17 +359,28 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale):
     root = np.sqrt(w)
     best = None
     for kb in candidates:
-        X = np.column_stack([np.ones_like(k), k, np.maximum(k - kb, 0.0)])
+        X = np.column_stack([np.ones_like(k), k, term(k, kb)])
         coef, *_ = np.linalg.lstsq(X * root[:, None], y * root, rcond=None)
         sse = float(np.sum(w * (y - X @ coef) ** 2))
         if best is None or sse < best[1]:
             best = (kb, sse)
     kb, sse_hinge = best
-    X = np.column_stack([np.ones_like(k), k, np.maximum(k - kb, 0.0)])
-    res = _shape_fit(X, y, w, groups)
-    grid = np.column_stack([np.ones_like(k_grid), k_grid, np.maximum(k_grid - kb, 0.0)])
+    X = np.column_stack([np.ones_like(k), k, term(k, kb)])
+    res = _shape_fit(X, y, w, groups, serial)
+    grid = np.column_stack([np.ones_like(k_grid), k_grid, term(k_grid, kb)])
     line_grid = line.params[0] + line.params[1] * k_grid
+    if step:
+        out.update(
+            step_k=float(kb),
+            step_rel=float(res.params[2]),
+            step_p=float(min(1.0, res.pvalues[2] * len(candidates))),
+            step_effect=_effect(k_grid, grid @ res.params, line_grid, scale),
+            step_dbic=_bic(float(line.ssr), n, 2) - _bic(sse_hinge, n, 4),
+            _sse=sse_hinge,
+        )
+        return out
     out.update(
+        breakpoint_bubble_pp=_bubble_change(k_grid, grid @ res.params, line_grid),
         breakpoint_k=float(kb),
         slope_before=float(res.params[1]),
         slope_after=float(res.params[1] + res.params[2]),
@@ -255,6 +390,10 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale):
         _sse=sse_hinge,
     )
     return out
+
+
+def _hinge(k: np.ndarray, kb: float) -> np.ndarray:
+    return np.maximum(k - kb, 0.0)
 
 
 def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
@@ -325,7 +464,6 @@ def fit_curve(
     y = np.asarray(tau, dtype=float)
     runs = np.zeros(len(k), dtype=int) if runs is None else np.asarray(runs)
     n_runs = len(np.unique(runs))
-    groups = None if n_runs < 2 else np.unique(runs, return_inverse=True)[1]
     k_grid = np.unique(k)
     n, scale = len(y), float(y.mean()) if len(y) else NAN
     base = dict(
@@ -336,38 +474,80 @@ def fit_curve(
         k_max=int(k_grid.max()) if n else -1,
         mean_tau=scale,
         level=level,
-        ci_method="cluster(run)" if groups is not None else "hc3",
     )
     empty = {f: NAN for f in CurveFit.__dataclass_fields__ if f not in base}
-    empty.update(balance_method="none")
+    empty.update(balance_method="none", ci_method="none", n_outliers=0, outliers="")
     if len(k_grid) < 3 or n < 4:
         return CurveFit(**{**empty, **base})
 
-    X = np.column_stack([np.ones_like(k), k])
-    line = _fit(X, y, groups)
+    # outlier chunks leave the line and the shape tests (and are reported); the balance residual
+    # and the VPP bubble, which a slow chunk really changes, keep them
+    screen = screen_outliers(k, y)
+    ks, ys, rs = k[screen.keep], y[screen.keep], runs[screen.keep]
+    if n_runs >= MIN_CLUSTERS:  # many runs: every point, clusters = runs
+        groups = np.unique(rs, return_inverse=True)[1]
+        xk, yk, cnt, order_runs = ks, ys, np.ones(len(ys)), rs
+    else:  # few runs: the per-k mean curve of the kept points, one series
+        groups = None
+        xk = np.unique(ks)
+        yk = np.array([ys[ks == kk].mean() for kk in xk])
+        cnt = np.array([(ks == kk).sum() for kk in xk], dtype=float)
+        order_runs = np.zeros(len(xk), dtype=int)
+    m = len(yk)
+    X = np.column_stack([np.ones_like(xk), xk])
+    first = sm.WLS(yk, X, weights=cnt).fit()
+    w = cnt / np.maximum(first.fittedvalues, 0.1 * scale) ** 2
+    # serial correlation: the line's interval from the line's residuals, the shape tests from
+    # those of the shape that leaves the least serial structure (a kink is not AR noise)
+    dw_line = durbin_watson_within(_shape_fit(X, yk, w, None).resid * np.sqrt(w), order_runs)
+    dw = _serial_dw(xk, yk, w, order_runs)
+    serial_line, serial = (
+        _inflation(d) if groups is None and m >= 6 else 1.0 for d in (dw_line, dw)
+    )
+    line = (
+        _fit(X, yk, groups, serial_line)
+        if cnt.min() == cnt.max()
+        else _wfit(X, yk, cnt, serial_line)
+    )
+    runs_text = f"(mean of {n_runs} runs)" if groups is None and n_runs > 1 else ""
+    covariance = {"HAC": "hac", "fixed scale": "ar1"}.get(line.cov_type, "hc3")
+    method = "cluster(run)" if groups is not None else covariance
+    base["ci_method"] = method + runs_text
     tcrit = _tcrit(line, level)
     (a, b), cov = line.params, line.cov_params()
     ci = line.conf_int(alpha=1 - level)
-    resid_sd = math.sqrt(line.ssr / max(n - 2, 1))
     ab = fieller(a, b, cov[0, 0], cov[1, 1], cov[0, 1], tcrit)
     ba = fieller(b, a, cov[1, 1], cov[0, 0], cov[0, 1], tcrit)
 
-    # shape tests: weighted by 1/tau_hat^2 from the OLS line (floored at a tenth of the mean)
-    fitted = np.maximum(a + b * k, 0.1 * scale)
-    w = 1.0 / fitted**2
-    line_w = _shape_fit(X, y, w, groups)
-    curvature, curvature_p, curvature_effect, curvature_dbic, sse_quad = _curvature(
-        k, y, w, groups, line_w, k_grid, scale
+    # shape tests: weighted by counts/tau_hat^2 from the line (floored at a tenth of the mean)
+    fitted = np.maximum(a + b * xk, 0.1 * scale)
+    w = cnt / fitted**2
+    line_w = _shape_fit(X, yk, w, groups, serial)
+    shape_grid = np.unique(xk)
+    curvature, curvature_p, curvature_effect, curvature_dbic, sse_quad, curvature_bubble = (
+        _curvature(xk, yk, w, groups, line_w, shape_grid, scale, serial)
     )
-    breakpoint = _breakpoint(k, y, w, groups, line_w, k_grid, scale)
+    breakpoint = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, serial)
     sse_hinge = breakpoint.pop("_sse")
-    # relative noise variance for the balance floor: the best of the three shapes, so that a
-    # real kink or curvature does not pass for noise
-    rel_var = [line_w.ssr / (n - 2)]
-    if math.isfinite(sse_quad) and n > 3:
-        rel_var.append(sse_quad / (n - 3))
-    if math.isfinite(sse_hinge) and n > 4:
-        rel_var.append(sse_hinge / (n - 4))
+    step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, serial, step=True)
+    step.pop("_sse")
+    best_shape = max(curvature_dbic, breakpoint["breakpoint_dbic"])
+    if step["step_p"] < DRIFT_ALPHA and step["step_dbic"] > best_shape:
+        # a level step explains the curve best: test the shapes of tau(k) with it removed
+        drift_free = yk / (1 + step["step_rel"] * (xk >= step["step_k"]))
+        line_d = _shape_fit(X, drift_free, w, groups, serial)
+        curvature, curvature_p, curvature_effect, curvature_dbic, _, curvature_bubble = _curvature(
+            xk, drift_free, w, groups, line_d, shape_grid, scale, serial
+        )
+        breakpoint = _breakpoint(xk, drift_free, w, groups, line_d, shape_grid, scale, serial)
+        breakpoint.pop("_sse")
+    # relative noise variance per point for the balance floor: the best of the three shapes,
+    # so that a real kink or curvature does not pass for noise
+    rel_var = [line_w.ssr / max(m - 2, 1)]
+    if math.isfinite(sse_quad) and m > 3:
+        rel_var.append(sse_quad / (m - 3))
+    if math.isfinite(sse_hinge) and m > 4:
+        rel_var.append(sse_hinge / (m - 4))
     noise_rel_var = min(rel_var)
 
     means = np.array([y[k == kk].mean() for kk in k_grid])
@@ -407,7 +587,7 @@ def fit_curve(
         slope_hi=float(ci[1, 1]),
         slope_p=float(line.pvalues[1]),
         r2=float(line.rsquared),
-        sigma_rel=resid_sd / scale if scale > 0 else NAN,
+        sigma_rel=math.sqrt(line_w.ssr / max(m - 2, 1)),
         ab_ratio=float(a / b) if b != 0 else math.copysign(math.inf, a),
         ab_lo=ab[0],
         ab_hi=ab[1],
@@ -426,5 +606,10 @@ def fit_curve(
         curvature_p=curvature_p,
         curvature_effect=curvature_effect,
         curvature_dbic=curvature_dbic,
+        curvature_bubble_pp=curvature_bubble,
         **breakpoint,
+        **step,
+        durbin_watson=dw_line,
+        n_outliers=screen.count,
+        outliers=screen.text,
     )

@@ -5,9 +5,12 @@ curves are expected to be linear. One policy for the demo's self-check, the Dags
 * Flagged (tau_k is not (k+1)t-like): `kinked`, `convex`, `concave` (a bent curve) and
   `linear_offset` (a collapsed slope, what DSA's top-k attention does past its top-k keys).
   Every flag already carries both a significance and a practical magnitude (classify,
-  pipelines.analysis.verdicts): a bend needs p < alpha *and* a departure from the line of at least
-  `Thresholds.min_effect` (2 % of the mean tau); `linear_offset` needs the whole slope/intercept
-  interval inside +-1/`offset_ratio_min`. `flag_magnitude` states that magnitude per curve.
+  pipelines.analysis.verdicts): a bend needs p < alpha *and* a practical size, a departure from the
+  line of at least `Thresholds.min_effect` (5 % of the mean tau) or a change of the predicted VPP
+  bubble of at least `Thresholds.min_bubble_pp` (0.5 pp); `linear_offset` needs the whole
+  slope/intercept interval inside +-1/`offset_ratio_min`. `flag_magnitude` states that magnitude.
+* Disturbance: `drift` (a level step inside the run, a throttle or clock change: not a shape of
+  tau(k)); it neither flags a curve nor offends the dense expectation.
 * Inconclusive: `too_noisy`, `too_short`: listed, never counted for or against an expectation.
 * Expected shape, from the run fact `attention` (runs.attention: simulator preset, the
   `attention` key of profiler_metadata.json, or `--tag attention=...`), never from model names:
@@ -24,6 +27,7 @@ from typing import Literal
 import polars as pl
 
 FLAGGED_VERDICTS = ("linear_offset", "kinked", "convex", "concave")
+DISTURBANCE_VERDICTS = ("drift",)
 INCONCLUSIVE_VERDICTS = ("too_noisy", "too_short")
 SHOWN = (
     "model",
@@ -65,7 +69,12 @@ def flag_magnitude(row: dict) -> str:
         "convex" if verdict == "concave" else str(verdict)
     )
     if effect is not None and row.get(effect) is not None:
-        return f"departure {row[effect]:.1%} of mean tau"
+        bubble = row.get(effect.replace("_effect", "_bubble_pp"))
+        known = bubble is not None and math.isfinite(bubble)
+        shift = f", VPP bubble {bubble:+.2f} pp" if known else ""
+        return f"departure {row[effect]:.1%} of mean tau{shift}"
+    if verdict == "drift" and row.get("step_rel") is not None:
+        return f"level step x{1 + row['step_rel']:.3f} from k={row['step_k']:.0f} (not tau(k))"
     if verdict == "linear_offset":
         hi, lo = row.get("ba_hi"), row.get("ba_lo")
         if hi is not None and lo is not None and math.isfinite(hi) and math.isfinite(lo):

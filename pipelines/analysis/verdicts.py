@@ -3,16 +3,24 @@
 Order of the decision (thresholds in `Thresholds`, defaults justified in docs/tau_k.md):
 
 1. ``too_short``: fewer than `min_chunks` distinct chunk indices.
-2. A non-linear shape needs significance *and* size: ``kinked`` when the best two-segment fit's
-   hinge term has a Bonferroni-adjusted p < `alpha`, its largest departure from the line is at
-   least `min_effect` of the mean tau and BIC prefers it; ``convex``/``concave`` when the quadratic
-   term has p < `alpha`, a departure of at least `min_effect` and BIC prefers it. When both
-   qualify, the larger BIC gain over the line wins.
+2. Candidate departures from the line, each needing p < `alpha` (Bonferroni-adjusted over the
+   candidate positions for the two-segment fits) and a BIC gain over the line: the continuous
+   two-segment line (``kinked``), the quadratic (``convex``/``concave``) and a level step inside
+   the run (``drift``: a clock/throttle step or a drift of the run, not a shape of tau(k); it
+   also needs a departure of at least `min_drift_effect`). The one with the largest BIC gain
+   wins. A shape (kink, bend) is flagged only when it matters for the schedule: its largest
+   departure from the line is at least `min_effect` of the mean tau (a chunk plan sized from the
+   line would mis-predict that chunk by as much) or it moves the predicted VPP bubble ratio by
+   at least `min_bubble_pp` percentage points. Below both it is reported in the evidence and the
+   curve goes on to the linear tests.
 3. ``linear_offset``: the slope is small next to the intercept with confidence: the whole b/a
    interval lies within +-1/`offset_ratio_min` (|a/b| at least `offset_ratio_min`).
 4. ``linear``: slope significantly different from zero, relative CI half-width at most
    `max_slope_rel_halfwidth`, R^2 at least `min_r2`.
 5. otherwise ``too_noisy``.
+
+Outlier chunks (pipelines.analysis.outliers) never enter the tests; they, the Durbin-Watson
+statistic and the covariance used are appended to every verdict's evidence.
 """
 
 from __future__ import annotations
@@ -22,7 +30,10 @@ from dataclasses import dataclass
 
 from pipelines.analysis.fits import CurveFit
 
-VERDICTS = ("linear", "linear_offset", "kinked", "convex", "concave", "too_noisy", "too_short")
+VERDICTS = (
+    *("linear", "linear_offset", "kinked", "convex", "concave", "drift"),
+    *("too_noisy", "too_short"),
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +42,9 @@ class Thresholds:
 
     min_chunks: int = 5
     alpha: float = 0.01
-    min_effect: float = 0.02
+    min_effect: float = 0.05
+    min_bubble_pp: float = 0.5
+    min_drift_effect: float = 0.02
     offset_ratio_min: float = 10.0
     max_slope_rel_halfwidth: float = 0.5
     min_r2: float = 0.8
@@ -55,36 +68,57 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _context(fit: CurveFit) -> str:
+    parts = [f"{fit.ci_method}, DW={fit.durbin_watson:.2f}"]
+    if fit.outliers:
+        parts.append(fit.outliers)
+    return "; " + "; ".join(parts)
+
+
 def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
     """The verdict of one fitted curve."""
     if fit.n_k < th.min_chunks:
         return Verdict("too_short", f"{fit.n_k} chunk indices < {th.min_chunks}")
     if not math.isfinite(fit.slope):
         return Verdict("too_noisy", "the line could not be fitted")
-
-    kink_ok = (
-        fit.breakpoint_p < th.alpha
-        and fit.breakpoint_effect >= th.min_effect
-        and fit.breakpoint_dbic > 0
-    )
-    curve_ok = (
-        fit.curvature_p < th.alpha
-        and fit.curvature_effect >= th.min_effect
-        and fit.curvature_dbic > 0
-    )
-    kink_text = (
-        f"break at k={fit.breakpoint_k:.0f} (slope {_fmt(fit.slope_before)} -> "
-        f"{_fmt(fit.slope_after)} ns/chunk, p_adj={_fmt(fit.breakpoint_p)}, "
-        f"effect {fit.breakpoint_effect:.1%}, dBIC={fit.breakpoint_dbic:.1f})"
-    )
+    context = _context(fit)
     shape = "convex" if fit.curvature > 0 else "concave"
-    curve_text = (
-        f"{shape} quadratic term p={_fmt(fit.curvature_p)}, effect {fit.curvature_effect:.1%}"
-    )
-    if kink_ok and (not curve_ok or fit.breakpoint_dbic >= fit.curvature_dbic):
-        return Verdict("kinked", kink_text, fit.breakpoint_k)
-    if curve_ok:
-        return Verdict(shape, curve_text)
+    candidates = []  # (dBIC, label, text, matters)
+    if fit.breakpoint_p < th.alpha and fit.breakpoint_dbic > 0:
+        text = (
+            f"break at k={fit.breakpoint_k:.0f} (slope {_fmt(fit.slope_before)} -> "
+            f"{_fmt(fit.slope_after)} ns/chunk, p_adj={_fmt(fit.breakpoint_p)}, "
+            f"effect {fit.breakpoint_effect:.1%}, VPP bubble {fit.breakpoint_bubble_pp:+.2f} pp, "
+            f"dBIC={fit.breakpoint_dbic:.1f})"
+        )
+        matters = _matters(fit.breakpoint_effect, fit.breakpoint_bubble_pp, th)
+        candidates.append((fit.breakpoint_dbic, "kinked", text, matters))
+    if fit.curvature_p < th.alpha and fit.curvature_dbic > 0:
+        text = (
+            f"{shape} quadratic term p={_fmt(fit.curvature_p)}, effect "
+            f"{fit.curvature_effect:.1%}, VPP bubble {fit.curvature_bubble_pp:+.2f} pp"
+        )
+        matters = _matters(fit.curvature_effect, fit.curvature_bubble_pp, th)
+        candidates.append((fit.curvature_dbic, shape, text, matters))
+    if fit.step_p < th.alpha and fit.step_dbic > 0 and fit.step_effect >= th.min_drift_effect:
+        text = (
+            f"level step x{1 + fit.step_rel:.3f} from k={fit.step_k:.0f} inside the run "
+            f"(p_adj={_fmt(fit.step_p)}, dBIC={fit.step_dbic:.1f}): a drift, not tau(k)"
+        )
+        candidates.append((fit.step_dbic, "drift", text, True))
+    below, drift = "", ""
+    if candidates:
+        _, label, text, matters = max(candidates, key=lambda c: c[0])
+        if label == "drift":  # a disturbance: the line's own tests still decide the shape
+            drift = text
+            below = f"; {text}"
+        elif matters:
+            return Verdict(label, text + context, fit.breakpoint_k if label == "kinked" else None)
+        else:
+            below = (
+                f"; {text} below the practical floor ({th.min_effect:.0%} of mean tau, "
+                f"{th.min_bubble_pp:g} pp of VPP bubble)"
+            )
 
     ratio_text = f"a/b={_fmt(fit.ab_ratio)} [{_fmt(fit.ab_lo)}, {_fmt(fit.ab_hi)}]"
     bound = 1 / th.offset_ratio_min
@@ -92,7 +126,7 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
         return Verdict(
             "linear_offset",
             f"{ratio_text}: |slope/intercept| <= {_fmt(max(fit.ba_hi, -fit.ba_lo))}"
-            f" (<= 1/{th.offset_ratio_min:g})",
+            f" (<= 1/{th.offset_ratio_min:g}){below}{context}",
         )
     halfwidth = (fit.slope_hi - fit.slope_lo) / 2
     rel = halfwidth / abs(fit.slope) if fit.slope != 0 else math.inf
@@ -101,8 +135,10 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
         f"R2={fit.r2:.3f}, {ratio_text}"
     )
     excludes_zero = fit.slope_lo > 0 or fit.slope_hi < 0
+    if drift:
+        return Verdict("drift", f"{drift}; {line_text}{context}")
     if excludes_zero and rel <= th.max_slope_rel_halfwidth and fit.r2 >= th.min_r2:
-        return Verdict("linear", line_text)
+        return Verdict("linear", line_text + below + context)
     why = []
     if not excludes_zero:
         why.append("slope CI includes 0")
@@ -110,4 +146,11 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
         why.append(f"slope CI half-width {_fmt(rel)} of the slope")
     if fit.r2 < th.min_r2:
         why.append(f"R2 {fit.r2:.2f} < {th.min_r2}")
-    return Verdict("too_noisy", f"{'; '.join(why)}: {line_text}")
+    return Verdict("too_noisy", f"{'; '.join(why)}: {line_text}{below}{context}")
+
+
+def _matters(effect: float, bubble_pp: float, th: Thresholds) -> bool:
+    """Whether a departure from the line is large enough to change a schedule decision."""
+    big_departure = math.isfinite(effect) and effect >= th.min_effect
+    big_bubble = math.isfinite(bubble_pp) and abs(bubble_pp) >= th.min_bubble_pp
+    return big_departure or big_bubble

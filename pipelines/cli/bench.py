@@ -104,6 +104,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--runs", type=int, default=200, help="runs per campaign, DSA half (default 200)"
     )
     accuracy.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+    accuracy.add_argument(
+        "--cells",
+        type=int,
+        metavar="FITS",
+        help="instead: the disturbance table (iid, outlier, AR(1), step x N x G), FITS per cell",
+    )
     add_json_option(accuracy)
     accuracy.set_defaults(func=run_tau_accuracy)
 
@@ -190,9 +196,14 @@ def run_sim(args: argparse.Namespace) -> int:
 def run_tau_accuracy(args: argparse.Namespace) -> int:
     from pipelines.bench.tau_accuracy import run_tau_accuracy as run_report
 
-    if args.runs < 1:
-        print("tracereplay bench tau-accuracy: --runs must be positive", file=sys.stderr)
+    if args.runs < 1 or (args.cells is not None and args.cells < 1):
+        print("tracereplay bench tau-accuracy: --runs/--cells must be positive", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    if args.cells is not None:
+        from pipelines.bench.tau_cells import run_cells
+
+        run_cells(args.cells, args.seed, args.json)
+        return ExitCode.OK
     run_report(args.runs, args.seed, args.json)
     return ExitCode.OK
 

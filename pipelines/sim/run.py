@@ -25,6 +25,7 @@ from pipelines.sim import presets
 from pipelines.sim.chunking import DcppConfig, dynamic_chunks, fixed_chunks
 from pipelines.sim.comm import CollectiveModel, CommModel
 from pipelines.sim.costs import StageCost
+from pipelines.sim.disturbance import Disturbance, disturbed_durations
 from pipelines.sim.engine import evaluate
 from pipelines.sim.layout import StageLayout, fold_back_layout
 from pipelines.sim.result import SimResult
@@ -350,6 +351,7 @@ def simulate(
     collectives: CollectiveModel | str | None = "preset",
     noise: float = 0.0,
     seed: int = 0,
+    disturbance: Disturbance | None = None,
 ) -> SimResult:
     """Simulate one run of `requests` under `schedule` and return its task and request tables.
 
@@ -358,6 +360,7 @@ def simulate(
     transfers) or a CommModel; comm_mode overrides blocking/async (default: async for vpp_async
     and vpp_pack). reorder: VPP-Async's s0(k+1)-before-s3(k-1) swap (default: on for vpp_async
     and vpp_pack). noise: multiplicative lognormal σ per task (0.03 = 3 %), drawn from `seed`.
+    disturbance: outlier chunk, AR(1) noise, throttle step, run scale (pipelines.sim.disturbance).
     """
     plan, dur, meta, _, _, coll = prepare(
         requests,
@@ -376,7 +379,11 @@ def simulate(
         reorder=reorder,
         collectives=collectives,
     )
-    start, end = evaluate(plan.graph, _noisy(dur, noise, seed), _release(plan))
+    if disturbance is None:
+        durations = _noisy(dur, noise, seed)
+    else:
+        durations = disturbed_durations(plan, dur, noise, seed, disturbance)
+    start, end = evaluate(plan.graph, durations, _release(plan))
     meta.update(seed=seed, noise=noise)
     parts = collective_parts(plan, coll)
     tasks = task_table(plan, start, end, parts, coll is None or coll.blocking)

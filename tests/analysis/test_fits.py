@@ -12,6 +12,7 @@ from scipy import stats
 
 from pipelines.analysis.curves import fit_curves
 from pipelines.analysis.fits import (
+    MIN_CLUSTERS,
     balance_residual,
     cpp_bubble_ratio,
     fieller,
@@ -49,14 +50,14 @@ def test_single_run_slope_interval_uses_t_with_n_minus_2_df() -> None:
     assert 2 * stats.t.sf(abs(fit.slope) / se, 8) == pytest.approx(fit.slope_p, rel=1e-6)
 
 
-def test_pooling_runs_uses_cluster_robust_intervals_and_run_bootstrap() -> None:
+def test_pooling_few_runs_fits_the_mean_curve_and_bootstraps_runs() -> None:
     curves = [fixtures.linear(n=8, seed=s) for s in range(6)]
     k = np.concatenate([c[0] for c in curves])
     tau = np.concatenate([c[1] for c in curves])
     runs = np.repeat(np.arange(6), 8)
     pooled = fit_curve(k, tau, runs, n_boot=200)
     assert (pooled.n_runs, pooled.n_points, pooled.n_k) == (6, 48, 8)
-    assert pooled.ci_method == "cluster(run)"
+    assert pooled.ci_method == "hc3(mean of 6 runs)"  # fewer than MIN_CLUSTERS runs
     assert pooled.balance_method == "bootstrap(runs)"
     assert pooled.balance_lo <= pooled.balance <= pooled.balance_hi
     assert pooled.vpp_bubble_lo <= pooled.vpp_bubble_pred <= pooled.vpp_bubble_hi
@@ -68,6 +69,21 @@ def test_pooling_runs_uses_cluster_robust_intervals_and_run_bootstrap() -> None:
     assert single.vpp_bubble_hi - single.vpp_bubble_lo > pooled_width
     # pooling six runs narrows the slope interval
     assert pooled.slope_hi - pooled.slope_lo < single.slope_hi - single.slope_lo
+
+
+def test_many_runs_use_cluster_robust_intervals_and_few_runs_never_lose_power() -> None:
+    def pooled(g: int, seed: int):
+        curves = [fixtures.linear(n=8, seed=1000 * seed + s, rel_sd=0.05) for s in range(g)]
+        k = np.concatenate([c[0] for c in curves])
+        tau = np.concatenate([c[1] for c in curves])
+        return fit_curve(k, tau, np.repeat(np.arange(g), 8), n_boot=0)
+
+    assert pooled(MIN_CLUSTERS, 0).ci_method == "cluster(run)"
+    width = {
+        g: np.median([(f.slope_hi - f.slope_lo) for f in (pooled(g, s) for s in range(15))])
+        for g in (1, 2, 3, 5)
+    }
+    assert width[1] > width[2] > width[3] > width[5], width
 
 
 def test_noise_floor_of_the_balance_residual_tracks_the_noise() -> None:

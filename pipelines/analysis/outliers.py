@@ -1,0 +1,118 @@
+"""Outlier chunks of one tau_k curve, found before any shape is tested.
+
+A chunk that one slow kernel, an HCCL retry or a host stall made x1.3 or x2 slower moves a whole
+least-squares fit and fakes kinks. The screen works on the per-k mean curve (runs pooled): for
+each chunk index k it fits the three continuous shapes the verdicts test (line, quadratic, the
+two-segment lines with two or more chunk indices on each side) to the *other* chunks, weighted by
+1/tau^2 (the noise is multiplicative), keeps the one BIC prefers and predicts tau_k from it. The
+externally studentised relative residual (prediction error over its standard error) is compared
+with the t quantile of a Bonferroni-adjusted two-sided test at OUTLIER_ALPHA over the chunk
+indices; a chunk is an outlier when it fails that test *and* lies at least OUTLIER_MIN_REL off
+its prediction (a practical floor: a chunk 3 % off is noise, not a slow chunk). The worst
+outlier is removed and the screen repeated, at most MAX_OUTLIER_SHARE of the chunk indices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+OUTLIER_ALPHA = 0.01
+OUTLIER_MIN_REL = 0.10
+MAX_OUTLIER_SHARE = 0.2
+
+
+@dataclass(frozen=True)
+class OutlierScreen:
+    """Which points to keep, and the outlier chunks as evidence text (`k=7 (x2.00)`)."""
+
+    keep: np.ndarray
+    text: str
+    k_out: tuple[int, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.k_out)
+
+
+def _designs(k: np.ndarray) -> list[np.ndarray]:
+    centre = k.mean()
+    designs = [
+        np.column_stack([np.ones_like(k), k]),
+        np.column_stack([np.ones_like(k), k - centre, (k - centre) ** 2]),
+    ]
+    for kb in range(int(k.min()) + 1, int(k.max())):
+        if (k < kb).sum() >= 2 and (k > kb).sum() >= 2:
+            designs.append(np.column_stack([np.ones_like(k), k, np.maximum(k - kb, 0.0)]))
+    return designs
+
+
+def _studentised(k: np.ndarray, y: np.ndarray, i: int) -> tuple[float, float, float]:
+    """(t statistic, prediction, df) of point i against the best shape fitted to the others."""
+    others = np.arange(len(k)) != i
+    best = None
+    for X in _designs(k):
+        Xo, yo = X[others], y[others]
+        w = 1.0 / yo
+        coef, *_ = np.linalg.lstsq(Xo * w[:, None], yo * w, rcond=None)
+        resid = (yo - Xo @ coef) * w
+        p, m = X.shape[1], len(yo)
+        if m - p < 2:
+            continue
+        sse = float(resid @ resid)
+        bic = m * math.log(max(sse, 1e-300) / m) + p * math.log(m)
+        if best is None or bic < best[0]:
+            best = (bic, X, coef, sse, m - p, w)
+    if best is None:
+        return 0.0, float(y[i]), 0.0
+    _, X, coef, sse, df, w = best
+    pred = float(X[i] @ coef)
+    if pred <= 0:
+        return 0.0, pred, df
+    Xw = X[others] * w[:, None]
+    xi = X[i] / pred
+    try:
+        lever = float(xi @ np.linalg.solve(Xw.T @ Xw, xi))
+    except np.linalg.LinAlgError:
+        return 0.0, pred, df
+    se = math.sqrt(sse / df * (1 + lever))
+    return ((y[i] - pred) / pred) / se if se > 0 else math.inf, pred, df
+
+
+def screen_outliers(k: np.ndarray, y: np.ndarray) -> OutlierScreen:
+    """The outlier screen of the points (k, y) of one curve (runs pooled)."""
+    keep = np.ones(len(y), dtype=bool)
+    k_grid = np.unique(k)
+    means = np.array([y[k == kk].mean() for kk in k_grid])
+    if len(k_grid) < 6 or np.any(means <= 0):
+        return OutlierScreen(keep, "")
+    alive = np.ones(len(k_grid), dtype=bool)
+    found: list[tuple[int, float]] = []
+    while len(found) < MAX_OUTLIER_SHARE * len(k_grid):
+        idx = np.flatnonzero(alive)
+        kk, yy = k_grid[idx], means[idx]
+        worst = None
+        for j in range(len(idx)):
+            t, pred, df = _studentised(kk, yy, j)
+            if df < 2:
+                continue
+            cutoff = stats.t.ppf(1 - OUTLIER_ALPHA / (2 * len(idx)), df)
+            rel = yy[j] / pred - 1 if pred > 0 else 0.0
+            significant = abs(t) > cutoff and abs(rel) >= OUTLIER_MIN_REL
+            if significant and (worst is None or abs(t) > worst[0]):
+                worst = (abs(t), j, yy[j] / pred)
+        if worst is None:
+            break
+        _, j, factor = worst
+        alive[idx[j]] = False
+        found.append((int(kk[j]), float(factor)))
+    if not found:
+        return OutlierScreen(keep, "")
+    found.sort()
+    out_k = tuple(kk for kk, _ in found)
+    keep = ~np.isin(k, out_k)
+    text = "outliers: " + ", ".join(f"k={kk} (x{f:.2f})" for kk, f in found)
+    return OutlierScreen(keep, text, out_k)

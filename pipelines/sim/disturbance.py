@@ -1,0 +1,96 @@
+"""Disturbances of the simulator's task durations beyond iid noise, the ones real traces show:
+
+* outlier chunk: chunk `outlier_k` of every request takes `outlier_factor` x its time on every
+  stage (a slow kernel, an HCCL retry, a host stall);
+* serial correlation: the lognormal noise of the compute tasks of each stage follows an AR(1)
+  process over that stage's chunk sequence, z_j = rho z_{j-1} + sqrt(1 - rho^2) e_j, so its
+  marginal sigma stays `noise` (thermal / clock state carried from chunk to chunk);
+* throttle step: every compute task from the `throttle_from` fraction of its stage's chunk
+  sequence on takes `throttle_factor` x its time (a clock step in the middle of the run);
+* run scale: every task of the run x exp(run_sigma z), one z per run (run-to-run speed).
+
+`disturbed_durations` replaces the simulator's iid noise when a Disturbance is given; without one
+the simulator draws exactly what it drew before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipelines.sim.schedules import COMPUTE, Plan
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    """Options of the disturbed noise (defaults: none of them)."""
+
+    outlier_k: int | None = None
+    outlier_factor: float = 1.0
+    ar_rho: float = 0.0
+    throttle_factor: float = 1.0
+    throttle_from: float = 0.5
+    run_sigma: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not -1.0 < self.ar_rho < 1.0:
+            raise ValueError(f"ar_rho must lie in (-1, 1), got {self.ar_rho}")
+        if self.outlier_factor <= 0 or self.throttle_factor <= 0 or self.run_sigma < 0:
+            raise ValueError("factors must be > 0 and run_sigma >= 0")
+        if not 0.0 <= self.throttle_from <= 1.0:
+            raise ValueError(f"throttle_from must lie in [0, 1], got {self.throttle_from}")
+
+    def describe(self) -> str:
+        parts = []
+        if self.outlier_k is not None and self.outlier_factor != 1.0:
+            parts.append(f"chunk {self.outlier_k} x{self.outlier_factor:g}")
+        if self.ar_rho:
+            parts.append(f"AR(1) rho={self.ar_rho:g}")
+        if self.throttle_factor != 1.0:
+            parts.append(f"x{self.throttle_factor:g} from {self.throttle_from:.0%} of the run")
+        if self.run_sigma:
+            parts.append(f"run scale sigma={self.run_sigma:g}")
+        return ", ".join(parts) or "none"
+
+
+def _ar1(n: int, rho: float, rng: np.random.Generator) -> np.ndarray:
+    """A stationary AR(1) sequence of n standard-normal marginals."""
+    e = rng.standard_normal(n)
+    z = np.empty(n)
+    if n:
+        z[0] = e[0]
+    for j in range(1, n):
+        z[j] = rho * z[j - 1] + np.sqrt(1 - rho * rho) * e[j]
+    return z
+
+
+def disturbed_durations(
+    plan: Plan,
+    dur: np.ndarray,
+    noise: float,
+    seed: int,
+    disturbance: Disturbance,
+) -> np.ndarray:
+    """Integer-ns durations of one run: multiplicative lognormal noise sigma `noise` per task
+    (AR(1) over each stage's chunk sequence for compute tasks when ar_rho != 0) and the
+    disturbance's factors; `dur` is indexed by the plan's nodes."""
+    kind, request, chunk, stage = plan.kind, plan.request, plan.chunk, plan.stage
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal(dur.shape)
+    compute = kind == COMPUTE
+    factor = np.ones(dur.shape)
+    for s in np.unique(stage[compute]):
+        nodes = np.flatnonzero(compute & (stage == s))
+        order = nodes[np.lexsort((chunk[nodes], request[nodes]))]  # the stage's chunk sequence
+        if disturbance.ar_rho:
+            z[order] = _ar1(len(order), disturbance.ar_rho, rng)
+        if disturbance.throttle_factor != 1.0:
+            first = int(np.ceil(disturbance.throttle_from * len(order)))
+            factor[order[first:]] *= disturbance.throttle_factor
+    if disturbance.outlier_k is not None:
+        factor[compute & (chunk == disturbance.outlier_k)] *= disturbance.outlier_factor
+    if disturbance.run_sigma:
+        factor *= np.exp(disturbance.run_sigma * rng.standard_normal())
+    scaled = dur * factor * (np.exp(noise * z) if noise > 0 else 1.0)
+    return np.rint(scaled).astype(np.int64)

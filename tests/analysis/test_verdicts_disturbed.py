@@ -1,0 +1,77 @@
+"""Verdicts under the disturbances of real traces: an outlier chunk, a level step inside the run,
+serial correlation, a significant but practically small bend."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipelines.analysis.fits import fit_curve
+from pipelines.analysis.outliers import screen_outliers
+from pipelines.analysis.verdicts import classify
+from tests.analysis import fixtures
+
+MS = fixtures.MS
+
+
+def test_one_slow_chunk_is_reported_as_an_outlier_and_the_line_stays_linear() -> None:
+    k, tau = fixtures.linear(n=16, seed=2)
+    tau[7] *= 2.0
+    fit = fit_curve(k, tau, n_boot=0)
+    verdict = classify(fit)
+    assert verdict.label == "linear", verdict.evidence
+    assert fit.n_outliers == 1 and "outliers: k=7 (x2.0" in verdict.evidence
+    assert fit.slope_lo <= MS <= fit.slope_hi  # the outlier no longer moves the line
+
+
+def test_a_x1_3_chunk_is_found_in_most_short_curves_and_iid_noise_rarely_is() -> None:
+    found = false = 0
+    for seed in range(60):
+        k, tau = fixtures.linear(n=8, seed=seed)
+        false += screen_outliers(k, tau).count > 0
+        tau[3] *= 1.3
+        found += screen_outliers(k, tau).k_out == (3,)
+    assert false <= 3 and found >= 45, (false, found)
+
+
+def test_a_real_kink_is_not_screened_away_as_outliers() -> None:
+    k, tau = fixtures.kinked(n=16, seed=1)
+    tau[12] *= 1.5
+    fit = fit_curve(k, tau, n_boot=0)
+    assert classify(fit).label == "kinked" and "k=12" in fit.outliers
+
+
+def test_a_level_step_inside_the_run_is_named_drift_not_a_shape() -> None:
+    k = np.arange(16.0)
+    line = MS * (3 + k)
+    labels = []
+    for seed in range(10):
+        tau = fixtures.noisy(line * np.where(k >= 8, 1.08, 1.0), 0.01, seed)
+        verdict = classify(fit_curve(k, tau, n_boot=0))
+        labels.append(verdict.label)
+    assert labels.count("drift") >= 9, labels
+    assert "level step x1.0" in verdict.evidence and "from k=8" in verdict.evidence
+
+
+def test_a_significant_bend_below_the_practical_floor_is_linear_with_its_effect() -> None:
+    k = np.arange(16.0)
+    bend = 4 * k * (15 - k) / 15**2  # 0 at the ends, 1 in the middle
+    tau = fixtures.noisy(MS * (10 + k) * (1 + 0.03 * bend), 0.002, 0)
+    fit = fit_curve(k, tau, n_boot=0)
+    verdict = classify(fit)
+    assert fit.curvature_p < 0.01 and fit.curvature_effect < 0.05
+    assert verdict.label == "linear" and "below the practical floor" in verdict.evidence
+    assert "concave" in verdict.evidence and "VPP bubble" in verdict.evidence
+
+
+def test_serially_correlated_noise_is_measured_and_widens_the_slope_interval() -> None:
+    k = np.arange(21.0)
+    rng = np.random.default_rng(5)
+    z = np.zeros(21)
+    for j in range(1, 21):
+        z[j] = 0.9 * z[j - 1] + np.sqrt(1 - 0.81) * rng.standard_normal()
+    tau = MS * (1 + k) * np.exp(0.03 * z)
+    fit = fit_curve(k, tau, n_boot=0)
+    assert fit.durbin_watson < 1.5
+    assert fit.ci_method in ("ar1", "hac")
+    iid = fit_curve(k, fixtures.noisy(MS * (1 + k), 0.03, 5), n_boot=0)
+    assert iid.ci_method == "hc3" and iid.durbin_watson > 1.5
