@@ -65,7 +65,9 @@ a slow kernel at a prefix length)."""
 
 def _collapse_cost(n: int) -> TabulatedCost:
     """DeepSeek-V3.1's noise-free chunk curve with the slope halved from chunk n/2 on."""
-    run = simulate(n * CHUNK, "cpp", model="deepseek-v3.1", chunk_size=CHUNK, comm=None)
+    run = simulate(
+        n * CHUNK, "cpp", model="deepseek-v3.1", chunk_size=CHUNK, comm=None, collectives=None
+    )
     frame = chunks_frame(run, "b").group_by("chunk_idx").agg(pl.col("busy_ns").sum())
     line = frame.sort("chunk_idx")["busy_ns"].to_numpy().astype(float)
     slope = (line[-1] - line[0]) / (n - 1)
@@ -92,13 +94,14 @@ def _fit(model, n: int, cell: Cell, runs: int, seed: int, rng: np.random.Generat
             noise=cell.noise,
             seed=seed + r,
             disturbance=disturbance,
+            collectives=None,  # compute curves only: the disturbances scale compute tasks
         )
         frames.append(chunks_frame(result, f"run{r}"))
     return fit_curves(pl.concat(frames), keys=("vstage",), n_boot=0)
 
 
 def _true_slopes(n: int) -> dict[int, float]:
-    run = simulate(n * CHUNK, "cpp", model="deepseek-v3.1", chunk_size=CHUNK)
+    run = simulate(n * CHUNK, "cpp", model="deepseek-v3.1", chunk_size=CHUNK, collectives=None)
     out = {}
     for (vstage,), group in chunks_frame(run, "t").group_by(["vstage"]):
         k = group["chunk_idx"].to_numpy().astype(float)

@@ -15,7 +15,13 @@ K = 1024
 
 def _stage0(disturbance: Disturbance | None, noise: float = 0.0, seed: int = 1) -> np.ndarray:
     run = simulate(
-        256 * K, "cpp", chunk_size=16 * K, noise=noise, seed=seed, disturbance=disturbance
+        256 * K,
+        "cpp",
+        chunk_size=16 * K,
+        noise=noise,
+        seed=seed,
+        disturbance=disturbance,
+        collectives=None,  # the disturbances scale compute; collectives add a fixed part
     )
     chunks = chunks_frame(run, "r").filter(pl.col("vstage") == 0).sort("chunk_idx")
     return chunks["busy_ns"].to_numpy().astype(float)
