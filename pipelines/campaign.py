@@ -157,6 +157,7 @@ def write_run(campaign: Campaign, run: CampaignRun, raw_dir: Path) -> PublishedR
         factor = history.compute_factor(config, run.night)
         options = {"model": ScaledCost(presets.cost_model(run.model), factor)}
         options["comm"] = presets.comm_model(run.model)
+        options["collectives"] = presets.collective_model(run.model)  # as the grid runs have
         epoch_ns = history.night_epoch_ns(run.night)
     result = simulate(
         [run.seq_len],

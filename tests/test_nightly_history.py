@@ -45,13 +45,30 @@ def test_scaled_cost_with_factor_one_simulates_the_preset_exactly() -> None:
     plain = simulate([65536], "cpp", model=model, chunk_size=16384, pp=2, noise=0.03, seed=3)
     scaled = ScaledCost(presets.cost_model(model), 1.0)
     comm = presets.comm_model(model)
+    coll = presets.collective_model(model)
     same = simulate(
-        [65536], "cpp", model=scaled, comm=comm, chunk_size=16384, pp=2, noise=0.03, seed=3
+        [65536],
+        "cpp",
+        model=scaled,
+        comm=comm,
+        collectives=coll,
+        chunk_size=16384,
+        pp=2,
+        noise=0.03,
+        seed=3,
     )
     assert plain.tasks.equals(same.tasks)
     slower = ScaledCost(presets.cost_model(model), 1.05)
     slow = simulate(
-        [65536], "cpp", model=slower, comm=comm, chunk_size=16384, pp=2, noise=0.03, seed=3
+        [65536],
+        "cpp",
+        model=slower,
+        comm=comm,
+        collectives=coll,
+        chunk_size=16384,
+        pp=2,
+        noise=0.03,
+        seed=3,
     )
 
     def span(r) -> int:
