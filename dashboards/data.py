@@ -294,10 +294,18 @@ def schedule_summary(
     level: float = LEVEL,
 ) -> pl.DataFrame:
     """Per workload x schedule x part: n runs (repeats), mean ms, sd, Student-t `level`
-    interval of the mean (lo, hi; null with one run). Measured runs only."""
-    runs = run_metrics(con, run_ids).filter(
-        pl.col("replay_of").is_null() & pl.col("schedule").is_not_null()
-    )
+    interval of the mean (lo, hi; null with one run). Measured runs only. The parts are the
+    metrics `tracereplay schedules` compares (sql/marts/fct_run_metrics.sql, docs/metrics.md:
+    bubble = idle + pipeline wait), so the chart and the command show the same numbers."""
+    runs = _query(
+        con,
+        "fct_run_metrics",
+        "select run_id, replay_of, schedule, model, seq_len, chunk_size,"
+        " compute_ns / 1e6 as computing_ms, bubble_ns / 1e6 as bubble_ms,"
+        " exposed_comm_ns / 1e6 as exposed_comm_ms"
+        " from rel where run_id in (select run_id from ids) order by run_id",
+        run_ids,
+    ).filter(pl.col("replay_of").is_null() & pl.col("schedule").is_not_null())
     if runs.is_empty():
         return pl.DataFrame()
     long = runs.unpivot(

@@ -1,5 +1,7 @@
 """Schedule comparison chart: computing, bubble and exposed communication per schedule, mean over
-repeats with its Student-t interval as error bars (n in the tooltip), one panel per workload.
+repeats with its Student-t interval as error bars (n in the tooltip), one panel per workload and
+part, each part on its own y scale (computing is seconds where bubble and comm are milliseconds:
+on one scale the small parts would not show).
 
 Input: dashboards.data.schedule_summary (workload, schedule, part, n, mean, sd, lo, hi); one row
 per workload x schedule x part."""
@@ -13,9 +15,9 @@ from dashboards._style import PART_COLORS
 
 
 def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
-    """Grouped bars (x schedule, offset part, y mean ms) with error bars lo..hi."""
+    """Bars (x schedule, y mean ms) with error bars lo..hi; rows: part, columns: workload."""
     data = summary.select("workload", "schedule", "part", "n", "mean", "sd", "lo", "hi")
-    base = alt.Chart().encode(x=alt.X("schedule:N", title=None), xOffset=alt.XOffset("part:N"))
+    base = alt.Chart().encode(x=alt.X("schedule:N", title=None))
     bars = base.mark_bar().encode(
         y=alt.Y("mean:Q", title="ms (mean over repeats)"),
         color=alt.Color("part:N", scale=PART_COLORS, title="part"),
@@ -31,7 +33,11 @@ def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
     errors = base.mark_errorbar(ticks=True).encode(y="lo:Q", y2="hi:Q")
     return (
         alt.layer(bars, errors, data=data)
-        .properties(width=260, height=200)
-        .facet(facet=alt.Facet("workload:N", title=None), columns=3, title=title)
+        .properties(width=220, height=140)
+        .facet(
+            row=alt.Row("part:N", title=None),
+            column=alt.Column("workload:N", title=None),
+            title=title,
+        )
         .resolve_scale(y="independent")
     )
