@@ -50,6 +50,11 @@ def demo_dir() -> Path:
     return data_dir() / "demo"
 
 
+def site_dir() -> Path:
+    """Where `tracereplay dashboards` and the Dagster `dashboard_site` asset write the pages."""
+    return data_dir() / "site"
+
+
 def warehouse_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The explicit argument, else $TRACEREPLAY_WAREHOUSE, else data/warehouse.duckdb."""
     if explicit:

@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dashboards.site import build_site
-    from pipelines import warehouse
+    from pipelines import paths, warehouse
     from pipelines.selectors import SelectorError
 
     path = warehouse.warehouse_path(args.warehouse)
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT
-    out = args.out or Path.cwd() / "data" / "site"
+    out = args.out or paths.site_dir()
     con = warehouse.connect(path, read_only=True, wait_s=args.wait)
     try:
         report = build_site(con, args.selector, out)

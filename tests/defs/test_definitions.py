@@ -25,7 +25,7 @@ def loaded() -> dg.Definitions:
 
 def test_asset_keys_checks_and_sensor(loaded: dg.Definitions) -> None:
     keys = {k.to_user_string() for k in loaded.resolve_all_asset_keys()}
-    comparison = {"run_metric_marts", "schedule_comparison", "change_points"}
+    comparison = {"run_metric_marts", "schedule_comparison", "change_points", "dashboard_site"}
     base = {"raw_run_files", "sim_campaign", "chunks", "tau_fits"}
     assert keys == INGEST_TABLES | base | comparison
     repo = loaded.get_repository_def()

@@ -116,3 +116,36 @@ def change_points(
             "table": dg.MetadataValue.md(markdown_rows(CHANGE_COLUMNS, change_rows(changes))),
         }
     )
+
+
+@dg.asset(
+    deps=[schedule_comparison, change_points],
+    group_name="comparison",
+    kinds={"html"},
+    automation_condition=dg.AutomationCondition.eager(),
+    description="The offline dashboard pages (dashboards.site.build_site, the step `tracereplay "
+    "dashboards` calls) under data/site/, with the change points marked.",
+)
+def dashboard_site(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    from dashboards.site import build_site
+    from pipelines import paths
+    from pipelines.demo import change_point_frame
+
+    with warehouse.connect(read_only=True) as con:
+        try:
+            changes, _ = find_changes(con)
+            site = build_site(con, None, paths.site_dir(), change_point_frame(changes))
+        except SelectorError as exc:
+            context.log.warning(str(exc))
+            return dg.MaterializeResult(metadata={"pages": 0, "why": str(exc)})
+    return dg.MaterializeResult(
+        metadata={
+            "index": dg.MetadataValue.path(str(site.index)),
+            "pages": len(site.pages),
+            "runs": len(site.run_ids),
+            "skipped": dg.MetadataValue.json(site.skipped),
+            "seconds": round(site.seconds, 1),
+        }
+    )
