@@ -375,12 +375,18 @@ def match_run_id(con: duckdb.DuckDBPyConnection, text: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def comm_op_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
-    """op, is_p2p, dur_ns, wait_ns, rank of every comm op of a run."""
+def top_comm_ops(con: duckdb.DuckDBPyConnection, run_id: str, top: int = 10) -> pl.DataFrame:
+    """Communication ops of a run by total time, names normalised (op_name,
+    pipelines/sql_functions.py): op, is_p2p, count, total_ns, wait_ns, ranks."""
     return con.execute(
-        "select op, coalesce(is_p2p, false) as is_p2p, dur_ns, wait_ns, rank"
-        " from comm_ops where run_id = ?",
-        [run_id],
+        """
+        select op_name(op) as op, coalesce(is_p2p, false) as is_p2p, count(*) as count,
+               sum(dur_ns)::bigint as total_ns, sum(wait_ns)::bigint as wait_ns,
+               count(distinct rank) as ranks
+        from comm_ops where run_id = ?
+        group by all order by total_ns desc, op limit ?
+        """,
+        [run_id, top],
     ).pl()
 
 

@@ -6,7 +6,6 @@ docs/step_breakdown.md).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,18 +15,10 @@ import polars as pl
 from pipelines import warehouse_queries
 from pipelines.warehouse_queries import run_list  # noqa: F401  (re-exported for the CLI)
 
-# group hashes and instance counters in HCCL op names (hcom_allReduce__123_0_1): one op, not many
-_OP_SUFFIX = re.compile(r"(__\d+(_\d+)*|_\d+_\d+_\d+)$")
 TOP = 10
 # derived and profiler figures closer than this are "the same" (docs/step_breakdown.md: complete
 # ranks of the real sets agree within 0.12 µs)
 SAME_NS = 1_000
-
-
-def normalise_op(name: str) -> str:
-    """An HCCL op name without its group hash / counters: hcom_allReduce__123_0_1 ->
-    hcom_allReduce."""
-    return _OP_SUFFIX.sub("", name or "")
 
 
 @dataclass
@@ -56,27 +47,6 @@ class RunView:
             "tau_fits": rows(self.fits),
             "notes": self.notes,
         }
-
-
-def top_comm_ops(con: duckdb.DuckDBPyConnection, run_id: str, top: int = TOP) -> pl.DataFrame:
-    """Communication ops by total time, names normalised (normalise_op)."""
-    frame = warehouse_queries.comm_op_rows(con, run_id)
-    if frame.is_empty():
-        return frame
-    return (
-        frame.with_columns(
-            pl.col("op").map_elements(normalise_op, return_dtype=pl.String).alias("op")
-        )
-        .group_by("op", "is_p2p")
-        .agg(
-            pl.len().alias("count"),
-            pl.col("dur_ns").sum().alias("total_ns"),
-            pl.col("wait_ns").sum().alias("wait_ns"),
-            pl.col("rank").n_unique().alias("ranks"),
-        )
-        .sort(["total_ns", "op"], descending=[True, False])
-        .head(top)
-    )
 
 
 def _run_fits(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
@@ -136,7 +106,7 @@ def show_run(con: duckdb.DuckDBPyConnection, run_id: str, fit: bool = True) -> R
         run=run,
         breakdown=warehouse_queries.breakdown_by_rank(con, run_id),
         kernels=warehouse_queries.top_kernels(con, run_id, TOP),
-        comm=top_comm_ops(con, run_id),
+        comm=warehouse_queries.top_comm_ops(con, run_id, TOP),
         chunks=chunks,
         fits=_run_fits(con, run_id) if fit and chunks.height else pl.DataFrame(),
         has_markers=warehouse_queries.has_chunk_markers(con, run_id),
