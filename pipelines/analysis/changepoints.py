@@ -6,14 +6,21 @@ does not inflate it). Each candidate is then tested against the whole segments o
 Otava re-tests its points: Welch's t on log values must give p <= max_pvalue and the segments'
 medians must differ by at least min_magnitude; the weakest failing point is dropped and the rest
 re-tested until all pass, and each survivor is moved to the best single split between its
-neighbours. Medians make a single-night spike move nothing. A point with fewer than
-`confirm` runs after it is `pending`, never a regression, until later nights confirm it.
+neighbours. A point with fewer than `confirm` runs after it is `pending`, never a regression,
+until later nights confirm it.
+
+Single-night spikes are screened out before any of this (`isolated_nights`): a night whose log
+value lies more than `spike_sigmas` robust sigmas from the median of the nights on each side of
+it (up to `SPIKE_WINDOW` each way, same direction on both) is left out of the segmentation and the
+tests, so a slow night (a noisy neighbour, a throttled node) raises nothing and cannot drag a real
+point. The first and last nights have one side only and are never screened; instead a pending
+change in the last nights needs every one of them shifted by at least the minimum magnitude.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import ruptures
@@ -25,6 +32,8 @@ DEFAULT_MIN_MAGNITUDE = 0.015
 DEFAULT_MAX_PVALUE = 1e-4
 DEFAULT_MIN_SEGMENT = 5
 DEFAULT_CONFIRM = 5
+DEFAULT_SPIKE_SIGMAS = 3.5
+SPIKE_WINDOW = 3
 
 
 @dataclass(frozen=True)
@@ -121,13 +130,39 @@ def _prune(y, points, max_pvalue, min_magnitude) -> list[int]:
     return points
 
 
+def _scale(y: np.ndarray) -> np.ndarray:
+    return np.log(y) if np.all(y > 0) else y / np.median(y)
+
+
+def _robust_sigma(z: np.ndarray) -> float:
+    """Noise sigma from the median absolute first difference: a step or a spike barely moves it."""
+    sigma = float(np.median(np.abs(np.diff(z)))) / (math.sqrt(2) * 0.6745) if len(z) > 1 else 0.0
+    return sigma if sigma > 0 else float(np.std(z)) or 1e-12
+
+
+def isolated_nights(values: np.ndarray, spike_sigmas: float = DEFAULT_SPIKE_SIGMAS) -> np.ndarray:
+    """Mask of single-night spikes: log value beyond spike_sigmas robust sigmas from the median of
+    the up-to-SPIKE_WINDOW nights on its left AND of those on its right, on the same side of both.
+    A step is never a spike (the nights after it agree with it); the first and last nights,
+    having one side only, are never flagged."""
+    y = np.asarray(values, dtype=float)
+    mask = np.zeros(len(y), dtype=bool)
+    if len(y) < 3:
+        return mask
+    z = _scale(y)
+    limit = spike_sigmas * _robust_sigma(z)
+    for i in range(1, len(z) - 1):
+        left = z[i] - np.median(z[max(0, i - SPIKE_WINDOW) : i])
+        right = z[i] - np.median(z[i + 1 : i + 1 + SPIKE_WINDOW])
+        mask[i] = min(abs(left), abs(right)) > limit and left * right > 0
+    return mask
+
+
 def _candidates(y: np.ndarray, min_segment: int) -> list[int]:
     if len(y) < 2 * min_segment:
         return []
-    z = np.log(y) if np.all(y > 0) else y / np.median(y)
-    sigma = np.median(np.abs(np.diff(z))) / (math.sqrt(2) * 0.6745)
-    if not sigma > 0:
-        sigma = float(np.std(z)) or 1e-12
+    z = _scale(y)
+    sigma = _robust_sigma(z)
     algo = ruptures.Binseg(model="l2", min_size=min_segment, jump=1).fit(z.reshape(-1, 1))
     return [b for b in algo.predict(pen=2 * math.log(len(z)) * sigma**2) if b < len(z)]
 
@@ -161,10 +196,20 @@ def detect_change_points(
     max_pvalue: float = DEFAULT_MAX_PVALUE,
     min_segment: int = DEFAULT_MIN_SEGMENT,
     confirm: int = DEFAULT_CONFIRM,
+    spike_sigmas: float = DEFAULT_SPIKE_SIGMAS,
 ) -> list[ChangePoint]:
-    """Change points of a series in run order (oldest first)."""
+    """Change points of a series in run order (oldest first); ChangePoint.index counts every
+    finite value, single-night spikes (`isolated_nights`) included, though they are not tested."""
     y = np.asarray(values, dtype=float)
     y = y[np.isfinite(y)]
+    kept = np.flatnonzero(~isolated_nights(y, spike_sigmas))
+    return [
+        replace(cp, index=int(kept[cp.index]))
+        for cp in _detect(y[kept], min_magnitude, max_pvalue, min_segment, confirm)
+    ]
+
+
+def _detect(y, min_magnitude, max_pvalue, min_segment, confirm) -> list[ChangePoint]:
     points = _prune(y, _candidates(y, min_segment), max_pvalue, min_magnitude)
     points = _prune(y, _refine(y, points, min_segment), max_pvalue, min_magnitude)
     out = []
@@ -178,8 +223,12 @@ def detect_change_points(
     best = None
     for tail in range(2, min(confirm, len(rest) - min_segment + 1)):
         pval = _tail_test(rest[:-tail], rest[-tail:])
-        shift = float(np.median(rest[-tail:]) / np.median(rest[:-tail]) - 1)
-        ok = pval <= max_pvalue and abs(shift) >= min_magnitude
+        shifts = rest[-tail:] / np.median(rest[:-tail]) - 1
+        shift = float(np.median(shifts))
+        # every one of the last runs must have moved, the same way: a lone slow last night is
+        # not a change (yet), and the screen cannot judge it without a night after it
+        every = bool(np.all(np.sign(shifts) == np.sign(shift)))
+        ok = pval <= max_pvalue and every and float(np.min(np.abs(shifts))) >= min_magnitude
         if ok and (best is None or pval < best[1]):
             best = (len(y) - tail, pval, shift)
     if best is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
+import polars as pl
 
 from pipelines import warehouse_queries
 from pipelines.analysis.changepoints import DEFAULT_MIN_MAGNITUDE, detect_change_points
@@ -14,6 +15,9 @@ from pipelines.analysis.run_metrics import CONFIG_KEYS, METRICS, build_marts, ch
 from pipelines.selectors import parse_selector, require_runs
 
 DEFAULT_HISTORY_METRICS = ("ttft_ns", "makespan_ns", "throughput_tok_s")
+# a configuration whose runs carry no chunks (a training or a plain inference profile) has no
+# TTFT, makespan or throughput; its history is judged on the step breakdown instead
+FALLBACK_HISTORY_METRICS = ("total_ns", "compute_ns", "exposed_comm_ns")
 
 
 @dataclass(frozen=True)
@@ -55,11 +59,15 @@ def find_changes(
     """Change points per configuration and metric over collected_at; and how many series were
     examined. SelectorError / UnknownMetricError on bad input."""
     chosen = check_metrics(metrics, DEFAULT_HISTORY_METRICS)
+    if metrics is None:
+        chosen = [*chosen, *FALLBACK_HISTORY_METRICS]
     text = ",".join(t for t in (selector, f"since={since}" if since else None) if t)
     run_ids = require_runs(con, parse_selector(text))
     if build:
         build_marts(con)
     values = warehouse_queries.metric_values(con, run_ids, chosen, collected_only=True)
+    if metrics is None:
+        values = _default_metrics_per_config(values)
     changes: list[HistoryChange] = []
     series = 0
     for key, group in values.group_by([*CONFIG_KEYS, "metric"], maintain_order=True):
@@ -90,6 +98,13 @@ def find_changes(
                 )
             )
     return changes, series
+
+
+def _default_metrics_per_config(values: pl.DataFrame) -> pl.DataFrame:
+    """The default metrics where a configuration has any of them, else the fallback ones."""
+    has_default = pl.col("metric").is_in(DEFAULT_HISTORY_METRICS).any().over(CONFIG_KEYS)
+    wanted = pl.when(has_default).then(pl.col("metric").is_in(DEFAULT_HISTORY_METRICS))
+    return values.filter(wanted.otherwise(pl.col("metric").is_in(FALLBACK_HISTORY_METRICS)))
 
 
 def runs_around(

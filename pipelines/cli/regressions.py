@@ -15,8 +15,9 @@ Find change points per configuration (model, schedule, seq_len, chunk_size, tp, 
 hardware) and metric over collected_at, in the runs SEL selects (docs/selectors.md): ruptures'
 binary segmentation proposes points, each is kept only when Welch's t on log values between the
 segments on either side gives p <= 1e-4 and their medians differ by at least --min-magnitude
-(default 1.5 %), so noise and single-night spikes raise nothing (docs/regressions.md). A point
-with fewer than 5 runs after it is `pending` until later nights confirm it. Exit status 1 when a
+(default 1.5 %), so noise raises nothing; a single night far off the nights on both sides of it
+(a spike) is left out before any test (docs/regressions.md). A point with fewer than 5 runs after
+it is `pending` until later nights confirm it. Exit status 1 when a
 confirmed regression is reported, 2 for a bad selector or metric, else 0."""
 
 COLUMNS = [
@@ -45,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--metric",
         action="append",
         metavar="M",
-        help="metric (repeatable; default ttft_ns makespan_ns throughput_tok_s)",
+        help="metric (repeatable; default ttft_ns makespan_ns throughput_tok_s, and for "
+        "configurations whose runs have no chunks total_ns compute_ns exposed_comm_ns)",
     )
     parser.add_argument("--since", metavar="DATE", help="only runs collected on or after DATE")
     parser.add_argument(
