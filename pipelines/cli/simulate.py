@@ -180,6 +180,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "0 turns packing off)",
     )
     parser.add_argument(
+        "--trace-detail",
+        choices=("tasks", "layers"),
+        default="tasks",
+        help="tasks: one kernel per stage call, one ProfilerStep for the run; layers: per-layer "
+        "kernels with torch_npu names (FlashAttentionScore, MatMulV3, GroupedMatmul, RmsNorm, "
+        "SwiGlu ...), host cpu_ops that launch them ahead of the device with torch_to_npu flows, "
+        "one ProfilerStep per scheduler step (about 15x the trace size; docs/sim_traces.md) "
+        "(default: tasks)",
+    )
+    parser.add_argument(
+        "--tp-ranks",
+        action="store_true",
+        help="write every tensor-parallel rank as its own rank (rank = stage x TP + t: TP8 x PP2 "
+        "writes 16 rank folders) instead of one rank per pipeline stage (default: off)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -371,13 +387,33 @@ def _remove(paths: list[Path]) -> None:
             path.unlink()
 
 
-def write_outputs(result: SimResult, out: Path, formats: list[str]) -> list[Path]:
-    """Write the requested trace formats under `out`; return what was written."""
+def traced_result(result: SimResult, detail: str = "tasks", tp_ranks: bool = False) -> SimResult:
+    """The run as its traces show it: one ProfilerStep per scheduler step with "layers" detail,
+    one rank per TP rank with `tp_ranks` (pipelines.sim.trace_shape)."""
+    from pipelines.sim.trace_shape import expand_tp_ranks, with_scheduler_steps
+
+    if detail == "layers":
+        result = with_scheduler_steps(result)
+    if tp_ranks:
+        result = expand_tp_ranks(result)
+    return result
+
+
+def write_outputs(
+    result: SimResult,
+    out: Path,
+    formats: list[str],
+    detail: str = "tasks",
+    tp_ranks: bool = False,
+) -> list[Path]:
+    """Write the requested trace formats under `out` (traced_result's shape); return what was
+    written."""
+    result = traced_result(result, detail, tp_ranks)
     written: list[Path] = []
     if "ascend" in formats:
         from pipelines.sim.writers_ascend import write_ascend_pt
 
-        written += write_ascend_pt(result, out)
+        written += write_ascend_pt(result, out, detail=detail)  # type: ignore[arg-type]
     if "kineto" in formats:
         from pipelines.sim.writers_kineto import write_kineto_trace
 
@@ -395,6 +431,8 @@ def run(args: argparse.Namespace) -> int:
         _check_common(args)
         formats = parse_formats(args.format)
         stale = check_out(args.out, args.overwrite) if args.out is not None else []
+        if args.tp_ranks and args.schedule == "single":
+            raise ArgumentError("--tp-ranks applies to the pipeline schedules, not single")
         if args.schedule == "single":
             result, extra = simulate_single_from_args(args)
         else:
@@ -405,7 +443,7 @@ def run(args: argparse.Namespace) -> int:
     written = []
     if args.out is not None:
         _remove(stale)
-        written = write_outputs(result, args.out, formats)
+        written = write_outputs(result, args.out, formats, args.trace_detail, args.tp_ranks)
     report = summary(result, extra)
     report["written"] = [str(p) for p in written]
     if args.json:
