@@ -180,6 +180,63 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "0 turns packing off)",
     )
     parser.add_argument(
+        "--dcpp-online",
+        choices=("on", "off"),
+        default="on",
+        help="dcpp (vLLM-Ascend rule): online calibration as vLLM-Ascend does by default: the "
+        "target step time becomes the measured time of the first chunk, and after 5 executed "
+        "chunks a history-aware model t = a x(x+H) + b(x+H) + c is fitted to them and solved "
+        "for the next size; off keeps the start-up quadratic fit only (docs/schedules.md §1) "
+        "(default: on)",
+    )
+    parser.add_argument(
+        "--best-budget",
+        action="store_true",
+        help="simulate the schedule at each chunk budget of 8K, 16K, 24K and 32K tokens, print "
+        "them and keep the fastest (the paper reports each schedule at its best budget); "
+        "ignores --chunk (default: off)",
+    )
+    parser.add_argument(
+        "--pack-requests",
+        action="store_true",
+        help="a scheduler step carries chunks of several requests: each step's --chunk token "
+        "budget goes to the running requests in queue order (8 x 4K prompts in 16K steps: 2 "
+        "steps, not 8); cpp, vpp, vpp_async only (default: one request per step)",
+    )
+    parser.add_argument(
+        "--max-running",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --pack-requests: requests served per step at most, the fixed concurrency "
+        "(default: no cap)",
+    )
+    parser.add_argument(
+        "--length-mix",
+        type=int,
+        default=None,
+        metavar="N",
+        help="N requests with GSM8K-like prompt lengths (log-normal, median 1,024 tokens, cut "
+        "to 256-4,096; pipelines/sim/batching.py) queued at t=0, drawn from --seed; replaces "
+        "--requests and --seq-len (default: off)",
+    )
+    parser.add_argument(
+        "--trace-detail",
+        choices=("tasks", "layers"),
+        default="tasks",
+        help="tasks: one kernel per stage call, one ProfilerStep for the run; layers: per-layer "
+        "kernels with torch_npu names (FlashAttentionScore, MatMulV3, GroupedMatmul, RmsNorm, "
+        "SwiGlu ...), host cpu_ops that launch them ahead of the device with torch_to_npu flows, "
+        "one ProfilerStep per scheduler step (about 15x the trace size; docs/sim_traces.md) "
+        "(default: tasks)",
+    )
+    parser.add_argument(
+        "--tp-ranks",
+        action="store_true",
+        help="write every tensor-parallel rank as its own rank (rank = stage x TP + t: TP8 x PP2 "
+        "writes 16 rank folders) instead of one rank per pipeline stage (default: off)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -292,14 +349,29 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
         )
     gap_ns = round(args.arrival_gap * 1e6)
     seq_len = args.seq_len or PIPELINE_SEQ_LEN
-    requests = pl.DataFrame(
-        {
-            "request_id": [f"req-{i}" for i in range(args.requests)],
-            "arrival_ns": [i * gap_ns for i in range(args.requests)],
-            "prompt_tokens": [seq_len] * args.requests,
-        }
-    )
+    if args.length_mix is not None:
+        from pipelines.sim.batching import length_mix
+
+        if args.length_mix < 1:
+            raise ArgumentError(f"--length-mix must be at least 1, got {args.length_mix}")
+        requests = length_mix(args.length_mix, seed=args.seed)
+    else:
+        requests = pl.DataFrame(
+            {
+                "request_id": [f"req-{i}" for i in range(args.requests)],
+                "arrival_ns": [i * gap_ns for i in range(args.requests)],
+                "prompt_tokens": [seq_len] * args.requests,
+            }
+        )
+    if args.max_running is not None and (args.max_running < 1 or not args.pack_requests):
+        raise ArgumentError("--max-running needs --pack-requests and a value of at least 1")
     options: dict[str, Any] = {"model": model, "pp": args.ranks or 2, "vp": vp, "tp": args.tp}
+    if args.pack_requests:
+        options |= {"pack_requests": True, "max_running": args.max_running}
+    if args.schedule in ("dcpp", "dcpp_vllm_ascend"):
+        from pipelines.sim.chunking import DcppConfig
+
+        options["dcpp"] = DcppConfig(online=args.dcpp_online == "on")
     if args.chunk is not None:
         options["chunk_size"] = args.chunk
     if args.pack_window is not None:
@@ -311,9 +383,17 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
     elif args.collectives == "overlapped" and model in presets.MODELS:
         options["collectives"] = presets.collective_model(model, tp=args.tp, blocking=False)
     try:
-        result = sim_run.simulate(
-            requests, args.schedule, noise=args.noise, seed=args.seed, **options
-        )
+        if args.best_budget:
+            from pipelines.sim.budget import budget_sweep
+
+            table, result = budget_sweep(
+                requests, args.schedule, noise=args.noise, seed=args.seed, **options
+            )
+            result.meta["budget_sweep"] = table.to_dicts()
+        else:
+            result = sim_run.simulate(
+                requests, args.schedule, noise=args.noise, seed=args.seed, **options
+            )
     except ValueError as exc:
         raise ArgumentError(str(exc)) from exc
     link = presets.comm_model(model, result.meta.get("hardware"), result.meta.get("tp"))
@@ -327,6 +407,10 @@ def summary(result: SimResult, extra: dict[str, Any]) -> dict[str, Any]:
 
     out = summarize(result)
     out.update(extra)
+    if result.meta.get("dcpp_rule") == "vllm_ascend":
+        out["dcpp_online"] = result.meta.get("dcpp_online")
+    if "budget_sweep" in result.meta:
+        out["budget_sweep"] = result.meta["budget_sweep"]
     return out
 
 
@@ -371,13 +455,33 @@ def _remove(paths: list[Path]) -> None:
             path.unlink()
 
 
-def write_outputs(result: SimResult, out: Path, formats: list[str]) -> list[Path]:
-    """Write the requested trace formats under `out`; return what was written."""
+def traced_result(result: SimResult, detail: str = "tasks", tp_ranks: bool = False) -> SimResult:
+    """The run as its traces show it: one ProfilerStep per scheduler step with "layers" detail,
+    one rank per TP rank with `tp_ranks` (pipelines.sim.trace_shape)."""
+    from pipelines.sim.trace_shape import expand_tp_ranks, with_scheduler_steps
+
+    if detail == "layers":
+        result = with_scheduler_steps(result)
+    if tp_ranks:
+        result = expand_tp_ranks(result)
+    return result
+
+
+def write_outputs(
+    result: SimResult,
+    out: Path,
+    formats: list[str],
+    detail: str = "tasks",
+    tp_ranks: bool = False,
+) -> list[Path]:
+    """Write the requested trace formats under `out` (traced_result's shape); return what was
+    written."""
+    result = traced_result(result, detail, tp_ranks)
     written: list[Path] = []
     if "ascend" in formats:
         from pipelines.sim.writers_ascend import write_ascend_pt
 
-        written += write_ascend_pt(result, out)
+        written += write_ascend_pt(result, out, detail=detail)  # type: ignore[arg-type]
     if "kineto" in formats:
         from pipelines.sim.writers_kineto import write_kineto_trace
 
@@ -395,6 +499,8 @@ def run(args: argparse.Namespace) -> int:
         _check_common(args)
         formats = parse_formats(args.format)
         stale = check_out(args.out, args.overwrite) if args.out is not None else []
+        if args.tp_ranks and args.schedule == "single":
+            raise ArgumentError("--tp-ranks applies to the pipeline schedules, not single")
         if args.schedule == "single":
             result, extra = simulate_single_from_args(args)
         else:
@@ -405,7 +511,7 @@ def run(args: argparse.Namespace) -> int:
     written = []
     if args.out is not None:
         _remove(stale)
-        written = write_outputs(result, args.out, formats)
+        written = write_outputs(result, args.out, formats, args.trace_detail, args.tp_ranks)
     report = summary(result, extra)
     report["written"] = [str(p) for p in written]
     if args.json:
@@ -416,7 +522,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(report: dict[str, Any]) -> None:
-    keys = [k for k in report if k != "written"]
+    sweep = report.get("budget_sweep")
+    if sweep:
+        print(f"{'budget':>8}  {'makespan':>10}  {'steps':>5}  {'TTFT p50':>10}  {'TTFT p99':>10}")
+        for row in sweep:
+            mark = "  best" if row["best"] else ""
+            print(
+                f"{row['chunk_size']:>8}  {row['makespan_ns'] / 1e9:>8.3f} s  "
+                f"{row['scheduling_steps']:>5}  {row['ttft_p50_ns'] / 1e9:>8.3f} s  "
+                f"{row['ttft_p99_ns'] / 1e9:>8.3f} s{mark}"
+            )
+    keys = [k for k in report if k not in ("written", "budget_sweep")]
     width = max(len(k) for k in keys)
     for key in keys:
         value = report[key]

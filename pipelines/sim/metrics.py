@@ -88,9 +88,16 @@ def bubble_ratio_exact(result: SimResult) -> Fraction:
     return Fraction(int(ranks["bubble_ns"].sum()), int(ranks["window_ns"].sum()))
 
 
+def ttft_percentile(ttft: pl.Series, q: float) -> float:
+    """q-th percentile of the requests' TTFT (ns), linear interpolation between order statistics
+    (numpy's default; the median equals `ttft_p50_ns`)."""
+    return float(np.percentile(ttft.to_numpy(), q))
+
+
 def summarize(result: SimResult) -> dict[str, Any]:
     """Run-level metrics: makespan, throughput, scheduling steps, compute/bubble/exposed comm
-    (mean over ranks, ns) with ratios, overlap ratio, TTFT statistics, plus the run's meta."""
+    (mean over ranks, ns) with ratios, overlap ratio, TTFT mean / p50 / p90 / p99 / max, plus the
+    run's meta."""
     ranks = ranks_frame(result)
     n_ranks = ranks.height
     window = int(ranks["window_ns"][0])
@@ -143,6 +150,8 @@ def summarize(result: SimResult) -> dict[str, Any]:
             "overlap_ratio": total["overlapped_ns"] / total["comm_ns"] if total["comm_ns"] else 0.0,
             "ttft_mean_ns": float(ttft.mean()),
             "ttft_p50_ns": float(ttft.median()),
+            "ttft_p90_ns": ttft_percentile(ttft, 90),
+            "ttft_p99_ns": ttft_percentile(ttft, 99),
             "ttft_max_ns": int(ttft.max()),
         }
     )

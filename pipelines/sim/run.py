@@ -22,13 +22,14 @@ import numpy as np
 import polars as pl
 
 from pipelines.sim import presets
+from pipelines.sim.batching import Piece, pack_steps, packed_stage_ns
 from pipelines.sim.chunking import DcppConfig, dynamic_chunks, fixed_chunks
 from pipelines.sim.comm import CollectiveModel, CommModel
 from pipelines.sim.costs import StageCost
 from pipelines.sim.disturbance import Disturbance, disturbed_durations
 from pipelines.sim.engine import evaluate
 from pipelines.sim.layout import StageLayout, fold_back_layout
-from pipelines.sim.result import SimResult
+from pipelines.sim.result import REQUEST_SCHEMA, SimResult
 from pipelines.sim.schedules import (
     COMPUTE,
     DEFAULT_PACK_WINDOW,
@@ -46,6 +47,8 @@ from pipelines.sim.timeline import request_table, task_table
 RequestsLike = int | Sequence[int] | pl.DataFrame
 _ALIASES = {"dcpp_sglang": ("dcpp", "sglang"), "dcpp_vllm_ascend": ("dcpp", "vllm_ascend")}
 _ASYNC_SCHEDULES = ("vpp_async", "vpp_pack")
+BATCH_REQUEST = "batch"
+"""request_id of a packed run's steps in the task table (prepare(pack_requests=True))."""
 
 
 def requests_frame(requests: RequestsLike) -> pl.DataFrame:
@@ -142,19 +145,26 @@ def stage_durations(
     comm: CommModel | None,
     layout: StageLayout | None = None,
     collectives: CollectiveModel | None = None,
+    steps: list[list[Piece]] | None = None,
 ) -> np.ndarray:
     """Noise-free duration (float ns) of every node of `plan`; `layout` (same pp and vp) gives
     the layer ranges when `cost` is another model than the one the plan was built for. Blocking
-    collectives add to their call; overlapped ones only where they outlast its compute."""
+    collectives add to their call; overlapped ones only where they outlast its compute. With
+    `steps` (packed requests: chunk k of the plan is step k) a call costs its pieces
+    (batching.packed_stage_ns)."""
     dur = np.zeros(plan.size, dtype=np.float64)
     compute = plan.kind == COMPUTE
     ranges = np.array((layout or plan.layout).layer_ranges, dtype=np.int64)
-    keys = np.column_stack(
-        [plan.tokens[compute], plan.prefix[compute], ranges[plan.stage[compute]]]
-    )
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    times = cost.stage_ns(unique[:, 0], unique[:, 1], unique[:, 2], unique[:, 3])
-    dur[compute] = np.asarray(times, dtype=np.float64)[inverse.ravel()]
+    if steps is not None:
+        lo_hi = ranges[plan.stage[compute]]
+        dur[compute] = packed_stage_ns(cost, steps, plan.chunk[compute], lo_hi[:, 0], lo_hi[:, 1])
+    else:
+        keys = np.column_stack(
+            [plan.tokens[compute], plan.prefix[compute], ranges[plan.stage[compute]]]
+        )
+        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        times = cost.stage_ns(unique[:, 0], unique[:, 1], unique[:, 2], unique[:, 3])
+        dur[compute] = np.asarray(times, dtype=np.float64)[inverse.ravel()]
     dur[compute] += np.where(plan.pays_overhead[compute], cost.call_overhead_ns, 0.0)
     parts = collective_parts(plan, collectives, layout)
     if parts:
@@ -282,10 +292,17 @@ def prepare(
     dcpp: DcppConfig | None = None,
     reorder: bool | None = None,
     collectives: CollectiveModel | str | None = "preset",
+    pack_requests: bool = False,
+    max_running: int | None = None,
 ) -> tuple[Plan, np.ndarray, dict[str, Any], StageCost, CommModel | None, CollectiveModel | None]:
     """Chunk, lay out and compile a run: (plan, noise-free durations, meta, cost, comm,
-    collectives)."""
+    collectives). `pack_requests`: a scheduler step carries chunks of several requests
+    (batching.pack_steps with budget `chunk_size`, at most `max_running` requests per step); the
+    plan then runs one batch whose chunk k is step k, and meta["request_steps"] lists the steps'
+    (request index, tokens, prefix) pieces."""
     base, dcpp = _resolve_schedule(schedule, dcpp)
+    if pack_requests and base in ("dcpp", "vpp_pack"):
+        raise ValueError(f"packed requests need fixed-budget steps: not {base}")
     is_vpp = base.startswith("vpp")
     vp = vp if vp is not None else (2 if is_vpp else 1)
     if not is_vpp and vp != 1:
@@ -296,7 +313,16 @@ def prepare(
     coll = _resolve_collectives(collectives, model, hardware, tp) if comm is not None else None
     layout = fold_back_layout(cost.num_layers, pp, vp, layer_split)
     frame = requests_frame(requests)
-    chunked = _chunk_requests(frame, base, chunk_size, dcpp, cost, layout, coll)
+    steps = (
+        pack_steps(frame["prompt_tokens"].to_list(), chunk_size, max_running)
+        if (pack_requests)
+        else None
+    )
+    if steps is not None:
+        tokens = tuple(sum(piece[1] for piece in step) for step in steps)
+        chunked = [ChunkedRequest(BATCH_REQUEST, int(frame["arrival_ns"].max()), tokens)]
+    else:
+        chunked = _chunk_requests(frame, base, chunk_size, dcpp, cost, layout, coll)
     reorder = reorder if reorder is not None else base in _ASYNC_SCHEDULES
     windows = (
         _pack_windows(chunked, layout, cost, comm_model, pack_window, reorder, coll)
@@ -305,7 +331,7 @@ def prepare(
     )
     orders = rank_orders(chunked, layout, windows, reorder)
     plan = build_plan(chunked, layout, orders, comm_model and comm_model.mode)
-    dur = stage_durations(plan, cost, comm_model, collectives=coll)
+    dur = stage_durations(plan, cost, comm_model, collectives=coll, steps=steps)
     model_name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     meta: dict[str, Any] = {
         "model": model_name,
@@ -323,12 +349,16 @@ def prepare(
         "comm_mode": comm_model.mode if comm_model is not None else "none",
         "collectives": "none" if coll is None else ("blocking" if coll.blocking else "overlapped"),
         "dcpp_rule": dcpp.rule if dcpp is not None else None,
+        "dcpp_online": dcpp.online if dcpp is not None else None,
         "pack_windows": windows,
         "reorder": reorder,
         "layer_ranges": [list(r) for r in layout.layer_ranges],
         "stage_ranks": list(layout.ranks),
         "source": "sim",
     }
+    if steps is not None:
+        meta["request_steps"] = [[list(piece) for piece in step] for step in steps]
+        meta["max_running"] = max_running
     return plan, dur, meta, cost, comm_model, coll
 
 
@@ -349,6 +379,8 @@ def simulate(
     dcpp: DcppConfig | None = None,
     reorder: bool | None = None,
     collectives: CollectiveModel | str | None = "preset",
+    pack_requests: bool = False,
+    max_running: int | None = None,
     noise: float = 0.0,
     seed: int = 0,
     disturbance: Disturbance | None = None,
@@ -361,6 +393,9 @@ def simulate(
     and vpp_pack). reorder: VPP-Async's s0(k+1)-before-s3(k-1) swap (default: on for vpp_async
     and vpp_pack). noise: multiplicative lognormal σ per task (0.03 = 3 %), drawn from `seed`.
     disturbance: outlier chunk, AR(1) noise, throttle step, run scale (pipelines.sim.disturbance).
+    pack_requests: one scheduler step carries chunks of several requests (prepare); the task
+    table then has one `batch` request (chunk k = step k, prefix 0) and the request table one row
+    per request, its first token at the end of the step holding its last piece.
     """
     plan, dur, meta, _, _, coll = prepare(
         requests,
@@ -378,6 +413,8 @@ def simulate(
         dcpp=dcpp,
         reorder=reorder,
         collectives=collectives,
+        pack_requests=pack_requests,
+        max_running=max_running,
     )
     if disturbance is None:
         durations = _noisy(dur, noise, seed)
@@ -387,7 +424,40 @@ def simulate(
     meta.update(seed=seed, noise=noise)
     parts = collective_parts(plan, coll)
     tasks = task_table(plan, start, end, parts, coll is None or coll.blocking)
+    if "request_steps" in meta:
+        frame = requests_frame(requests)
+        tasks = tasks.with_columns(pl.lit(0, pl.Int64).alias("prefix_tokens"))
+        return SimResult(tasks, packed_request_table(frame, meta["request_steps"], tasks), meta)
     return SimResult(tasks, request_table(plan, end), meta)
+
+
+def packed_request_table(
+    frame: pl.DataFrame, steps: list[list[list[int]]], tasks: pl.DataFrame
+) -> pl.DataFrame:
+    """Request table of a packed run: a request's first token comes at the end of the last
+    compute of the step holding its last piece."""
+    step_end = dict(
+        tasks.filter(pl.col("kind") == "compute")
+        .group_by("chunk_idx")
+        .agg(pl.col("end_ns").max())
+        .iter_rows()
+    )
+    last_step = {}
+    for k, step in enumerate(steps):
+        for index, _, _ in step:
+            last_step[index] = k
+    first = np.array([step_end[last_step[i]] for i in range(frame.height)], dtype=np.int64)
+    arrival = frame["arrival_ns"].to_numpy()
+    return pl.DataFrame(
+        {
+            "request_id": frame["request_id"],
+            "arrival_ns": arrival,
+            "prompt_tokens": frame["prompt_tokens"],
+            "first_token_ns": first,
+            "ttft_ns": first - arrival,
+        },
+        schema=REQUEST_SCHEMA,
+    )
 
 
 def simulate_batch(

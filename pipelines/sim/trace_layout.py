@@ -137,8 +137,27 @@ class P2PGroup:
         return group_suffix(self.hash)
 
 
-def p2p_group(result: SimResult) -> P2PGroup:
-    return P2PGroup(group_id="tracereplay-sim%pp_0", ranks=tuple(rank_ids(result)))
+def tp_ranks_of(result: SimResult) -> int:
+    """TP ranks written per pipeline stage: 1, or meta["tp_ranks"] when the run was expanded to
+    one rank per TP rank (pipelines.sim.trace_shape.expand_tp_ranks: rank = stage * tp + t)."""
+    return int(result.meta.get("tp_ranks") or 1)
+
+
+def p2p_group(result: SimResult, rank: int = 0) -> P2PGroup:
+    """The pipeline communicator of `rank`: one for the whole run, or with TP ranks written one
+    per TP index t (the ranks with the same t in every stage, as Megatron / vLLM build them)."""
+    tp = tp_ranks_of(result)
+    if tp == 1:
+        return P2PGroup(group_id="tracereplay-sim%pp_0", ranks=tuple(rank_ids(result)))
+    t = rank % tp
+    ranks = tuple(r for r in rank_ids(result) if r % tp == t)
+    return P2PGroup(group_id=f"tracereplay-sim%pp_{t}", ranks=ranks)
+
+
+def collective_group_id(result: SimResult, group: str, rank: int) -> str:
+    """Communicator of a TP / EP collective: one per kind, or one per stage with TP ranks."""
+    tp = tp_ranks_of(result)
+    return f"tracereplay-sim%{group}_{rank // tp if tp > 1 else 0}"
 
 
 COLLECTIVE_OPS = {"allreduce": ("allReduce", "tp"), "alltoall": ("alltoAll", "ep")}
@@ -153,7 +172,10 @@ def collective_ops(result: SimResult) -> pl.DataFrame:
         ops = result.tasks.filter(pl.col("kind") == kind).sort("rank", "start_ns")
         if ops.is_empty():
             continue
-        suffix = group_suffix(double_hash(f"tracereplay-sim%{group}_0"))
+        suffix = {
+            r: group_suffix(double_hash(collective_group_id(result, group, r)))
+            for r in ops["rank"].unique().to_list()
+        }
         frames.append(
             ops.with_columns(
                 pl.lit(-1, pl.Int64).alias("transfer"),
@@ -161,7 +183,7 @@ def collective_ops(result: SimResult) -> pl.DataFrame:
                 pl.format(
                     "hcom_{}__{}_{}_1",
                     pl.lit(op_type),
-                    pl.lit(suffix),
+                    pl.col("rank").replace_strict(suffix, return_dtype=pl.String),
                     pl.int_range(pl.len()).over("rank"),
                 ).alias("op"),
             )
@@ -192,12 +214,14 @@ def _p2p_ops(result: SimResult) -> pl.DataFrame:
             pl.lit("").alias("op"),
             pl.lit(0, pl.Int32).alias("step"),
         )
-    key = ["request_id", "chunk_idx", "_hop"]
+    key = ["request_id", "chunk_idx", "_hop", "_t"]
+    tp = tp_ranks_of(result)
     ordered = comm.with_columns(
         pl.when(pl.col("kind") == "send")
         .then(pl.col("vstage") + 1)
         .otherwise(pl.col("vstage"))
-        .alias("_hop")
+        .alias("_hop"),
+        (pl.col("rank") % tp).alias("_t"),
     )
     ends = ordered.group_by(key).agg(
         pl.col("rank").filter(pl.col("kind") == "send").first().alias("_src"),
@@ -205,9 +229,9 @@ def _p2p_ops(result: SimResult) -> pl.DataFrame:
         pl.col("start_ns").min().alias("_first"),
     )
     ends = ends.sort("_first", *key).with_columns(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("transfer")
+        pl.int_range(pl.len(), dtype=pl.Int64).over("_t").alias("transfer")
     )
-    suffix = p2p_group(result).suffix
+    suffix = {t: p2p_group(result, t).suffix for t in range(tp)}
     steps = step_windows(result)
     out = ordered.join(ends, on=key).with_columns(
         pl.when(pl.col("kind") == "send")
@@ -219,11 +243,11 @@ def _p2p_ops(result: SimResult) -> pl.DataFrame:
         pl.format(
             "hcom_{}__{}_{}_1",
             pl.when(pl.col("kind") == "send").then(pl.lit("send")).otherwise(pl.lit("receive")),
-            pl.lit(suffix),
+            pl.col("_t").replace_strict(suffix, return_dtype=pl.String),
             "transfer",
         ).alias("op"),
     )
-    out = out.drop("_hop", "_src", "_dst", "_first").sort("start_ns", "end_ns", "rank")
+    out = out.drop("_hop", "_src", "_dst", "_first", "_t").sort("start_ns", "end_ns", "rank")
     return _with_step(out, steps)
 
 

@@ -26,13 +26,15 @@ trace_view lanes, identified by process_name (pid = (os_pid << 10) | (sort_index
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
+from pipelines.intervals import assign_steps
 from pipelines.profiler_names import (
     ASCEND_PT_SUFFIX,
     CONVENTION_KEYS,
@@ -49,9 +51,11 @@ from pipelines.profiler_names import (
     TRACE_VIEW,
     profiler_info_name,
 )
+from pipelines.sim.kernel_mix import task_kernels
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import (
     P2P_GROUP_KIND,
+    collective_group_id,
     comm_ops,
     compute_tasks,
     device_of,
@@ -61,7 +65,9 @@ from pipelines.sim.trace_layout import (
     p2p_group,
     rank_ids,
     step_windows,
+    tp_ranks_of,
 )
+from pipelines.sim.trace_shape import LAUNCH_LATENCY_NS
 
 # process_sort_index values torch_npu uses for these lanes (observed, set B1)
 SORT_PYTHON, SORT_HARDWARE, SORT_HCCL, SORT_OVERLAP = 0, 13, 15, 23
@@ -104,6 +110,10 @@ STEP_TRACE_HEADER = [
     "Preparing",
 ]
 OP_TYPE = {"chunk": "PrefillChunk", "background": "DecodeBatch"}
+TraceDetail = Literal["tasks", "layers"]
+TRACE_DETAILS: tuple[str, ...] = ("tasks", "layers")
+HOST_OP_NS = 10_000
+"""Host time of one launching `cpu_op` in "layers" detail (docs/sim_traces.md §2)."""
 
 
 def ts_text(ns: int) -> str:
@@ -133,9 +143,20 @@ def kernel_name(op_type: str) -> str:
 
 
 def write_ascend_pt(
-    result: SimResult, out_dir: Path | str, *, epoch_ns: int | None = None, worker: str = "sim"
+    result: SimResult,
+    out_dir: Path | str,
+    *,
+    epoch_ns: int | None = None,
+    worker: str = "sim",
+    detail: TraceDetail = "tasks",
 ) -> list[Path]:
-    """Write one `*_ascend_pt` folder per rank of `result` under `out_dir`; return the folders."""
+    """Write one `*_ascend_pt` folder per rank of `result` under `out_dir`; return the folders.
+
+    detail "tasks": one kernel and one host chunk range per stage call, at the device's times;
+    "layers": the call's per-layer kernels (kernel_mix), launched by host `cpu_op`s that run ahead
+    of the device by the launch latency, linked by torch_to_npu flows (docs/sim_traces.md)."""
+    if detail not in TRACE_DETAILS:
+        raise ValueError(f"detail must be one of {TRACE_DETAILS}, not {detail!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     base = epoch_of(result, epoch_ns)
@@ -147,7 +168,7 @@ def write_ascend_pt(
         folder = out / name
         output = folder / OUTPUT_DIR
         output.mkdir(parents=True, exist_ok=True)
-        rank_trace = _RankTrace(result, rank, base)
+        rank_trace = _RankTrace(result, rank, base, detail)
         _write_json(folder / profiler_info_name(rank), _profiler_info(result, rank, base))
         _write_json(folder / METADATA, profiler_metadata(result, rank))
         _write_json(output / TRACE_VIEW, rank_trace.events())
@@ -214,10 +235,11 @@ def profiler_metadata(result: SimResult, rank: int) -> dict[str, Any]:
     }
     data["simulator"] = "tracereplay"
     ranks = rank_ids(result)
-    group = p2p_group(result)
+    group = p2p_group(result, rank)
+    tp = tp_ranks_of(result)
     data["distributed_args"] = {
         "tensor_model_parallel_size": int(meta.get("tp", 1) or 1),
-        "pipeline_model_parallel_size": len(ranks),
+        "pipeline_model_parallel_size": len(ranks) // tp,
         "data_parallel_size": 1,
         "rank": rank,
         "world_size": len(ranks),
@@ -225,10 +247,18 @@ def profiler_metadata(result: SimResult, rank: int) -> dict[str, Any]:
     data["parallel_group_info"] = {
         group.group_id: {
             "group_name": P2P_GROUP_KIND,
-            "group_rank": ranks.index(rank),
+            "group_rank": group.ranks.index(rank),
             "global_ranks": list(group.ranks),
         }
     }
+    if tp > 1:
+        stage = rank // tp
+        for kind in ("tp", "ep"):  # vLLM-Ascend runs expert parallelism over the TP group
+            data["parallel_group_info"][collective_group_id(result, kind, rank)] = {
+                "group_name": kind,
+                "group_rank": rank % tp,
+                "global_ranks": list(range(stage * tp, stage * tp + tp)),
+            }
     data["ENV_VARIABLES"] = {}
     return data
 
@@ -236,25 +266,56 @@ def profiler_metadata(result: SimResult, rank: int) -> dict[str, Any]:
 class _RankTrace:
     """One rank's events, kernel rows and step breakdown, computed once."""
 
-    def __init__(self, result: SimResult, rank: int, base: int) -> None:
+    def __init__(
+        self, result: SimResult, rank: int, base: int, detail: TraceDetail = "tasks"
+    ) -> None:
         self.result = result
         self.rank = rank
         self.base = base
+        self.detail = detail
         self.os_pid = os_pid_of(rank)
         self.device = device_of(rank)
         self.steps = step_windows(result)
-        self.compute = compute_tasks(result, rank).with_columns(
-            pl.int_range(1, pl.len() + 1).alias("connection_id")
-        )
-        n = self.compute.height
+        self.compute = compute_tasks(result, rank)
+        self.kernels = self._kernels()
+        n = self.kernels.height
         self.comm = (
             comm_ops(result)
             .filter(pl.col("rank") == rank)
             .with_columns(pl.int_range(n + 1, n + pl.len() + 1).alias("connection_id"))
         )
         self.overlap = overlap_lanes(self.compute, self.comm, self.steps)
-        self.group = p2p_group(result)
+        self.group = p2p_group(result, rank)
         self.bytes_per_token = int(result.meta.get("bytes_per_token", 0) or 0)
+
+    def _kernels(self) -> pl.DataFrame:
+        """Device kernels of the rank's compute tasks: task (row of self.compute), name,
+        op_type, core, host_name, start_ns, end_ns, connection_id (1..), step."""
+        if self.detail == "layers":
+            meta = self.result.meta
+            kernels = task_kernels(
+                self.compute,
+                str(meta.get("model", "")),
+                meta.get("hardware"),
+                meta.get("tp"),
+                meta.get("layer_ranges") or [],
+            )
+        else:
+            ops = {True: OP_TYPE["chunk"], False: OP_TYPE["background"]}
+            op = pl.col("is_chunk").replace_strict(ops, return_dtype=pl.String)
+            names = {key: kernel_name(value) for key, value in ops.items()}
+            kernels = self.compute.with_row_index("task").select(
+                pl.col("task").cast(pl.Int64),
+                pl.lit(-1, pl.Int32).alias("layer"),
+                pl.col("is_chunk").replace_strict(names, return_dtype=pl.String).alias("name"),
+                op.alias("op_type"),
+                pl.lit("AI_CORE").alias("core"),
+                pl.lit(None, pl.String).alias("host_name"),
+                "start_ns",
+                "end_ns",
+            )
+        kernels = kernels.with_columns(pl.int_range(1, pl.len() + 1).alias("connection_id"))
+        return assign_steps(kernels, self.steps).with_columns(pl.col("step").fill_null(0))
 
     def pid(self, sort_index: int) -> int:
         return format_pid(self.os_pid, sort_index, self.device)
@@ -321,10 +382,14 @@ class _RankTrace:
                     "args": {"Sequence number": -1, "Fwd thread id": 0},
                 }
             )
+        if self.detail == "layers":
+            return out + self._host_launches()
         hw = self.pid(SORT_HARDWARE)
-        for row in self.compute.iter_rows(named=True):
+        first = self.kernels.group_by("task").agg(pl.col("connection_id").min())
+        cid_of = dict(first.iter_rows())
+        for task, row in enumerate(self.compute.iter_rows(named=True)):
             ts = self.t(row["start_ns"])
-            cid = row["connection_id"]
+            cid = cid_of[task]
             out.append(
                 {
                     "ph": "X",
@@ -342,21 +407,74 @@ class _RankTrace:
             out.append({"ph": "f", **flow, "pid": hw, "tid": COMPUTE_STREAM, "ts": ts})
         return out
 
+    def _host_launches(self) -> list[dict[str, Any]]:
+        """Per compute task a `chunk[...]` range on the host holding one `cpu_op` per kernel,
+        each launched `launch` ns before its kernel starts (or earlier, when the previous launch
+        plus HOST_OP_NS comes first), with a torch_to_npu flow to its kernel (docs/sim_traces.md
+        §2). Launch ops carry the kernel's connection_id, the link the chunk segmentation
+        follows."""
+        py, hw = self.os_pid, self.pid(SORT_HARDWARE)
+        launch = int(self.result.meta.get("launch_latency_ns", LAUNCH_LATENCY_NS))
+        markers = self.compute["marker"].to_list()
+        out: list[dict[str, Any]] = []
+        for (task,), group in self.kernels.group_by(["task"], maintain_order=True):
+            starts = group["start_ns"].to_list()
+            ends = group["end_ns"].to_list()
+            launches = [starts[0] - launch]
+            for start in starts[1:]:
+                launches.append(min(launches[-1] + HOST_OP_NS, start - launch))
+            durs = [min(HOST_OP_NS, b - a) for a, b in itertools.pairwise(launches)]
+            durs.append(min(HOST_OP_NS, ends[-1] - starts[-1]))
+            out.append(
+                {
+                    "ph": "X",
+                    "name": markers[task],
+                    "pid": py,
+                    "tid": py,
+                    "ts": self.t(launches[0]),
+                    "dur": us(launches[-1] + durs[-1] - launches[0]),
+                    "cat": "user_annotation",
+                    "args": {"Sequence number": -1, "Fwd thread id": 0},
+                }
+            )
+            rows = zip(
+                launches, durs, starts, group["host_name"], group["connection_id"], strict=True
+            )
+            for at, dur, start, name, cid in rows:
+                ts = self.t(at)
+                out.append(
+                    {
+                        "ph": "X",
+                        "name": name,
+                        "pid": py,
+                        "tid": py,
+                        "ts": ts,
+                        "dur": us(dur),
+                        "cat": "cpu_op",
+                        "args": {"Sequence number": -1, "Fwd thread id": 0, "connection_id": cid},
+                    }
+                )
+                flow = {"name": "torch_to_npu", "id": cid, "cat": "async_npu", "bp": "e"}
+                out.append({"ph": "s", **flow, "pid": py, "tid": py, "ts": ts})
+                out.append(
+                    {"ph": "f", **flow, "pid": hw, "tid": COMPUTE_STREAM, "ts": self.t(start)}
+                )
+        return out
+
     def _device(self) -> list[dict[str, Any]]:
         hw = self.pid(SORT_HARDWARE)
         out: list[dict[str, Any]] = []
-        for task_id, row in enumerate(self.compute.iter_rows(named=True), start=1):
-            op = OP_TYPE["chunk" if row["is_chunk"] else "background"]
+        for task_id, row in enumerate(self.kernels.iter_rows(named=True), start=1):
             out.append(
                 {
-                    "name": kernel_name(op),
+                    "name": row["name"],
                     "pid": hw,
                     "tid": COMPUTE_STREAM,
                     "ts": self.t(row["start_ns"]),
                     "dur": us(row["end_ns"] - row["start_ns"]),
                     "args": {
                         "Model Id": UINT32_NA,
-                        "Task Type": "AI_CORE",
+                        "Task Type": row["core"],
                         "Physic Stream Id": COMPUTE_STREAM,
                         "Task Id": task_id,
                         "Batch Id": 0,
@@ -461,8 +579,7 @@ class _RankTrace:
         """kernel_details.csv: compute kernels and top-level HCCL ops, in start order."""
         rows: list[tuple[int, list[str]]] = []
         prev_end = None
-        for task_id, row in enumerate(self.compute.iter_rows(named=True), start=1):
-            op = OP_TYPE["chunk" if row["is_chunk"] else "background"]
+        for task_id, row in enumerate(self.kernels.iter_rows(named=True), start=1):
             wait = 0 if prev_end is None else max(row["start_ns"] - prev_end, 0)
             prev_end = row["end_ns"]
             rows.append(
@@ -473,10 +590,10 @@ class _RankTrace:
                         str(UINT32_NA),
                         str(task_id),
                         str(COMPUTE_STREAM),
-                        kernel_name(op),
-                        op,
+                        row["name"],
+                        row["op_type"],
                         "dynamic",
-                        "AI_CORE",
+                        row["core"],
                         self.t(row["start_ns"]) + "\t",
                         f"{us(row['end_ns'] - row['start_ns']):.3f}",
                         f"{us(wait):.3f}",

@@ -17,7 +17,13 @@ from typing import Any
 import polars as pl
 
 from pipelines.sim.result import SimResult
-from pipelines.sim.trace_layout import comm_ops, compute_tasks, rank_ids, step_windows
+from pipelines.sim.trace_layout import (
+    comm_ops,
+    compute_tasks,
+    rank_ids,
+    step_windows,
+    tp_ranks_of,
+)
 
 STEPS_TID, COMPUTE_TID, SEND_TID, RECV_TID = 0, 1, 2, 3
 THREAD_NAMES = {STEPS_TID: "steps", COMPUTE_TID: "compute", SEND_TID: "send", RECV_TID: "recv"}
@@ -58,7 +64,7 @@ def chrome_events(result: SimResult) -> list[dict[str, Any]]:
         events.append(
             _slice(row["rank"], tid, name, row["kind"], row["start_ns"], row["end_ns"], args)
         )
-    events.extend(_flows(comm))
+    events.extend(_flows(comm, tp_ranks_of(result)))
     return events
 
 
@@ -81,15 +87,21 @@ def _slice(
     }
 
 
-def _flows(comm: pl.DataFrame) -> list[dict[str, Any]]:
-    """A flow arrow per transfer with both ends: from the send's start to the recv's end."""
-    sends = comm.filter(pl.col("kind") == "send").select("transfer", "rank", "start_ns")
+def _flows(comm: pl.DataFrame, tp: int = 1) -> list[dict[str, Any]]:
+    """A flow arrow per transfer with both ends: from the send's start to the recv's end
+    (transfers are numbered per pipeline group: with `tp` groups the id is transfer x tp + t)."""
+    sends = comm.filter(pl.col("kind") == "send").select(
+        "transfer", "rank", "start_ns", pl.col("peer").alias("dst")
+    )
     recvs = comm.filter(pl.col("kind") == "recv").select(
-        "transfer", pl.col("rank").alias("dst"), pl.col("end_ns")
+        "transfer", pl.col("rank").alias("dst"), pl.col("peer").alias("rank"), pl.col("end_ns")
     )
     out: list[dict[str, Any]] = []
-    for transfer, src, start, dst, end in sends.join(recvs, on="transfer").iter_rows():
-        common = {"name": "p2p", "cat": "p2p", "id": transfer}
+    pairs = sends.join(recvs, on=["transfer", "rank", "dst"]).select(
+        "transfer", "rank", "start_ns", "dst", "end_ns"
+    )
+    for transfer, src, start, dst, end in pairs.iter_rows():
+        common = {"name": "p2p", "cat": "p2p", "id": transfer * tp + src % tp}
         out.append({"ph": "s", **common, "pid": src, "tid": SEND_TID, "ts": _us(start)})
         out.append(
             {"ph": "f", "bp": "e", **common, "pid": dst, "tid": RECV_TID, "ts": _us(end - 1)}

@@ -1,0 +1,73 @@
+"""Several requests per scheduler step, the length mix, TTFT percentiles, the DCPP online switch
+and the best-budget sweep (issue 13 items 6 and 7)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipelines.sim.batching import length_mix, pack_steps
+from pipelines.sim.metrics import summarize
+from pipelines.sim.run import simulate
+
+
+def test_eight_4k_prompts_take_two_16k_steps() -> None:
+    steps = pack_steps([4096] * 8, 16384)
+    assert [[p[0] for p in s] for s in steps] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert pack_steps([4096] * 8, 16384, max_running=2) == [
+        [(2 * k, 4096, 0), (2 * k + 1, 4096, 0)] for k in range(4)
+    ]
+    # a long prompt shares its last step with the next one's first piece
+    assert pack_steps([20000, 8000], 16384) == [[(0, 16384, 0)], [(0, 3616, 16384), (1, 8000, 0)]]
+
+
+def test_packed_run_steps_and_ttft() -> None:
+    one = simulate([4096] * 8, "cpp", chunk_size=16384)
+    packed = simulate([4096] * 8, "cpp", chunk_size=16384, pack_requests=True)
+    assert summarize(one)["scheduling_steps"] == 8
+    s = summarize(packed)
+    assert s["scheduling_steps"] == 2
+    ttft = packed.requests["ttft_ns"].to_list()
+    assert len(set(ttft[:4])) == 1 and len(set(ttft[4:])) == 1 and ttft[4] > ttft[0]
+    assert s["ttft_p50_ns"] == pytest.approx(np.percentile(ttft, 50))
+    assert s["ttft_p90_ns"] == pytest.approx(np.percentile(ttft, 90))
+    assert s["ttft_p99_ns"] == pytest.approx(np.percentile(ttft, 99))
+    # a packed step costs less than its requests run one step each (one fixed cost per call)
+    c0 = packed.tasks.filter((pl.col("kind") == "compute") & (pl.col("rank") == 0))
+    c1 = one.tasks.filter((pl.col("kind") == "compute") & (pl.col("rank") == 0))
+    d0 = int((c0["end_ns"] - c0["start_ns"]).sum())
+    d1 = int((c1["end_ns"] - c1["start_ns"]).sum())
+    assert d0 < d1
+    with pytest.raises(ValueError, match="fixed-budget"):
+        simulate([4096] * 8, "dcpp", chunk_size=16384, pack_requests=True)
+
+
+def test_length_mix_is_gsm8k_like_and_seeded() -> None:
+    mix = length_mix(2000, seed=3)
+    lengths = mix["prompt_tokens"].to_numpy()
+    assert lengths.min() >= 256 and lengths.max() <= 4096
+    assert 950 <= np.median(lengths) <= 1100
+    assert mix.equals(length_mix(2000, seed=3)) and not mix.equals(length_mix(2000, seed=4))
+
+
+def test_cli_mix_packed_best_budget_and_dcpp_online(capsys) -> None:
+    from pipelines.cli import main
+
+    code = main(["simulate", "--schedule", "cpp", "--length-mix", "32", "--pack-requests",
+                 "--max-running", "8", "--best-budget", "--json"])  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    sweep = report["budget_sweep"]
+    assert [r["chunk_size"] for r in sweep] == [8192, 16384, 24576, 32768]
+    best = min(sweep, key=lambda r: (r["makespan_ns"], r["chunk_size"]))
+    assert best["best"] and report["chunk_size"] == best["chunk_size"]
+    assert report["makespan_ns"] == best["makespan_ns"]
+    assert report["requests"] == 32 and report["ttft_p99_ns"] >= report["ttft_p90_ns"]
+    for flag, online in (("on", True), ("off", False)):
+        code = main(["simulate", "--schedule", "dcpp", "--seq-len", "262144", "--chunk", "16384",
+                     "--dcpp-online", flag, "--json"])  # fmt: skip
+        assert code == 0
+        assert json.loads(capsys.readouterr().out)["dcpp_online"] is online
