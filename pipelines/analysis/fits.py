@@ -203,7 +203,7 @@ def _hac_lags(n: int) -> int:
     return max(1, int(4 * (n / 100) ** (2 / 9)))
 
 
-def _with_serial(model, plain, inflation: float):
+def _with_serial(model, plain, inflation: float, coef: int = -1):
     """`plain` (a fitted result of `model`), or, when the residuals are serially correlated
     (inflation > 1), the widest for the last (tested) coefficient of: plain, the Newey-West (HAC)
     refit, and the classical covariance times the AR(1) variance inflation (1+rho)/(1-rho).
@@ -217,20 +217,21 @@ def _with_serial(model, plain, inflation: float):
         model.fit(cov_type="HAC", cov_kwds={"maxlags": lags}, use_t=True),
         model.fit(cov_type="fixed scale", cov_kwds={"scale": model.fit().scale * inflation}),
     ]
-    return max(options, key=lambda r: r.bse[-1])
+    return max(options, key=lambda r: r.bse[coef])
 
 
 def _fit(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, serial: float = 1.0):
+    """The line (the slope is column 1): OLS, HC3 (or serial-aware) or cluster covariance."""
     model = sm.OLS(y, X)
     if groups is not None:
         return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
-    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial)
+    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial, coef=1)
 
 
 def _wfit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, serial: float):
     """The line through per-k means of unequal counts: WLS by count, HC3 (or HAC) covariance."""
     model = sm.WLS(y, X, weights=weights)
-    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial)
+    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial, coef=1)
 
 
 def _inflation(dw: float) -> float:
@@ -579,6 +580,22 @@ def fit_stage(
         )
         breakpoint = _breakpoint(xk, drift_free, w, groups, line_d, shape_grid, scale, serial)
         breakpoint.pop("_sse")
+        # the line of tau(k) is the one under the step: its slope and intercept, and their
+        # intervals, from the model with the step term (the line through a throttled run is not
+        # the undisturbed line), serial correlation judged on that model's residuals
+        X_step = np.column_stack([X, (xk >= step["step_k"]) * (a + b * xk)])
+        line = (
+            _fit(X_step, yk, groups, serial)
+            if cnt.min() == cnt.max()
+            else _wfit(X_step, yk, cnt, serial)
+        )
+        kind = {"HAC": "hac", "fixed scale": "ar1"}.get(line.cov_type, "hc3")
+        base["ci_method"] = ("cluster(run)" if groups is not None else kind) + runs_text + "+step"
+        tcrit = _tcrit(line, level)
+        (a, b), cov = line.params[:2], line.cov_params()[:2, :2]
+        ci = line.conf_int(alpha=1 - level)
+        ab = fieller(a, b, cov[0, 0], cov[1, 1], cov[0, 1], tcrit)
+        ba = fieller(b, a, cov[1, 1], cov[0, 0], cov[0, 1], tcrit)
     # relative noise variance per point for the balance floor: the best of the three shapes,
     # so that a real kink or curvature does not pass for noise
     rel_var = [line_w.ssr / max(m - 2, 1)]

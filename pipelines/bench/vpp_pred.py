@@ -114,6 +114,18 @@ def run_vpp_pred(fits: int = 40, seed: int = 0, as_json: bool = False) -> list[d
             f"{_short(r['covered']):<22}{_short(r['balance_holds_0']):<23}"
             f"{_short(r['gain_negative'])} ({r['true_gain']:+.2%})"
         )
+    for model in MODELS:
+        mine = [r for r in rows if r["model"] == model]
+        total = {
+            key: rate(sum(r[key]["hits"] for r in mine), sum(r[key]["n"] for r in mine))
+            for key in ("covered", "balance_holds_0", "gain_negative")
+        }
+        error = np.mean([r["mean_error_pp"] for r in mine])
+        print(
+            f"{model:<14} all cells: mean error {error:+.2f} pp, interval holds truth "
+            f"{_short(total['covered'])}, balance CI holds 0 {_short(total['balance_holds_0'])}"
+            f", gain < 0 {_short(total['gain_negative'])}"
+        )
     print(f"{time.perf_counter() - started:.1f} s")
     return rows
 
