@@ -15,12 +15,11 @@ configuration, possibly pooled over several runs. Inference:
   breakpoint tests use the same covariance.
 * a/b and b/a: Fieller intervals from the same covariance (unbounded when the denominator is not
   significantly different from zero, reported as +-inf).
-* balance residual sum|tau_{k-1}+tau_{k+1}-2 tau_k| / sum 2 tau_k on the mean curve (mean tau per
-  k): percentile bootstrap over runs when there are at least ``min_runs_for_run_bootstrap`` runs,
-  otherwise over the interior chunk positions k (a ratio-of-sums bootstrap).
-* predicted whole-run bubble ratio of VPP (P=2, vp=2, equal stages, free transfers, one request)
-  from the mean curve by an exact identity (`vpp_bubble_ratio`), with the same bootstrap as the
-  balance residual; VPP's predicted gain = CPP's bubble (`cpp_bubble_ratio`) minus VPP's.
+* balance residual sum|tau_{k-1}+tau_{k+1}-2 tau_k| / sum 2 tau_k on the mean curve, and on the
+  fitted curve (`balance_est`) with a parametric-bootstrap interval (analysis.bubble_pred);
+* predicted whole-run bubble ratio of VPP (P=2, vp=2, free transfers, one request) and VPP's gain
+  over CPP from the fitted stage curves by exact identities (pipelines.analysis.bubble_pred;
+  fit_curves combines a configuration's stages).
 """
 
 from __future__ import annotations
