@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.analysis.fits import CurveFit, fit_curve
+from pipelines.analysis.bubble_pred import predict_bubbles
+from pipelines.analysis.fits import CurveFit, fit_stage, with_prediction
 from pipelines.analysis.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
 
 CURVE_KEYS = (
@@ -40,6 +41,15 @@ def _points(chunks: pl.DataFrame, drop_partial: bool) -> pl.DataFrame:
     return frame.filter(pl.col("tau_ns").is_not_null())
 
 
+def _stages_of_one_pipeline(key: dict, count: int) -> bool:
+    """Whether a configuration's `count` stage curves are the stages of one P = 2 pipeline:
+    2 CPP ranks (vp 1) or 4 VPP virtual stages (vp 2); without pp/vp keys, judged by the count."""
+    pp, vp = key.get("pp"), key.get("vp")
+    if pp is None and vp is None:
+        return count in (2, 4)
+    return pp == 2 and ((vp in (None, 1) and count == 2) or (vp == 2 and count == 4))
+
+
 def fit_curves(
     chunks_with_config: pl.DataFrame,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
@@ -58,26 +68,43 @@ def fit_curves(
     """
     points = _points(chunks_with_config, drop_partial)
     present = [key for key in keys if key in points.columns]
+    # a configuration's stage curves are fitted together: its predicted VPP bubble comes from
+    # all of them (bubble_pred.predict_bubbles), each stage with its own bootstrap stream
+    config = [key for key in present if key != "vstage"]
+    staged = "vstage" in present
+    groups = points.group_by(config, maintain_order=True) if config else [((), points)]
     rows = []
-    for group_key, group in points.group_by(present, maintain_order=True):
-        group = group.sort("run_id", "chunk_idx")
-        fit = fit_curve(
-            group.get_column("chunk_idx").to_numpy(),
-            group.get_column("tau_ns").to_numpy(),
-            group.get_column("run_id").to_numpy(),
-            level=level,
-            n_boot=n_boot,
-            seed=seed,
+    for config_key, config_points in groups:
+        by_stage = (
+            config_points.sort("vstage").partition_by("vstage", maintain_order=True)
+            if staged
+            else [config_points]
         )
-        verdict = classify(fit, thresholds)
-        rows.append(
-            {
-                **dict(zip(present, group_key, strict=True)),
-                **fit.as_dict(),
-                "verdict": verdict.label,
-                "evidence": verdict.evidence,
-            }
-        )
+        fits, stages = [], []
+        for index, group in enumerate(by_stage):
+            group = group.sort("run_id", "chunk_idx")
+            fit, stage = fit_stage(
+                group.get_column("chunk_idx").to_numpy(),
+                group.get_column("tau_ns").to_numpy(),
+                group.get_column("run_id").to_numpy(),
+                level=level,
+                n_boot=n_boot,
+                seed=seed + 7919 * index,
+            )
+            key = dict(zip(config, config_key if config else (), strict=True))
+            if staged:
+                key["vstage"] = group.get_column("vstage")[0]
+            fits.append((key, fit))
+            stages.append(stage)
+        together = _stages_of_one_pipeline(fits[0][0], len(stages)) and None not in stages
+        prediction = predict_bubbles(stages, level) if together else None
+        for (key, fit), stage in zip(fits, stages, strict=True):
+            if stage is not None:  # alone: this curve as four equal virtual stages
+                fit = with_prediction(fit, prediction or predict_bubbles([stage], level))
+            verdict = classify(fit, thresholds)
+            rows.append(
+                {**key, **fit.as_dict(), "verdict": verdict.label, "evidence": verdict.evidence}
+            )
     schema = {
         **{key: points.schema[key] for key in present},
         **FIT_COLUMNS,

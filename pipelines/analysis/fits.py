@@ -15,23 +15,28 @@ configuration, possibly pooled over several runs. Inference:
   breakpoint tests use the same covariance.
 * a/b and b/a: Fieller intervals from the same covariance (unbounded when the denominator is not
   significantly different from zero, reported as +-inf).
-* balance residual sum|tau_{k-1}+tau_{k+1}-2 tau_k| / sum 2 tau_k on the mean curve (mean tau per
-  k): percentile bootstrap over runs when there are at least ``min_runs_for_run_bootstrap`` runs,
-  otherwise over the interior chunk positions k (a ratio-of-sums bootstrap).
-* predicted whole-run bubble ratio of VPP (P=2, vp=2, equal stages, free transfers, one request)
-  from the mean curve by an exact identity (`vpp_bubble_ratio`), with the same bootstrap as the
-  balance residual; VPP's predicted gain = CPP's bubble (`cpp_bubble_ratio`) minus VPP's.
+* balance residual sum|tau_{k-1}+tau_{k+1}-2 tau_k| / sum 2 tau_k on the mean curve, and on the
+  fitted curve (`balance_est`) with a parametric-bootstrap interval (analysis.bubble_pred);
+* predicted whole-run bubble ratio of VPP (P=2, vp=2, free transfers, one request) and VPP's gain
+  over CPP from the fitted stage curves by exact identities (pipelines.analysis.bubble_pred;
+  fit_curves combines a configuration's stages).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import statsmodels.api as sm
 from scipy import stats
 
+from pipelines.analysis.bubble_pred import (
+    StageCurve,
+    percentile_interval,
+    predict_bubbles,
+    shrunk_curve,
+)
 from pipelines.analysis.outliers import screen_outliers
 
 MIN_RUNS_FOR_RUN_BOOTSTRAP = 5
@@ -75,6 +80,7 @@ class CurveFit:
     ba_lo: float
     ba_hi: float
     balance: float
+    balance_est: float
     balance_lo: float
     balance_hi: float
     balance_method: str
@@ -83,6 +89,9 @@ class CurveFit:
     vpp_bubble_lo: float
     vpp_bubble_hi: float
     vpp_gain_pred: float
+    vpp_gain_lo: float
+    vpp_gain_hi: float
+    vpp_basis: str
     curvature: float
     curvature_p: float
     curvature_effect: float
@@ -193,7 +202,7 @@ def _hac_lags(n: int) -> int:
     return max(1, int(4 * (n / 100) ** (2 / 9)))
 
 
-def _with_serial(model, plain, inflation: float):
+def _with_serial(model, plain, inflation: float, coef: int = -1):
     """`plain` (a fitted result of `model`), or, when the residuals are serially correlated
     (inflation > 1), the widest for the last (tested) coefficient of: plain, the Newey-West (HAC)
     refit, and the classical covariance times the AR(1) variance inflation (1+rho)/(1-rho).
@@ -207,20 +216,21 @@ def _with_serial(model, plain, inflation: float):
         model.fit(cov_type="HAC", cov_kwds={"maxlags": lags}, use_t=True),
         model.fit(cov_type="fixed scale", cov_kwds={"scale": model.fit().scale * inflation}),
     ]
-    return max(options, key=lambda r: r.bse[-1])
+    return max(options, key=lambda r: r.bse[coef])
 
 
 def _fit(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, serial: float = 1.0):
+    """The line (the slope is column 1): OLS, HC3 (or serial-aware) or cluster covariance."""
     model = sm.OLS(y, X)
     if groups is not None:
         return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
-    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial)
+    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial, coef=1)
 
 
 def _wfit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, serial: float):
     """The line through per-k means of unequal counts: WLS by count, HC3 (or HAC) covariance."""
     model = sm.WLS(y, X, weights=weights)
-    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial)
+    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial, coef=1)
 
 
 def _inflation(dw: float) -> float:
@@ -396,54 +406,57 @@ def _hinge(k: np.ndarray, kb: float) -> np.ndarray:
     return np.maximum(k - kb, 0.0)
 
 
-def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
-    """The central `level` percentile interval of the finite values."""
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return NAN, NAN
-    lo, hi = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+_interval = percentile_interval
 
 
-def _bootstrap(k, y, runs, k_grid, n_boot, seed, min_runs, level):
-    """Percentile intervals of the balance residual and of the predicted VPP bubble ratio, and
-    the resampling unit: runs (each resample's mean curve; the VPP bubble only when it has every
-    k of a contiguous k_grid), else the interior chunk positions (ratio of sums; the VPP
-    bubble's edge terms, chunks k_min and k_max, held fixed).
-    Returns (balance_lo, balance_hi, vpp_lo, vpp_hi, method)."""
-    rng = np.random.default_rng(seed)
-    run_ids, run_index = np.unique(runs, return_inverse=True)
-    k_index = np.searchsorted(k_grid, k)
-    contiguous = bool(np.all(np.diff(k_grid) == 1))
-    if len(run_ids) >= min_runs:
-        sums = np.zeros((len(run_ids), len(k_grid)))
-        counts = np.zeros_like(sums)
-        np.add.at(sums, (run_index, k_index), y)
-        np.add.at(counts, (run_index, k_index), 1.0)
-        weights = rng.multinomial(len(run_ids), np.full(len(run_ids), 1 / len(run_ids)), n_boot)
-        total, count = weights @ sums, weights @ counts
-        balance = []
-        for t, c in zip(total, count, strict=True):
-            present = c > 0
-            balance.append(balance_residual(k_grid[present], t[present] / c[present]))
-        full = (count > 0).all(axis=1) if contiguous else np.zeros(len(count), dtype=bool)
-        vpp = _vpp_bubble_rows(total[full] / count[full]) if full.any() else np.array([])
-        return (*_interval(np.array(balance), level), *_interval(vpp, level), "bootstrap(runs)")
-    means = np.array([y[k_index == i].mean() for i in range(len(k_grid))])
-    terms = _balance_terms(k_grid, means)
-    if terms is None or len(terms[0]) < 2:
-        return NAN, NAN, NAN, NAN, "none"
-    diff, weight = terms
-    pick = rng.integers(0, len(diff), (n_boot, len(diff)))
-    balance = diff[pick].sum(axis=1) / weight[pick].sum(axis=1)
-    vpp = np.array([])
-    if contiguous:  # the interior positions are k_min+1 .. k_max-1, in order
-        padded = np.concatenate(([0.0], means, [0.0]))
-        second = np.abs(padded[:-2] + padded[2:] - 2 * padded[1:-1])
-        edge_idle = (means[0] + means[-1] + second[0] + second[-1]) / 4
-        idle = edge_idle + diff[pick].sum(axis=1) / 4
-        vpp = idle / (means[0] + means[-1] + weight[pick].sum(axis=1) / 2 + idle)
-    return (*_interval(balance, level), *_interval(vpp, level), "bootstrap(k)")
+def _balance_rows(k_grid: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """balance_residual of every row of a (draws, len(k_grid)) array."""
+    position = {int(kk): i for i, kk in enumerate(k_grid)}
+    inner = [i for i, kk in enumerate(k_grid) if kk - 1 in position and kk + 1 in position]
+    if not inner or tau.shape[0] == 0:
+        return np.full(tau.shape[0], NAN)
+    idx = np.array(inner)
+    prev = np.array([position[int(k_grid[i]) - 1] for i in inner])
+    nxt = np.array([position[int(k_grid[i]) + 1] for i in inner])
+    second = np.abs(tau[:, prev] + tau[:, nxt] - 2 * tau[:, idx])
+    # an affine curve's second differences are 0 up to rounding: count them as 0
+    second[second <= 1e-9 * np.abs(tau[:, idx])] = 0.0
+    return second.sum(axis=1) / (2 * tau[:, idx]).sum(axis=1)
+
+
+def _shape_design(kind: str, k: np.ndarray, line_params, position: float) -> np.ndarray:
+    """Design matrix of the shape the fit kept, on the chunk indices k."""
+    ones = np.ones_like(k)
+    if kind == "quadratic":
+        centre = k.mean()
+        return np.column_stack([ones, k - centre, (k - centre) ** 2])
+    if kind == "hinge":
+        return np.column_stack([ones, k, _hinge(k, position)])
+    if kind == "step":
+        a0, b0 = line_params
+        return np.column_stack([ones, k, (k >= position) * (a0 + b0 * k)])
+    return np.column_stack([ones, k])
+
+
+def _kept_shape(curvature_p, curvature_dbic, breakpoint: dict, step: dict) -> tuple[str, float]:
+    """The shape the bubble prediction follows: of the quadratic, the hinge and the level step,
+    the one with the largest BIC gain among those significant at DRIFT_ALPHA (and preferred to
+    the line by BIC); else the line."""
+    options = [
+        ("quadratic", curvature_p, curvature_dbic, NAN),
+        (
+            "hinge",
+            breakpoint["breakpoint_p"],
+            breakpoint["breakpoint_dbic"],
+            breakpoint["breakpoint_k"],
+        ),
+        ("step", step["step_p"], step["step_dbic"], step["step_k"]),
+    ]
+    chosen = [o for o in options if o[1] < DRIFT_ALPHA and o[2] > 0]
+    if not chosen:
+        return "line", NAN
+    kind, _, _, position = max(chosen, key=lambda o: o[2])
+    return kind, position
 
 
 def fit_curve(
@@ -454,12 +467,35 @@ def fit_curve(
     level: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
-    min_runs_for_run_bootstrap: int = MIN_RUNS_FOR_RUN_BOOTSTRAP,
 ) -> CurveFit:
     """Fit tau = a + b*k (and the alternatives) to the points of one curve.
 
-    `k`, `tau`: one entry per observed chunk; `runs`: the run of each point (clusters).
+    `k`, `tau`: one entry per observed chunk; `runs`: the run of each point (clusters). The
+    predicted VPP bubble takes this curve as four equal virtual stages; fit_curves predicts it
+    from every stage curve of a configuration (fit_stage + bubble_pred.predict_bubbles).
     """
+    fit, stage = fit_stage(k, tau, runs, level=level, n_boot=n_boot, seed=seed)
+    if stage is None:
+        return fit
+    return with_prediction(fit, predict_bubbles([stage], level))
+
+
+def with_prediction(fit: CurveFit, prediction) -> CurveFit:
+    """`fit` with the VPP bubble and gain predictions replaced."""
+    return replace(fit, **asdict(prediction))
+
+
+def fit_stage(
+    k: np.ndarray,
+    tau: np.ndarray,
+    runs: np.ndarray | None = None,
+    *,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[CurveFit, StageCurve | None]:
+    """The fit of one stage curve (VPP predictions not yet filled in) and its estimated curve
+    with bootstrap draws for bubble_pred.predict_bubbles."""
     k = np.asarray(k, dtype=float)
     y = np.asarray(tau, dtype=float)
     runs = np.zeros(len(k), dtype=int) if runs is None else np.asarray(runs)
@@ -476,9 +512,11 @@ def fit_curve(
         level=level,
     )
     empty = {f: NAN for f in CurveFit.__dataclass_fields__ if f not in base}
-    empty.update(balance_method="none", ci_method="none", n_outliers=0, outliers="")
+    empty.update(
+        balance_method="none", ci_method="none", n_outliers=0, outliers="", vpp_basis="none"
+    )
     if len(k_grid) < 3 or n < 4:
-        return CurveFit(**{**empty, **base})
+        return CurveFit(**{**empty, **base}), None
 
     # outlier chunks leave the line and the shape tests (and are reported); the balance residual
     # and the VPP bubble, which a slow chunk really changes, keep them
@@ -541,6 +579,22 @@ def fit_curve(
         )
         breakpoint = _breakpoint(xk, drift_free, w, groups, line_d, shape_grid, scale, serial)
         breakpoint.pop("_sse")
+        # the line of tau(k) is the one under the step: its slope and intercept, and their
+        # intervals, from the model with the step term (the line through a throttled run is not
+        # the undisturbed line), serial correlation judged on that model's residuals
+        X_step = np.column_stack([X, (xk >= step["step_k"]) * (a + b * xk)])
+        line = (
+            _fit(X_step, yk, groups, serial)
+            if cnt.min() == cnt.max()
+            else _wfit(X_step, yk, cnt, serial)
+        )
+        kind = {"HAC": "hac", "fixed scale": "ar1"}.get(line.cov_type, "hc3")
+        base["ci_method"] = ("cluster(run)" if groups is not None else kind) + runs_text + "+step"
+        tcrit = _tcrit(line, level)
+        (a, b), cov = line.params[:2], line.cov_params()[:2, :2]
+        ci = line.conf_int(alpha=1 - level)
+        ab = fieller(a, b, cov[0, 0], cov[1, 1], cov[0, 1], tcrit)
+        ba = fieller(b, a, cov[1, 1], cov[0, 0], cov[0, 1], tcrit)
     # relative noise variance per point for the balance floor: the best of the three shapes,
     # so that a real kink or curvature does not pass for noise
     rel_var = [line_w.ssr / max(m - 2, 1)]
@@ -553,11 +607,14 @@ def fit_curve(
     means = np.array([y[k == kk].mean() for kk in k_grid])
     counts = np.array([(k == kk).sum() for kk in k_grid])
     balance = balance_residual(k_grid, means)
-    lo, hi, vpp_lo, vpp_hi, method = _bootstrap(
-        k, y, runs, k_grid, n_boot, seed, min_runs_for_run_bootstrap, level
-    )
-    # the identities need the request's consecutive chunks: none missing between k_min, k_max
-    contiguous = bool(np.all(np.diff(k_grid) == 1))
+    # the stage's estimated curve (the kept shape, residuals shrunk by the runs' pure error,
+    # outlier chunks as measured) and its parametric bootstrap: balance and VPP bubble from it
+    shape_kind, shape_at = _kept_shape(curvature_p, curvature_dbic, breakpoint, step)
+    kept = np.isin(k_grid, np.unique(ks))
+    design = _shape_design(shape_kind, k_grid[kept], (a, b), shape_at)
+    stage = shrunk_curve(k_grid, k, y, runs, kept, design, n_boot, seed)
+    balance_est = float(_balance_rows(k_grid, stage.tau[None, :])[0])
+    lo, hi = _interval(_balance_rows(k_grid, stage.draws), level)
     floor = NAN
     terms = _balance_terms(k_grid, means)
     if terms is not None:
@@ -577,7 +634,7 @@ def fit_curve(
         ]
         floor = float(math.sqrt(2 / math.pi) * np.sqrt(var).sum() / terms[1].sum())
 
-    return CurveFit(
+    fit = CurveFit(
         **base,
         intercept=float(a),
         intercept_lo=float(ci[0, 0]),
@@ -594,14 +651,18 @@ def fit_curve(
         ba_lo=ba[0],
         ba_hi=ba[1],
         balance=balance,
+        balance_est=balance_est,
         balance_lo=lo,
         balance_hi=hi,
-        balance_method=method,
+        balance_method=f"{stage.method} {shape_kind}",
         balance_floor=floor,
-        vpp_bubble_pred=vpp_bubble_ratio(means) if contiguous else NAN,
-        vpp_bubble_lo=vpp_lo,
-        vpp_bubble_hi=vpp_hi,
-        vpp_gain_pred=cpp_bubble_ratio(means) - vpp_bubble_ratio(means) if contiguous else NAN,
+        vpp_bubble_pred=NAN,
+        vpp_bubble_lo=NAN,
+        vpp_bubble_hi=NAN,
+        vpp_gain_pred=NAN,
+        vpp_gain_lo=NAN,
+        vpp_gain_hi=NAN,
+        vpp_basis="none",
         curvature=curvature,
         curvature_p=curvature_p,
         curvature_effect=curvature_effect,
@@ -613,3 +674,4 @@ def fit_curve(
         n_outliers=screen.count,
         outliers=screen.text,
     )
+    return fit, stage

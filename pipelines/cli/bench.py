@@ -110,6 +110,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FITS",
         help="instead: the disturbance table (iid, outlier, AR(1), step x N x G), FITS per cell",
     )
+    accuracy.add_argument(
+        "--vpp-fits",
+        type=int,
+        metavar="FITS",
+        help="instead: coverage of the predicted VPP bubble's interval (model x noise x N x G), "
+        "FITS per cell",
+    )
     add_json_option(accuracy)
     accuracy.set_defaults(func=run_tau_accuracy)
 
@@ -196,9 +203,17 @@ def run_sim(args: argparse.Namespace) -> int:
 def run_tau_accuracy(args: argparse.Namespace) -> int:
     from pipelines.bench.tau_accuracy import run_tau_accuracy as run_report
 
-    if args.runs < 1 or (args.cells is not None and args.cells < 1):
-        print("tracereplay bench tau-accuracy: --runs/--cells must be positive", file=sys.stderr)
+    if args.runs < 1 or any(v is not None and v < 1 for v in (args.cells, args.vpp_fits)):
+        print(
+            "tracereplay bench tau-accuracy: --runs/--cells/--vpp-fits must be positive",
+            file=sys.stderr,
+        )
         return ExitCode.BAD_INPUT
+    if args.vpp_fits is not None:
+        from pipelines.bench.vpp_pred import run_vpp_pred
+
+        run_vpp_pred(args.vpp_fits, args.seed, args.json)
+        return ExitCode.OK
     if args.cells is not None:
         from pipelines.bench.tau_cells import run_cells
 

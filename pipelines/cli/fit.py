@@ -23,9 +23,10 @@ hardware, virtual stage), pooling repeated runs of the same configuration, and c
 curve: linear, linear_offset (intercept dominates: VPP has little to balance), kinked (with the
 breakpoint k), convex/concave, too_noisy, too_short. Intervals are 95%: HC3 for one run,
 cluster-robust by run when runs are pooled; a/b by Fieller; the VPP balance residual
-sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k with a bootstrap interval; the whole-run bubble
-ratio VPP would leave for the curve (pp=2, vp=2, equal stages, free transfers, one request; exact
-identity, same bootstrap) and VPP's gain, CPP's bubble minus VPP's (docs/tau_k.md §6.2).
+sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k of the fitted curve with a parametric-bootstrap
+interval; the whole-run bubble ratio VPP would leave for the configuration (pp=2, vp=2, free
+transfers, one request; exact identity over its virtual-stage curves) and VPP's gain, CPP's
+bubble minus VPP's, with the same bootstrap (docs/tau_k.md §6.2).
 Times are printed in ms. Every curve of the warehouse is fitted and stored as the table tau_fits
 (the same step as the demo and the Dagster asset tau_fits); --model / --schedule only filter what
 is printed. The verdict policy is summarised: runs with dense attention (runs.attention) are
@@ -122,7 +123,7 @@ def _text_row(row: dict) -> dict[str, str]:
         "ab": f"{_num(row['ab_ratio'])} [{_num(row['ab_lo'])}, {_num(row['ab_hi'])}]",
         "r2": _num(row["r2"]),
         "balance": (
-            f"{_num(row['balance'], 2)} [{_num(row['balance_lo'], 2)}, "
+            f"{_num(row['balance_est'], 2)} [{_num(row['balance_lo'], 2)}, "
             f"{_num(row['balance_hi'], 2)}]"
         ),
         "vpp_bubble": (

@@ -68,7 +68,7 @@ def test_vpp_can_leave_more_bubble_than_cpp_for_an_irregular_curve() -> None:
     tau = np.random.default_rng(16).uniform(1e8, 5e9, 16)
     vpp, cpp = (summarize(_run(tau, s))["bubble_ratio"] for s in ("vpp", "cpp"))
     assert vpp > 0.25 > 0.15 > cpp
-    fit = fit_curve(np.arange(16.0), tau, n_boot=0)
+    fit = fit_curve(np.tile(np.arange(16.0), 2), np.tile(tau, 2), np.repeat([0, 1], 16), n_boot=0)
     assert fit.vpp_gain_pred == pytest.approx(cpp - vpp, abs=1e-8) and fit.vpp_gain_pred < 0
 
 
@@ -115,9 +115,11 @@ def test_chunk_to_chunk_irregularity_raises_residual_and_vpp_bubble_together() -
     assert residuals[0] == pytest.approx(0.0, abs=1e-6)
     assert bubbles[0] == pytest.approx(1 / (n + 1), rel=1e-6)
     assert all(np.diff(residuals) > 0) and all(np.diff(bubbles) > 0)
-    fit = fit_curve(k, busy, n_boot=50)
+    # two identical runs: no pure error, so the zigzag is real structure and the fitted curve
+    # keeps it in full (shrinkage factor 1): the prediction is the simulated bubble
+    fit = fit_curve(np.tile(k, 2), np.tile(busy, 2), np.repeat([0, 1], n), n_boot=50)
     assert fit.balance == pytest.approx(residuals[-1])
-    # the fit table's prediction is the identity on the measured curve: the simulated bubble
+    assert fit.balance_est == pytest.approx(residuals[-1])
     assert fit.vpp_bubble_pred == pytest.approx(bubbles[-1], rel=1e-9)
     cpp = summarize(_run(busy, "cpp"))["bubble_ratio"]
     assert fit.vpp_gain_pred == pytest.approx(cpp - bubbles[-1], rel=1e-6)

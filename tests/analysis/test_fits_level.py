@@ -18,14 +18,16 @@ def test_percentile_interval_takes_the_central_share_of_a_known_sample() -> None
     assert np.isnan(_interval(np.array([np.nan]), 0.9)).all()
 
 
-@pytest.mark.parametrize("n_runs", [1, 6], ids=["bootstrap_k", "bootstrap_runs"])
+@pytest.mark.parametrize("n_runs", [1, 6], ids=["one_run", "six_runs"])
 def test_balance_and_vpp_intervals_widen_with_the_level(n_runs: int) -> None:
     rng = np.random.default_rng(7)
     k = np.tile(np.arange(8.0), n_runs)
     runs = np.repeat(np.arange(n_runs), 8)
-    tau = (40.0 + 5.0 * k) * (1 + 0.05 * rng.standard_normal(k.size))
+    # convex: an affine curve's balance interval is [0, 0] from one run (nothing to balance)
+    tau = (40.0 + 5.0 * k + 1.5 * k**2) * (1 + 0.05 * rng.standard_normal(k.size))
     fits = {lv: fit_curve(k, tau, runs, level=lv, n_boot=2000, seed=3) for lv in LEVELS}
-    assert fits[0.5].balance_method == ("bootstrap(k)" if n_runs == 1 else "bootstrap(runs)")
+    unit = "shape" if n_runs == 1 else "runs"
+    assert fits[0.5].balance_method == f"parametric({unit}) quadratic"
     for lo_name, hi_name in [
         ("balance_lo", "balance_hi"),
         ("vpp_bubble_lo", "vpp_bubble_hi"),
