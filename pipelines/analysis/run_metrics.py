@@ -50,6 +50,9 @@ METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
         Metric("ttft_ns", "ns", True, "TTFT, mean over requests"),
+        Metric("ttft_p50_ns", "ns", True, "TTFT, median request"),
+        Metric("ttft_p90_ns", "ns", True, "TTFT, 90th percentile of requests"),
+        Metric("ttft_p99_ns", "ns", True, "TTFT, 99th percentile of requests"),
         Metric("ttft_max_ns", "ns", True, "TTFT, slowest request"),
         Metric("makespan_ns", "ns", True, "prefill makespan"),
         Metric("throughput_tok_s", "tok/s", False, "prompt tokens per second"),

@@ -4,9 +4,10 @@ A marker is a host slice (lane ``host``) whose name matches a regex with named g
 ``k`` and optionally ``vs``, ``tokens``, ``prefix``. The default regex accepts exactly the
 form ``chunk[req=<id>,k=<k>,vs=<vstage>,tokens=<c>,prefix=<p>]`` (docs/tau_k.md §1; any order,
 ``tokens``/``prefix`` optional). Device slices of the same rank belong to the marker that contains
-their *anchor* time: the start of the host slice that launched them when a flow/correlation id in
-``args`` links the two (``connection_id``, ``correlation``, ``External id``), otherwise their own
-start (time containment). ``busy_ns`` of a chunk is the union of its device intervals: tau_k.
+their *anchor* time: the start of the host slice that launched them when a link in ``args`` joins
+the two (``flow_links``: the trace's s/f flow events as the reader bound them; ``connection_id``,
+``correlation``, ``External id``), otherwise their own start (time containment).
+``busy_ns`` of a chunk is the union of its device intervals: tau_k.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Literal
 import polars as pl
 import regex
 
+from pipelines.ingest.flows import FLOW_LINKS_KEY
 from pipelines.ingest.frames import SCHEMAS, conform
 from pipelines.intervals import length_by
 
@@ -84,8 +86,9 @@ def _shown(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-LINK_KEYS = ("connection_id", "correlation", "External id")
-"""args keys whose equal values link a host launch slice to the device slices it launched."""
+LINK_KEYS = (FLOW_LINKS_KEY, "connection_id", "correlation", "External id")
+"""args keys whose equal values link a host launch slice to the device slices it launched
+(`flow_links` holds a JSON list: every flow bound to the slice, pipelines/ingest/flows.py)."""
 
 EXCLUDED_DEVICE_CATEGORIES = ("gpu_user_annotation",)
 """Device-lane slices that are annotations, not work (Kineto mirrors user ranges on the GPU)."""
@@ -261,13 +264,20 @@ def _link_ids(frame: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
     """Long frame (row_id, link) of every link id present in args, as 'key=value' strings."""
     if frame.is_empty() or not keys:
         return pl.DataFrame(schema={"row_id": pl.UInt32, "link": pl.String})
-    parts = [
-        frame.select(
-            "row_id",
-            (pl.lit(f"{key}=") + pl.col("args").str.json_path_match(f"$['{key}']")).alias("link"),
-        )
-        for key in keys
-    ]
+    parts = []
+    for key in keys:
+        value = pl.col("args").str.json_path_match(f"$['{key}']")
+        if key == FLOW_LINKS_KEY:
+            listed = frame.select("row_id", value.alias("link")).filter(
+                pl.col("link").str.starts_with("[")
+            )
+            part = listed.with_columns(pl.col("link").str.json_decode(pl.List(pl.String))).explode(
+                "link"
+            )
+            part = part.with_columns((pl.lit(f"{key}=") + pl.col("link")).alias("link"))
+        else:
+            part = frame.select("row_id", (pl.lit(f"{key}=") + value).alias("link"))
+        parts.append(part)
     return pl.concat(parts).drop_nulls("link")
 
 
@@ -340,8 +350,9 @@ def segment_chunks(
     waits and DMA copies (`NON_WORK_TASK_TYPES`) and compute-lane tasks whose connection_id
     belongs to an HCCL op (the profiler keeps a collective's SDMA / Notify tasks on the Ascend
     Hardware lane); with `include_comm`, those transfers and the comm lane count too.
-    `link`: "auto" anchors a device slice at its launching host slice when an id in args links
-    them and at its own start otherwise; "time" uses time containment only; "flow" keeps only
+    `link`: "auto" anchors a device slice at the earliest host slice an id in args links it to
+    (the operator that asked for it, ahead of the runtime's launch call) and at its own start
+    otherwise; "time" uses time containment only; "flow" keeps only
     linked slices. `vstage_of_rank` fills the virtual stage of markers without `vs`;
     `renumber` re-indexes k as 0.. in marker start order (for ProfilerStep#N windows).
     A marker regex other than the built-in ones must have the named groups req and k
@@ -372,7 +383,7 @@ def segment_chunks(
         linked = (
             device_links.join(host_links, on=["rank", "link"], suffix="_host")
             .group_by("row_id")
-            .agg(pl.col("start_ns").max().alias("host_ns"))
+            .agg(pl.col("start_ns").min().alias("host_ns"))
         )
         anchors = anchors.join(linked, on="row_id", how="left").with_columns(
             pl.coalesce("host_ns", "anchor_ns").alias("anchor_ns")

@@ -12,8 +12,10 @@ Python / python3 / MindSpore / Python GC / CANN -> host; Ascend Hardware -> comp
 communication-stream tasks stay there); HCCL or Communication -> comm; Overlap Analysis ->
 overlap; any other named process and any pid without a `process_name` -> other.
 
-Kept: complete events (`ph` X) only. Counter events (`ph` C: HBM, QoS, AI Core Freq ...) and
-flow events (s/f) are dropped inside the scan; metadata (M) gives lane and thread names. The
+Kept: complete events (`ph` X). Flow events (s/f) become links between the slices they bind
+to (`flow_links` in the args of both ends, pipelines/ingest/flows.py); counter events (`ph` C:
+HBM, QoS, AI Core Freq ...) are dropped inside the scan; metadata (M) gives lane and thread
+names. The
 step of an event is N of the `ProfilerStep#N` window on a host lane that contains its start
 (torch_npu's own rule), NULL outside every window.
 
@@ -39,6 +41,7 @@ import msgspec
 import polars as pl
 
 from pipelines.ingest import dropped as drop
+from pipelines.ingest import flows as flow_links
 from pipelines.ingest import memory
 from pipelines.ingest.duck import scratch_connection, sql_string
 from pipelines.ingest.errors import QuarantineError
@@ -78,7 +81,7 @@ _CONSTANTS = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
 
 _COLUMNS = (
     "{name: 'VARCHAR', ph: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'VARCHAR',"
-    " dur: 'VARCHAR', cat: 'VARCHAR', args: 'JSON'}"
+    " dur: 'VARCHAR', cat: 'VARCHAR', id: 'VARCHAR', bp: 'VARCHAR', args: 'JSON'}"
 )
 
 
@@ -91,6 +94,7 @@ class TraceView:
     device_id: int | None = None
     process_lanes: dict[str, str] = field(default_factory=dict)  # process_name -> lane
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> complete events set aside
+    flows: dict[str, int] = field(default_factory=dict)  # flows.bind counts
     # streamed reads: the rows the derivations need (comm, overlap, compute receives), in memory
     derivable: pl.DataFrame | None = None
 
@@ -178,6 +182,8 @@ class TraceEvent(msgspec.Struct, omit_defaults=True):
     ts: msgspec.Raw = msgspec.Raw(b"")  # the number's own digits, or a JSON string
     dur: msgspec.Raw = msgspec.Raw(b"")
     cat: Any = None
+    id: msgspec.Raw = msgspec.Raw(b"")  # flow ids: 19-digit numbers in torch_npu, kept exact
+    bp: Any = None
     args: msgspec.Raw = msgspec.Raw(b"")
 
 
@@ -243,9 +249,14 @@ def _msgspec_relation(
             "ts": [_raw_text(e.ts) for e in events],
             "dur": [_raw_text(e.dur) for e in events],
             "cat": [_text(e.cat) for e in events],
+            "id": [_raw_text(e.id) for e in events],
+            "bp": [_text(e.bp) for e in events],
             "args": [bytes(e.args).decode() or None for e in events],
         },
-        schema={c: pl.String for c in ("name", "ph", "pid", "tid", "ts", "dur", "cat", "args")},
+        schema={
+            c: pl.String
+            for c in ("name", "ph", "pid", "tid", "ts", "dur", "cat", "id", "bp", "args")
+        },
     )
     con.register("_trace_object_form", frame.to_arrow())
     return con.sql("select * replace (args::json as args) from _trace_object_form")
@@ -276,9 +287,9 @@ def _ts_ns_sql(column: str) -> str:
 
 
 def _scan_sql() -> str:
-    """The one pass over the file (relation `raw`): complete (X) and metadata (M) events;
-    counters (C), flows (s/f) and everything else are dropped inside the scan (counters are as
-    many as the complete events in Level1+ exports)."""
+    """The one pass over the file (relation `raw`): complete (X), metadata (M) and flow (s/f)
+    events; counters (C) and everything else are dropped inside the scan (counters are as many
+    as the complete events in Level1+ exports)."""
     reason = drop.sql_reason(
         [
             ("ts is null", drop.MISSING_TIMESTAMP),
@@ -293,20 +304,22 @@ def _scan_sql() -> str:
     )
     return f"""
         with events as (
-            select ph, pid, tid, name, cat, ts, dur, args,
-                   case when ph = 'X' then {_ts_ns_sql("ts")} end as start_ns,
+            select ph, pid, tid, name, cat, ts, dur, id, bp, args,
+                   case when ph in ('X', 's', 'f') then {_ts_ns_sql("ts")} end as start_ns,
                    case when ph = 'X' then try_cast(dur as double) end as dur_us
             from raw
-            where ph in ('X', 'M')
+            where ph in ('X', 'M', 's', 'f')
         )
         select ph, pid, tid, name,
-               case when ph = 'X' then cat end as category,
+               case when ph <> 'M' then cat end as category,
                start_ns,
                case when ph = 'X' and isfinite(dur_us) and dur_us >= 0
                          and dur_us * 1000 < {drop.MAX_END_NS}
                     then round(dur_us * 1000)::bigint end as dur_ns,
                case when ph = 'X' then {reason} end as {drop.DROPPED},
-               args::varchar as args
+               case when ph in ('s', 'f') then id end as flow_id,
+               case when ph in ('s', 'f') then bp end as bp,
+               case when ph in ('X', 'M') then args::varchar end as args
         from events
         """
 
@@ -402,9 +415,10 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
     finally:
         con.close()
     meta = _meta(events.filter(pl.col("ph") == "M"))
+    flows = _flows(events)
     slices, dropped = drop.split(events.filter(pl.col("ph") == "X"))
     del events
-    return _view(path, meta, slices, dropped)
+    return _view(path, meta, slices, dropped, flows)
 
 
 def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
@@ -430,13 +444,21 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
         con.close()
     scan = pl.scan_parquet(target)
     meta = _meta(scan.filter(pl.col("ph") == "M").collect())
+    flows = _flows(scan).collect()
     complete = scan.filter(pl.col("ph") == "X")
     counts = (
         complete.filter(pl.col(drop.DROPPED).is_not_null()).group_by(drop.DROPPED).len().collect()
     )
     dropped = {str(r): int(n) for r, n in counts.iter_rows()}
     slices = complete.filter(pl.col(drop.DROPPED).is_null()).drop(drop.DROPPED)
-    return _view(path, meta, slices, dropped)
+    return _view(path, meta, slices, dropped, flows)
+
+
+def _flows(events: pl.DataFrame | pl.LazyFrame):
+    """The flow events (s/f) of a scan in flows.FLOW_SCHEMA."""
+    return events.filter(pl.col("ph").is_in(flow_links.FLOW_PHASES)).select(
+        pl.col(c).cast(t) for c, t in flow_links.FLOW_SCHEMA.items()
+    )
 
 
 def _meta(frame: pl.DataFrame) -> pl.DataFrame:
@@ -484,9 +506,10 @@ def _view(
     meta: pl.DataFrame,
     slices: pl.DataFrame | pl.LazyFrame,
     dropped: dict[str, int],
+    flows: pl.DataFrame,
 ) -> TraceView:
     """Lanes, threads and steps mapped onto the complete events (a frame, or a LazyFrame over
-    the spill)."""
+    the spill), and the flows bound to them as links in their args."""
     process = (
         meta.filter(pl.col("name") == "process_name")
         .select("pid", pl.col("value").alias("process_name"))
@@ -513,6 +536,9 @@ def _view(
     )
     lanes = dict(zip(process["pid"], process["lane"], strict=True))
     thread_names = dict(zip(threads["key"], threads["value"], strict=True))
+    slices = slices.with_row_index(flow_links.ROW)
+    links, flow_counts = flow_links.bind(slices.lazy(), flows)
+    slices = flow_links.merge_links(slices, links)
     slices = slices.with_columns(
         pl.col("pid")
         .replace_strict(lanes, default="other", return_dtype=pl.String)
@@ -552,4 +578,5 @@ def _view(
         device_id=_device_id(meta, process),
         process_lanes=dict(zip(process["process_name"], process["lane"], strict=True)),
         dropped=dropped,
+        flows=flow_counts,
     )

@@ -34,6 +34,7 @@ from pipelines.overlap import breakdown_rows
 from pipelines.overlap import overlap_lanes as derive_lanes
 from pipelines.profiler_names import P2P_REGEX, RECEIVE_REGEX, double_hash, group_suffix
 from pipelines.sim.result import SimResult
+from pipelines.sim.trace_shape import split_packed_steps
 
 DEFAULT_EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z: t=0 of a simulated run
 BASE_OS_PID = 200_000
@@ -95,12 +96,14 @@ def chunk_marker_name(
 
 def compute_tasks(result: SimResult, rank: int) -> pl.DataFrame:
     """Compute tasks of one rank in time order, with `is_chunk`, `marker` (host range name) and
-    `step` columns."""
+    `step` columns; a packed scheduler step as one task per request piece."""
     chunk_ids = result.requests["request_id"]
     steps = step_windows(result)
     tasks = result.tasks.filter((pl.col("rank") == rank) & (pl.col("kind") == "compute")).sort(
         "start_ns", "end_ns"
     )
+    # a packed step: one task per request piece, each with its own chunk marker
+    tasks = split_packed_steps(tasks, result)
     is_chunk = pl.col("request_id").is_in(chunk_ids.implode())
     marker = (
         pl.when(is_chunk)

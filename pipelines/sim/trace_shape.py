@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import polars as pl
 
 from pipelines.sim.result import SimResult
@@ -67,3 +68,62 @@ def expand_tp_ranks(result: SimResult, tp: int | None = None) -> SimResult:
     tasks = pl.concat(copies).sort("rank", "start_ns", "end_ns")
     meta = result.meta | {"tp_ranks": tp}
     return SimResult(tasks, result.requests, meta)
+
+
+def split_packed_steps(compute: pl.DataFrame, result: SimResult) -> pl.DataFrame:
+    """Compute tasks with each packed scheduler step (request_id `batch`, chunk k = step k; see
+    pipelines/sim/batching.py) split into one task per request piece, so that every request's
+    part of the step carries its own chunk marker: request_id, chunk_idx (the request's piece
+    count so far), tokens and prefix_tokens of the piece. The step's interval is tiled, in the
+    step's queue order, in proportion to each piece's stage cost on the task's layers (the
+    preset's cost model; tokens for a model without a preset), exact to the ns. Runs without
+    packed steps come back unchanged (docs/sim_traces.md §2)."""
+    steps = result.meta.get("request_steps")
+    if not steps:
+        return compute
+    from pipelines.sim import presets
+    from pipelines.sim.kernel_mix import split_ns
+    from pipelines.sim.run import BATCH_REQUEST
+
+    ids = result.requests["request_id"].to_list()
+    index: dict[tuple[int, int], int] = {}
+    seen: dict[int, int] = {}
+    for k, step in enumerate(steps):
+        for i, _, _ in step:
+            index[(k, i)] = seen.get(i, 0)
+            seen[i] = seen.get(i, 0) + 1
+    meta = result.meta
+    model = str(meta.get("model", ""))
+    cost = (
+        presets.cost_model(model, meta.get("hardware"), meta.get("tp"))
+        if model in presets.MODELS
+        else None
+    )
+    ranges = meta.get("layer_ranges") or []
+    rows = []
+    for row in compute.iter_rows(named=True):
+        k = row["chunk_idx"]
+        if row["request_id"] != BATCH_REQUEST or k is None or k >= len(steps):
+            rows.append(row)
+            continue
+        pieces = steps[k]
+        vs = row["vstage"]
+        lo, hi = ranges[vs] if 0 <= vs < len(ranges) else (0, cost.num_layers if cost else 1)
+        if cost is not None:
+            n = len(pieces)
+            weights = cost.stage_ns(
+                np.array([p[1] for p in pieces]),
+                np.array([p[2] for p in pieces]),
+                np.full(n, lo),
+                np.full(n, hi),
+            ).tolist()
+        else:
+            weights = [float(p[1]) for p in pieces]
+        t = row["start_ns"]
+        for (i, tokens, prefix), dur in zip(
+            pieces, split_ns(row["end_ns"] - row["start_ns"], weights), strict=True
+        ):
+            piece = dict(row, request_id=ids[i], chunk_idx=index[(k, i)], tokens=tokens)
+            rows.append(piece | {"prefix_tokens": prefix, "start_ns": t, "end_ns": t + dur})
+            t += dur
+    return pl.DataFrame(rows, schema=compute.schema)

@@ -411,8 +411,8 @@ class _RankTrace:
         """Per compute task a `chunk[...]` range on the host holding one `cpu_op` per kernel,
         each launched `launch` ns before its kernel starts (or earlier, when the previous launch
         plus HOST_OP_NS comes first), with a torch_to_npu flow to its kernel (docs/sim_traces.md
-        §2). Launch ops carry the kernel's connection_id, the link the chunk segmentation
-        follows."""
+        §2). The flow is the only link between the two, as in real traces: the trace reader
+        binds it to both slices and the chunk segmentation follows it."""
         py, hw = self.os_pid, self.pid(SORT_HARDWARE)
         launch = int(self.result.meta.get("launch_latency_ns", LAUNCH_LATENCY_NS))
         markers = self.compute["marker"].to_list()
@@ -451,7 +451,7 @@ class _RankTrace:
                         "ts": ts,
                         "dur": us(dur),
                         "cat": "cpu_op",
-                        "args": {"Sequence number": -1, "Fwd thread id": 0, "connection_id": cid},
+                        "args": {"Sequence number": -1, "Fwd thread id": 0},
                     }
                 )
                 flow = {"name": "torch_to_npu", "id": cid, "cat": "async_npu", "bp": "e"}

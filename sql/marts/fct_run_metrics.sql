@@ -6,6 +6,9 @@ with requests as (
         run_id,
         count(*) as n_requests,
         avg(ttft_ns) as ttft_ns,
+        quantile_cont(ttft_ns, 0.5) as ttft_p50_ns,
+        quantile_cont(ttft_ns, 0.9) as ttft_p90_ns,
+        quantile_cont(ttft_ns, 0.99) as ttft_p99_ns,
         max(ttft_ns) as ttft_max_ns,
         sum(prompt_tokens) as prompt_tokens
     from fct_request_ttft
@@ -61,6 +64,9 @@ select
     k.n_ranks,
     k.breakdown_origins,
     q.ttft_ns,
+    q.ttft_p50_ns,
+    q.ttft_p90_ns,
+    q.ttft_p99_ns,
     q.ttft_max_ns,
     s.makespan_ns,
     q.prompt_tokens,

@@ -66,14 +66,15 @@ def test_bad_selector_and_metric_are_exit_2(history, capsys):
     assert main(["regressions", "--metric", "nope", "--warehouse", str(history)]) == 2
 
 
-def test_compare_flags_the_step_and_exits_1(history, capsys):
+@pytest.mark.parametrize("metric", ["ttft_ns", "ttft_p90_ns"])
+def test_compare_flags_the_step_and_exits_1(history, capsys, metric):
     rc = main(
         [
             "compare",
             "--warehouse",
             str(history),
             "--metric",
-            "ttft_ns",
+            metric,
             "--baseline",
             "model=b,until=2026-02-05",
             "--candidate",

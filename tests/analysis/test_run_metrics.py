@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from pipelines import warehouse
@@ -67,3 +68,39 @@ def test_op_names_are_normalised(built):
     ops = {r[0] for r in con.execute("select distinct op from fct_op_time_by_run").fetchall()}
     assert not any("__" in op for op in ops if op.startswith("hcom_"))
     assert {"hcom_send", "hcom_receive"} <= ops
+
+
+def test_ttft_percentiles_over_several_requests(tmp_path):
+    """Four requests of different lengths in one simulated run: the mart's p50 / p90 / p99 are
+    numpy's linear-interpolation percentiles of the run's per-request TTFTs (fct_request_ttft),
+    ordered and bounded by the mean and the maximum."""
+    from pipelines.analysis.chunk_store import extract_chunks
+    from pipelines.ingest.load import ingest_paths
+    from pipelines.sim.run import simulate
+    from pipelines.sim.writers_ascend import write_ascend_pt
+
+    result = simulate(
+        [16384, 49152, 32768, 65536], "cpp", model="llama3-8b", chunk_size=16384, pp=2
+    )
+    write_ascend_pt(result, tmp_path / "raw")
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    try:
+        runs = ingest_paths([tmp_path / "raw"], con, progress=False).runs
+        extract_chunks(con, [r.run_id for r in runs])
+        build_marts(con)
+        ttft = [r[0] for r in con.execute("select ttft_ns from fct_request_ttft").fetchall()]
+        row = con.execute("select * from fct_run_metrics").pl().row(0, named=True)
+        values = dict(
+            con.execute(
+                "select metric, value from fct_run_metric_values where metric like 'ttft_p%'"
+            ).fetchall()
+        )
+    finally:
+        con.close()
+    assert len(ttft) == row["n_requests"] == 4 and len(set(ttft)) == 4
+    for q in (50, 90, 99):
+        want = float(np.percentile(ttft, q))
+        assert row[f"ttft_p{q}_ns"] == pytest.approx(want, rel=1e-12)
+        assert values[f"ttft_p{q}_ns"] == pytest.approx(want, rel=1e-12)
+    assert row["ttft_p50_ns"] < row["ttft_p90_ns"] < row["ttft_p99_ns"] < row["ttft_max_ns"]
+    assert row["ttft_p99_ns"] > row["ttft_ns"]

@@ -71,3 +71,46 @@ def test_cli_mix_packed_best_budget_and_dcpp_online(capsys) -> None:
                      "--dcpp-online", flag, "--json"])  # fmt: skip
         assert code == 0
         assert json.loads(capsys.readouterr().out)["dcpp_online"] is online
+
+
+@pytest.mark.parametrize("detail", ["tasks", "layers"])
+def test_packed_steps_segment_into_every_requests_chunk(tmp_path, detail) -> None:
+    """A packed step's pieces each get their own chunk marker: ingested and segmented, every
+    request of a packed run has its chunks (tokens summing to its prompt), and the pieces of a
+    step tile the step's compute exactly."""
+    from pipelines.analysis.segment import segment_chunks
+    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.sim.writers_ascend import write_ascend_pt
+
+    prompts = [4096, 16384, 6144, 2048]
+    result = simulate(prompts, "cpp", model="llama3-8b", chunk_size=16384, pp=2, pack_requests=True)
+    steps = result.meta["request_steps"]
+    # request 1 spans both steps: its chunk 1 has the 12K prefix of its chunk 0
+    assert steps == [[[0, 4096, 0], [1, 12288, 0]], [[1, 4096, 12288], [2, 6144, 0], [3, 2048, 0]]]
+    folders = write_ascend_pt(result, tmp_path / "raw", detail=detail)
+    slices = []
+    for folder in folders:
+        frames = read_rank(folder)
+        slices.append(
+            frames.tables["slices"].with_columns(
+                pl.lit(frames.rank, pl.Int32).alias("rank"), pl.lit("p").alias("run_id")
+            )
+        )
+    chunks, unassigned = segment_chunks(pl.concat(slices, how="vertical_relaxed"), "p")
+    assert unassigned["unassigned_ns"].sum() == 0
+    ids = result.requests["request_id"].to_list()
+    for rank in (0, 1):
+        mine = chunks.filter(pl.col("rank") == rank)
+        tokens = dict(mine.group_by("request_id").agg(pl.col("tokens").sum()).iter_rows())
+        assert tokens == dict(zip(ids, prompts, strict=True))
+        second = mine.filter(pl.col("request_id") == ids[1]).sort("chunk_idx")
+        assert second.select("chunk_idx", "prefix_tokens").rows() == [(0, 0), (1, 12288)]
+        step_busy = (
+            result.tasks.filter(
+                (pl.col("rank") == rank) & (pl.col("kind") == "compute")
+            ).get_column("end_ns")
+            - result.tasks.filter(
+                (pl.col("rank") == rank) & (pl.col("kind") == "compute")
+            ).get_column("start_ns")
+        ).sum()
+        assert mine["busy_ns"].sum() == step_busy

@@ -105,6 +105,10 @@ def test_tp8_pp2_ingests_as_16_ranks_and_equals_the_simulator(tp8_pp2, warehouse
     assert got.cast(want.schema).equals(want)
     assert unassigned["unassigned_ns"].sum() == 0
     assert (unassigned["n_flow_linked"] == unassigned["n_device_slices"]).all()
+    # the links are the trace's flows, as in real traces: host ops carry no id of their own
+    host = slices.filter(pl.col("lane") == "host")
+    assert not host["args"].str.contains("connection_id").any()
+    assert host["args"].str.contains('"flow_links"').sum() > 0
     _by_time, lost = segment_chunks(slices, run_id, link="time")
     assert lost["unassigned_fraction"].min() > 0.5  # host ranges run ahead of their kernels
 

@@ -1,0 +1,134 @@
+"""Flow events (s/f) -> links between the slices they bind to: binding rules on a synthetic trace
+and the torch_to_npu flows of the real set B1, read in memory and streamed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipelines.analysis.segment import segment_chunks
+from pipelines.ingest import memory
+from pipelines.ingest.flows import FLOW_LINKS_KEY
+from pipelines.ingest.trace_view import read_trace_view
+
+B1_RANK0 = "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
+TRACE = "ASCEND_PROFILER_OUTPUT/trace_view.json"
+TINY = 1  # a one-byte budget: the streamed path
+
+
+def _links(frame: pl.DataFrame) -> dict[str, list[str]]:
+    """name -> the flow links in its args."""
+    links = frame.select(
+        "name",
+        pl.col("args")
+        .str.json_path_match(f"$.{FLOW_LINKS_KEY}")
+        .str.json_decode(pl.List(pl.String))
+        .alias("links"),
+    ).filter(pl.col("links").is_not_null())
+    return {name: sorted(v) for name, v in links.iter_rows()}
+
+
+def _meta(pid: int, name: str) -> dict:
+    return {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}
+
+
+def _x(name: str, pid: int, tid: int, ts: str, dur: float, **args) -> dict:
+    return {"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _flow(ph: str, fid, pid: int, tid: int, ts: str, cat: str = "async_npu", **extra) -> dict:
+    return {"ph": ph, "name": "torch_to_npu", "id": fid, "cat": cat, "pid": pid, "tid": tid,
+            "ts": ts, **extra}  # fmt: skip
+
+
+@pytest.fixture
+def synthetic(tmp_path: Path) -> Path:
+    big = 1736408883700059821  # a 19-digit id, as torch_npu writes: not exact as a double
+    events = [
+        _meta(1, "Python"),
+        _meta(2, "Ascend Hardware"),
+        _x("ProfilerStep#1", 1, 1, "100.000", 100),
+        _x("outer", 1, 1, "110.000", 50),
+        _x("child", 1, 1, "112.000", 3),  # ends before the flow at 120: outer encloses it
+        _x("op", 1, 1, "130.000", 5),
+        _x("k_enclosing", 2, 2, "170.000", 4, connection_id=7),
+        _x("k_next", 2, 2, "180.000", 4),
+        _x("k_other_stream", 2, 3, "175.000", 40),
+        _x("k_orphan", 2, 2, "190.000", 4),
+        _flow("s", big, 1, 1, "120.000"),  # enclosing: outer (the latest-starting, child, ended)
+        _flow("f", big, 2, 2, "171.000", bp="e"),  # enclosing k_enclosing
+        _flow("s", 5, 1, 1, "130.000"),  # op starts here: op, not ProfilerStep
+        _flow("f", 5, 2, 2, "176.000"),  # no bp: the next slice of stream 2, k_next
+        _flow("s", 5, 1, 1, "131.000", cat="other_cat"),  # same id, other cat: no partner
+        _flow("f", 9, 2, 2, "191.000", bp="e"),  # no s: no link
+    ]
+    path = tmp_path / "trace_view.json"
+    path.write_text(json.dumps(events))
+    return path
+
+
+@pytest.mark.parametrize("budget", [None, TINY])
+def test_binding_points(synthetic: Path, budget) -> None:
+    trace = read_trace_view(synthetic, max_memory=budget)
+    try:
+        slices = trace.slices if isinstance(trace.slices, pl.DataFrame) else trace.slices.collect()
+    finally:
+        memory.release_spills()
+    assert _links(slices) == {
+        "outer": ["async_npu:1736408883700059821"],
+        "k_enclosing": ["async_npu:1736408883700059821"],
+        "op": ["async_npu:5"],
+        "k_next": ["async_npu:5"],
+    }
+    assert trace.flows == {"flows": 2, "linked": 2, "unbound_ends": 0}
+    args = dict(slices.select("name", "args").iter_rows())
+    assert json.loads(args["k_enclosing"])["connection_id"] == 7  # existing args kept
+
+
+def test_flows_anchor_device_work_at_their_host_op(synthetic: Path) -> None:
+    """The kernels start after their host ranges ended: time containment gives them to no
+    marker, the flows give each to the range that launched it."""
+    trace = read_trace_view(synthetic)
+    slices = trace.slices.with_columns(
+        pl.lit(0, pl.Int32).alias("rank"),
+        pl.col("name").replace({"outer": "chunk[req=a,k=0,vs=0]", "op": "chunk[req=a,k=1,vs=0]"}),
+    )
+    chunks, report = segment_chunks(slices, "x")
+    assert dict(chunks.select("chunk_idx", "busy_ns").iter_rows()) == {0: 4_000, 1: 4_000}
+    assert report["n_flow_linked"].item() == 2
+    by_time, _ = segment_chunks(slices, "x", link="time")
+    assert by_time.is_empty()
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("budget", [None, TINY])
+def test_b1_torch_to_npu_flows_link_every_launched_task(real_dir: Path, budget) -> None:
+    """Set B1 rank 0: 210 torch_to_npu flows, from Python cpu_ops to 206 Ascend Hardware tasks
+    and 4 HCCL ops; every flow of the file (also HostToDevice, enqueue_to_dequeue, fwdbwd)
+    binds at both ends."""
+    trace = read_trace_view(real_dir / B1_RANK0 / TRACE, max_memory=budget)
+    try:
+        slices = trace.slices if isinstance(trace.slices, pl.DataFrame) else trace.slices.collect()
+    finally:
+        memory.release_spills()
+    assert trace.flows == {"flows": 606, "linked": 606, "unbound_ends": 0}
+    torch_to_npu = slices.filter(pl.col("args").str.contains('"async_npu:'))
+    device = torch_to_npu.filter(pl.col("lane") != "host")
+    assert dict(device.group_by("lane").len().iter_rows()) == {"compute": 206, "comm": 4}
+    links = (
+        device.select(
+            pl.col("args")
+            .str.json_path_match(f"$.{FLOW_LINKS_KEY}")
+            .str.json_decode(pl.List(pl.String))
+            .alias("link")
+        )
+        .explode("link")
+        .filter(pl.col("link").str.starts_with("async_npu:"))
+    )
+    assert links.height == links["link"].n_unique() == 210  # one flow per launched task
+    host = torch_to_npu.filter(pl.col("lane") == "host")
+    assert host.height == 127  # an op may launch several tasks (Conv2D: 4)
+    assert not host["args"].str.contains("connection_id").any()  # Python ops carry no id
