@@ -140,7 +140,8 @@ def _family_sections(
             )
     out["trends"] = (
         "key metrics over the nightly runs, change points marked",
-        trend_sections or "no run with a collection time and a breakdown",
+        trend_sections
+        or f"no configuration with runs on at least {data.MIN_NIGHTS} nights (collected_at)",
     )
     pairs = data.replay_pairs(con, run_ids)
     out["replay"] = (
