@@ -7,11 +7,14 @@ mean over the run's requests; band: one row per chunk index; fit: the curve's fi
 from __future__ import annotations
 
 import math
+import textwrap
 
 import altair as alt
 import polars as pl
 
 from dashboards._style import WIDTH
+
+TITLE_CHARS = 100
 
 
 def _pct(x: float | None) -> str:
@@ -30,8 +33,20 @@ def tau_title(fit: dict) -> list[str]:
         f"slope {_ms(fit['slope'])}/chunk [{_ms(fit['slope_lo'])}, {_ms(fit['slope_hi'])}], "
         f"intercept {_ms(fit['intercept'])}, R² {fit['r2']:.3f}; n = {fit['n_runs']} runs, "
         f"{fit['n_points']} points; {level:.0%} CI, OLS {fit['ci_method']}",
-        f"evidence: {fit['evidence']}",
+        *_wrapped(f"evidence: {fit['evidence']}"),
     ]
+
+
+def _wrapped(text: str, width: int = TITLE_CHARS) -> list[str]:
+    """Title lines of at most `width` characters, broken after '; ' where possible (a title
+    line as long as the evidence would make the chart a thin strip beside it)."""
+    lines: list[str] = []
+    for part in text.split("; "):
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += "; " + part
+        else:
+            lines += textwrap.wrap(part, width) or [""]
+    return lines
 
 
 LEGEND = (
@@ -80,7 +95,7 @@ def tau_chart(points: pl.DataFrame, band: pl.DataFrame, fit: dict) -> alt.VConca
             alt.Tooltip("fit_ms:Q", format=".2f", title="line (ms)"),
         ],
     )
-    title = alt.TitleParams(tau_title(fit), subtitle=LEGEND, subtitleFontSize=10)
+    title = alt.TitleParams(tau_title(fit), subtitle=LEGEND, fontSize=12, subtitleFontSize=10)
     top = (area + line + dots + spread + mean).properties(width=WIDTH, height=220, title=title)
     zero = alt.Chart(pl.DataFrame({"y": [0.0]})).mark_rule(color="#555", strokeDash=[6, 4])
     resid = base_points.mark_circle(size=25, opacity=0.45).encode(
