@@ -11,7 +11,14 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from dashboards._style import PART_COLORS
+from dashboards._style import PART_COLORS, part_legend
+
+# the parts of tracereplay schedules (sql/marts/fct_run_metrics.sql, docs/metrics.md)
+RUN_PART_LABELS = {
+    "computing": "computing",
+    "bubble": "bubble (idle + pipeline wait)",
+    "exposed_comm": "exposed comm (not overlapped)",
+}
 
 
 def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
@@ -20,7 +27,7 @@ def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
     base = alt.Chart().encode(x=alt.X("schedule:N", title=None))
     bars = base.mark_bar().encode(
         y=alt.Y("mean:Q", title="ms (mean over repeats)"),
-        color=alt.Color("part:N", scale=PART_COLORS, title="part"),
+        color=alt.Color("part:N", scale=PART_COLORS, legend=part_legend(RUN_PART_LABELS)),
         tooltip=[
             "schedule",
             "part",

@@ -91,7 +91,8 @@ def _family_sections(
         cut = spans.filter(pl.col("truncated"))["schedule"].unique().to_list()
         note = "; first spans only for " + ", ".join(cut) if cut else ""
         runs = ", ".join(f"{s}: {r}" for s, r in workload["runs"].items())
-        section = Section("timeline", label, timeline_chart(spans), f"runs {runs}{note}")
+        chart = timeline_chart(spans, f"Schedule timelines: {label} (bubbles in red)")
+        section = Section("timeline", label, chart, f"runs {runs}{note}")
         out["timeline"] = ("schedule timelines of one workload, bubbles in red", [section])
     else:
         out["timeline"] = ("schedule timelines", "no run with chunks and a schedule")
@@ -209,7 +210,8 @@ def run_page(con: duckdb.DuckDBPyConnection, run_id: str, out_dir: Path) -> Path
     schedule = con.execute("select schedule from runs where run_id = ?", [run_id]).fetchone()
     spans = data.timeline_spans(con, {(schedule[0] if schedule else None) or "run": run_id})
     if spans.height:
-        sections.append(Section("timeline", "timeline", timeline_chart(spans)))
+        chart = timeline_chart(spans, f"Timeline of run {run_id} (bubbles in red)")
+        sections.append(Section("timeline", "timeline", chart))
     sections += _tau_sections(data.tau_curves(con, [run_id]))
     if not sections:
         sections.append(
