@@ -315,7 +315,8 @@ def schedule_summary(
     level: float = LEVEL,
 ) -> pl.DataFrame:
     """Per workload x schedule x part: n runs (repeats), mean ms, sd, Student-t `level`
-    interval of the mean (lo, hi; null with one run). Measured runs only. The parts are the
+    interval of the mean (lo, hi; null with one run). Measured runs only, and only workloads
+    run under at least two schedules (a comparison needs two). The parts are the
     metrics `tracereplay schedules` compares (sql/marts/fct_run_metrics.sql, docs/metrics.md:
     bubble = idle + pipeline wait), so the chart and the command show the same numbers."""
     runs = _query(
@@ -341,6 +342,7 @@ def schedule_summary(
         .agg(pl.len().alias("n"), pl.col("ms").mean().alias("mean"), pl.col("ms").std().alias("sd"))
         .sort([*WORKLOAD, "schedule", "part"])
         .with_columns(pl.format("{} · seq {} · chunk {}", *WORKLOAD).alias("workload"))
+        .filter(pl.col("schedule").n_unique().over("workload") >= 2)
     )
     return _checked(_with_interval(summary, level), "schedule summary")
 

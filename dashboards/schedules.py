@@ -22,11 +22,12 @@ RUN_PART_LABELS = {
 
 
 def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
-    """Bars (x schedule, y mean ms) with error bars lo..hi; rows: part, columns: workload."""
+    """Bars (x schedule, y mean ms) with error bars lo..hi; rows: workload, columns: part (a
+    row per workload keeps the page as wide as three panels however many workloads there are)."""
     data = summary.select("workload", "schedule", "part", "n", "mean", "sd", "lo", "hi")
     base = alt.Chart().encode(x=alt.X("schedule:N", title=None))
     bars = base.mark_bar().encode(
-        y=alt.Y("mean:Q", title="ms (mean over repeats)"),
+        y=alt.Y("mean:Q", title="ms, mean over repeats (95 % t interval)"),
         color=alt.Color("part:N", scale=PART_COLORS, legend=part_legend(RUN_PART_LABELS)),
         tooltip=[
             "schedule",
@@ -37,13 +38,15 @@ def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
             alt.Tooltip("hi:Q", format=".3f"),
         ],
     )
-    errors = base.mark_errorbar(ticks=True).encode(y="lo:Q", y2="hi:Q")
+    errors = base.mark_errorbar(ticks=True).encode(y=alt.Y("lo:Q", title=None), y2="hi:Q")
     return (
         alt.layer(bars, errors, data=data)
         .properties(width=220, height=140)
         .facet(
-            row=alt.Row("part:N", title=None),
-            column=alt.Column("workload:N", title=None),
+            row=alt.Row(
+                "workload:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")
+            ),
+            column=alt.Column("part:N", title=None, sort=list(RUN_PART_LABELS)),
             title=title,
         )
         .resolve_scale(y="independent")

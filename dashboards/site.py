@@ -125,7 +125,7 @@ def _family_sections(
             )
         ]
         if summary.height and summary["schedule"].n_unique() > 1
-        else "fewer than two schedules among the selected runs",
+        else "no workload among the selected runs under two or more schedules",
     )
     trend_sections = []
     for metric in TREND_METRICS:

@@ -37,7 +37,8 @@ def timeline_chart(spans: pl.DataFrame, title: str = "") -> alt.FacetChart:
         pl.when(pl.col("kind") == "chunk")
         .then(pl.format("vs {}", "vstage"))
         .otherwise(pl.lit("bubble"))
-        .alias("fill")
+        .alias("fill"),
+        pl.col("end_ms").max().over("schedule").alias("last_ms"),
     )
     vstages = sorted(frame.filter(pl.col("kind") == "chunk")["fill"].unique().to_list())
     palette = ["#4c78a8", "#72b7b2", "#54a24b", "#b279a2", "#9d755d", "#79706e"]
@@ -72,7 +73,6 @@ def timeline_chart(spans: pl.DataFrame, title: str = "") -> alt.FacetChart:
     labels = (
         alt.Chart()
         .encode(y=alt.Y("lane:N", sort="ascending"))
-        .transform_joinaggregate(last_ms="max(end_ms)")
         # a label only where the bar is wide enough to hold it (1/40 of the panel's time range)
         .transform_filter("datum.kind == 'chunk' && datum.dur_ms * 40 >= datum.last_ms")
         .transform_calculate(mid="(datum.start_ms + datum.end_ms) / 2", k="'C' + datum.chunk_idx")

@@ -188,8 +188,9 @@ def test_schedule_chart_bars_with_error_bars_over_repeats() -> None:
     chart = schedule_chart(summary)
     spec = chart.to_dict()
     bars, errors = _layers(spec)
-    assert _mark(bars) == "bar" and spec["facet"]["row"]["field"] == "part"
-    assert spec["resolve"]["scale"]["y"] == "independent"  # each part on its own scale
+    assert _mark(bars) == "bar" and spec["facet"]["column"]["field"] == "part"
+    assert spec["facet"]["row"]["field"] == "workload"
+    assert spec["resolve"]["scale"]["y"] == "independent"  # each panel on its own scale
     assert _mark(errors) == "errorbar"
     assert errors["encoding"]["y"]["field"] == "lo" and errors["encoding"]["y2"]["field"] == "hi"
     _png(chart)
