@@ -69,7 +69,8 @@ def _tau_sections(curves: data.TauCurves) -> list[Section]:
         if band is None or band.is_empty():
             continue
         points = curves.points.filter(pl.col("curve") == fit["curve"])
-        sections.append(Section(f"tau{i}", fit["curve"], tau_chart(points, band, fit)))
+        heading = f"{fit['curve']}: {fit['verdict']}"
+        sections.append(Section(f"tau{i}", heading, tau_chart(points, band, fit)))
     return sections
 
 
