@@ -90,8 +90,8 @@ class Campaign:
             for schedule, seq_len in grid
             for repeat in range(self.repeats)
         ]
-        if self.short is not None:
-            runs += self.short.runs(self.repeats)
+        if self.short is not None:  # for the campaign's models only
+            runs += [r for r in self.short.runs(self.repeats) if r.model in self.models]
         runs += [
             CampaignRun(c.model, c.schedule, c.seq_len, 0, night)
             for c, night in self.history.runs()
