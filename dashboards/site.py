@@ -24,6 +24,7 @@ from dashboards.trends import trend_chart
 from pipelines.selectors import Selector, parse_selector, require_runs
 
 TREND_METRICS = ("ttft", "bubble", "computing")
+BREAKDOWN_MAX_RUNS = 12
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,36 @@ def _tau_sections(curves: data.TauCurves) -> list[Section]:
     return sections
 
 
+def _breakdown_runs(
+    con: duckdb.DuckDBPyConnection,
+    run_ids: list[str],
+    workload: dict | None,
+    limit: int = BREAKDOWN_MAX_RUNS,
+) -> tuple[list[str], str]:
+    """The runs the breakdown page charts, and what the heading says about the choice. A panel
+    per run stops being readable past `limit` runs (the demo's 126 made a PNG 15,883
+    px tall); then: the timeline's measured runs (one workload, a run per schedule), else the
+    runs with the most ranks."""
+    if len(run_ids) <= limit:
+        return run_ids, ""
+    chosen = [r for r in (workload or {}).get("runs", {}).values() if r in set(run_ids)]
+    what = "the timeline's runs"
+    if not chosen:
+        chosen = [
+            r[0]
+            for r in con.execute(
+                "select run_id from runs where run_id in (select unnest(?::varchar[]))"
+                " order by world_size desc nulls last, run_id limit ?",
+                [run_ids, limit],
+            ).fetchall()
+        ]
+        what = "the runs with the most ranks"
+    return chosen, (
+        f" of {len(run_ids)} selected: {what} (narrow the selection, `tracereplay dashboards"
+        " SEL`, to chart others)"
+    )
+
+
 def _family_sections(
     con: duckdb.DuckDBPyConnection, run_ids: list[str], change_points: pl.DataFrame | None
 ) -> dict[str, tuple[str, list[Section] | str]]:
@@ -97,12 +128,13 @@ def _family_sections(
         out["timeline"] = ("schedule timelines of one workload, bubbles in red", [section])
     else:
         out["timeline"] = ("schedule timelines", "no run with chunks and a schedule")
-    breakdown = data.rank_breakdown(con, run_ids)
+    breakdown_ids, which = _breakdown_runs(con, run_ids, workload)
+    breakdown = data.rank_breakdown(con, breakdown_ids)
     if breakdown.height:
         sections = [
             Section(
                 "ranks",
-                f"{breakdown['run_id'].n_unique()} runs",
+                f"{breakdown['run_id'].n_unique()} runs{which}",
                 breakdown_chart(breakdown),
                 "one preferred breakdown row per rank and step (int_step_breakdown_preferred),"
                 " summed over steps; origin in the tooltip",

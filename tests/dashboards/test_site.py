@@ -61,6 +61,26 @@ def test_timeline_uses_one_workload_under_every_schedule(demo_warehouse) -> None
 
 
 @pytest.mark.slow
+def test_breakdown_of_many_runs_charts_the_timelines_runs(demo_warehouse) -> None:
+    from dashboards.site import _breakdown_runs
+    from pipelines import warehouse
+    from pipelines.selectors import select_run_ids
+
+    con = warehouse.connect(demo_warehouse, read_only=True)
+    try:
+        ids = select_run_ids(con, None)
+        workload = data.timeline_workload(con, ids)
+        assert _breakdown_runs(con, ids, workload) == (ids, "")  # 9 runs: every one
+        chosen, why = _breakdown_runs(con, ids, workload, limit=3)
+        by_ranks, _ = _breakdown_runs(con, ids, None, limit=3)
+    finally:
+        con.close()
+    # the quick demo's timeline: its one measured cpp run beside the reruns
+    assert chosen == [workload["runs"]["cpp"]] and "of 9 selected: the timeline's runs" in why
+    assert len(by_ranks) == 3 and by_ranks == sorted(by_ranks)  # 2 ranks each: by id
+
+
+@pytest.mark.slow
 def test_cli_json_and_selector_miss(demo_warehouse, tmp_path) -> None:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
