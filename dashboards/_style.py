@@ -18,9 +18,12 @@ PART_LABELS = {
 }
 
 
+def label_expr(labels: dict[str, str]) -> str:
+    """A Vega expression that shows each value's readable name (others as they are)."""
+    cases = " : ".join(f"datum.label == '{k}' ? '{v}'" for k, v in labels.items())
+    return f"{cases} : datum.label"
+
+
 def part_legend(labels: dict[str, str] = PART_LABELS) -> alt.Legend:
     """The parts' legend with readable names (the data keeps the column names)."""
-    cases = " : ".join(f"datum.label == '{k}' ? '{v}'" for k, v in labels.items())
-    return alt.Legend(
-        title="part of the step window", labelExpr=f"{cases} : datum.label", labelLimit=0
-    )
+    return alt.Legend(title="part of the step window", labelExpr=label_expr(labels), labelLimit=0)

@@ -188,7 +188,7 @@ def test_schedule_chart_bars_with_error_bars_over_repeats() -> None:
     chart = schedule_chart(summary)
     spec = chart.to_dict()
     bars, errors = _layers(spec)
-    assert _mark(bars) == "bar" and spec["facet"]["column"]["field"] == "part"
+    assert _mark(bars) == "bar" and spec["facet"]["column"]["field"] == "part_name"
     assert spec["facet"]["row"]["field"] == "workload"
     assert spec["resolve"]["scale"]["y"] == "independent"  # each panel on its own scale
     assert _mark(errors) == "errorbar"
