@@ -10,3 +10,20 @@ PART_COLORS = alt.Scale(
     domain=["computing", "exposed_comm", "bubble", "free"],
     range=["#4c78a8", "#f58518", "#e45756", "#bab0ac"],
 )
+PART_LABELS = {
+    "computing": "computing",
+    "exposed_comm": "exposed comm (not overlapped)",
+    "bubble": "bubble (profiler: hcom_receive wait)",
+    "free": "free (device idle)",
+}
+
+
+def label_expr(labels: dict[str, str]) -> str:
+    """A Vega expression that shows each value's readable name (others as they are)."""
+    cases = " : ".join(f"datum.label == '{k}' ? '{v}'" for k, v in labels.items())
+    return f"{cases} : datum.label"
+
+
+def part_legend(labels: dict[str, str] = PART_LABELS) -> alt.Legend:
+    """The parts' legend with readable names (the data keeps the column names)."""
+    return alt.Legend(title="part of the step window", labelExpr=label_expr(labels), labelLimit=0)

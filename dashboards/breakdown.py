@@ -9,31 +9,39 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from dashboards._style import PART_COLORS, WIDTH
+from dashboards._style import PART_COLORS, WIDTH, part_legend
+
+TITLE = "Step breakdown per rank: the step window (stage + bubble) split into parts, ms"
 
 
-def breakdown_chart(frame: pl.DataFrame, title: str = "") -> alt.FacetChart:
-    """Horizontal stacked bars, y = rank, x = ms, colour = part, one row facet per run."""
+def breakdown_chart(frame: pl.DataFrame, title: str = TITLE) -> alt.FacetChart:
+    """Horizontal stacked bars, y = rank, x = ms, colour = part, one row facet per run (its id
+    as a header above the panel)."""
     data = frame.select("run_id", "rank", "part", "part_order", "ms", "origin", "n_steps")
     bars = (
         alt.Chart(data)
         .mark_bar()
         .encode(
             y=alt.Y("rank:O", title="rank"),
-            x=alt.X("sum(ms):Q", title="ms over the rank's steps", stack="zero"),
-            color=alt.Color("part:N", scale=PART_COLORS, title="part"),
+            x=alt.X(
+                "sum(ms):Q",
+                title="ms, summed over the rank's steps (n_steps in the tooltip)",
+                stack="zero",
+                axis=alt.Axis(tickCount=8),
+            ),
+            color=alt.Color("part:N", scale=PART_COLORS, legend=part_legend()),
             order=alt.Order("part_order:Q"),
             tooltip=[
                 "run_id",
                 "rank",
                 "part",
-                alt.Tooltip("ms:Q", format=".3f"),
+                alt.Tooltip("ms:Q", format=".3f", title="ms"),
                 "origin",
                 "n_steps",
             ],
         )
         .properties(width=WIDTH)
     )
-    return bars.facet(row=alt.Row("run_id:N", title=None), title=title).resolve_scale(
-        y="independent", x="independent"
-    )
+    header = alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelFontSize=11)
+    row = alt.Row("run_id:N", title=None, header=header)
+    return bars.facet(row=row, title=title).resolve_scale(y="independent", x="independent")

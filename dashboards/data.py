@@ -17,6 +17,7 @@ import polars as pl
 from scipy import stats
 
 MAX_CHART_ROWS = 5000
+MIN_NIGHTS = 3  # a configuration needs runs on this many nights to be charted as a trend
 LEVEL = 0.95
 TIMELINE_SCHEDULES = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
 WORKLOAD = ("model", "seq_len", "chunk_size")
@@ -160,7 +161,27 @@ def tau_curves(
         points = points.join(
             band.select("curve", "chunk_idx", "fit_ms"), on=["curve", "chunk_idx"], how="left"
         ).with_columns((pl.col("tau_ms") - pl.col("fit_ms")).alias("resid_ms"))
+        band = band.join(run_mean_by_chunk(points, level), on=["curve", "chunk_idx"], how="left")
     return TauCurves(fits, _checked(band, "tau band"), points)
+
+
+def run_mean_by_chunk(points: pl.DataFrame, level: float = LEVEL) -> pl.DataFrame:
+    """Per curve and chunk index, the mean of the runs' points (n_runs, mean_ms) with its
+    Student-t `level` interval over runs (mean_lo_ms, mean_hi_ms; null with one run): the curve's
+    own shape, drawn against the fitted line so that a bend shows as a gap."""
+    summary = points.group_by("curve", "chunk_idx").agg(
+        pl.len().alias("n"),
+        pl.col("tau_ms").mean().alias("mean"),
+        pl.col("tau_ms").std().alias("sd"),
+    )
+    return _with_interval(summary, level).select(
+        "curve",
+        "chunk_idx",
+        pl.col("n").alias("n_runs"),
+        pl.col("mean").alias("mean_ms"),
+        pl.col("lo").alias("mean_lo_ms"),
+        pl.col("hi").alias("mean_hi_ms"),
+    )
 
 
 # ---- schedule timelines ---------------------------------------------------------------------
@@ -294,7 +315,8 @@ def schedule_summary(
     level: float = LEVEL,
 ) -> pl.DataFrame:
     """Per workload x schedule x part: n runs (repeats), mean ms, sd, Student-t `level`
-    interval of the mean (lo, hi; null with one run). Measured runs only. The parts are the
+    interval of the mean (lo, hi; null with one run). Measured runs only, and only workloads
+    run under at least two schedules (a comparison needs two). The parts are the
     metrics `tracereplay schedules` compares (sql/marts/fct_run_metrics.sql, docs/metrics.md:
     bubble = idle + pipeline wait), so the chart and the command show the same numbers."""
     runs = _query(
@@ -320,6 +342,7 @@ def schedule_summary(
         .agg(pl.len().alias("n"), pl.col("ms").mean().alias("mean"), pl.col("ms").std().alias("sd"))
         .sort([*WORKLOAD, "schedule", "part"])
         .with_columns(pl.format("{} · seq {} · chunk {}", *WORKLOAD).alias("workload"))
+        .filter(pl.col("schedule").n_unique().over("workload") >= 2)
     )
     return _checked(_with_interval(summary, level), "schedule summary")
 
@@ -329,13 +352,24 @@ def metric_history(
     run_ids: list[str],
     metric: str = "ttft",
     level: float = LEVEL,
+    min_nights: int = MIN_NIGHTS,
 ) -> pl.DataFrame:
-    """One metric over the nights (calendar days of collected_at) per configuration (model,
-    schedule, seq_len, chunk_size): n runs that night, mean ms, Student-t `level` interval of the
-    mean over that night's repeats. Measured runs with a collection time only."""
+    """One metric over the nights per configuration (`nightly`), from the selected runs'
+    metrics (sql/marts/fct_run_metrics.sql). Measured runs with a collection time only."""
     runs = run_metrics(con, run_ids).filter(
         pl.col("replay_of").is_null() & pl.col("collected_at").is_not_null()
     )
+    return nightly(runs, metric, level, min_nights)
+
+
+def nightly(
+    runs: pl.DataFrame, metric: str, level: float = LEVEL, min_nights: int = MIN_NIGHTS
+) -> pl.DataFrame:
+    """Per configuration (model, schedule, seq_len, chunk_size) and night (calendar day of
+    collected_at): n runs that night, mean of `<metric>_ms`, Student-t `level` interval of the
+    mean over that night's repeats. Only configurations with runs on at least `min_nights`
+    nights: a grid run collected once has no history (it would be one dot and one legend entry
+    among the trends). Empty frame when nothing qualifies."""
     column = f"{metric}_ms"
     if runs.is_empty() or runs.get_column(column).is_null().all():
         return pl.DataFrame()
@@ -354,9 +388,12 @@ def metric_history(
             pl.col(column).std().alias("sd"),
             pl.col("collected_at").max().alias("collected_at"),
         )
+        .filter(pl.len().over("config") >= min_nights)
         .sort("config", "night")
         .with_columns(pl.lit(metric).alias("metric"))
     )
+    if history.is_empty():
+        return pl.DataFrame()
     return _checked(_with_interval(history, level), "metric history")
 
 

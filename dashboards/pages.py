@@ -30,9 +30,12 @@ def vega_bundle() -> str:
     return vlc.javascript_bundle().replace("</script", "<\\/script")
 
 
+CONTENTS_FROM = 6  # pages with more charts than this list them at the top
+
 _STYLE = (
     "body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
     "h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}.note{color:#555;font-size:.9em}"
+    "ul{columns:2;font-size:.9em}"
     "table{border-collapse:collapse}td,th{padding:.2em .8em;text-align:left}"
 )
 
@@ -57,8 +60,16 @@ def page_html(title: str, sections: list[Section], intro: str = "") -> str:
     """A page: title, intro paragraph (HTML), then each section's chart rendered by Vega-Embed
     (SVG renderer) from its spec inlined in the page."""
     specs = {f"chart-{s.slug}": s.chart.to_dict() for s in sections}
-    body = "".join(
-        f"<h2>{html.escape(s.heading)}</h2><div id='chart-{s.slug}'></div>"
+    contents = ""
+    if len(sections) > CONTENTS_FROM:  # a long page gets a list of its charts at the top
+        items = "".join(
+            f"<li><a href='#{s.slug}'>{html.escape(s.heading)}</a></li>" for s in sections
+        )
+        contents = (
+            f"<details open><summary>{len(sections)} charts</summary><ul>{items}</ul></details>"
+        )
+    body = contents + "".join(
+        f"<h2 id='{s.slug}'>{html.escape(s.heading)}</h2><div id='chart-{s.slug}'></div>"
         + (f"<p class='note'>{html.escape(s.note)}</p>" if s.note else "")
         for s in sections
     )

@@ -11,16 +11,28 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from dashboards._style import PART_COLORS
+from dashboards._style import PART_COLORS, part_legend
+
+Y_TITLE = "ms (mean, 95 % t interval)"
+# the parts of tracereplay schedules (sql/marts/fct_run_metrics.sql, docs/metrics.md)
+RUN_PART_LABELS = {
+    "computing": "computing",
+    "bubble": "bubble (idle + pipeline wait)",
+    "exposed_comm": "exposed comm (not overlapped)",
+}
 
 
 def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
-    """Bars (x schedule, y mean ms) with error bars lo..hi; rows: part, columns: workload."""
+    """Bars (x schedule, y mean ms) with error bars lo..hi; rows: workload, columns: part (a
+    row per workload keeps the page as wide as three panels however many workloads there are)."""
     data = summary.select("workload", "schedule", "part", "n", "mean", "sd", "lo", "hi")
+    data = data.with_columns(
+        pl.col("part").replace_strict(RUN_PART_LABELS, default=pl.col("part")).alias("part_name")
+    )
     base = alt.Chart().encode(x=alt.X("schedule:N", title=None))
     bars = base.mark_bar().encode(
-        y=alt.Y("mean:Q", title="ms (mean over repeats)"),
-        color=alt.Color("part:N", scale=PART_COLORS, title="part"),
+        y=alt.Y("mean:Q", title=Y_TITLE),
+        color=alt.Color("part:N", scale=PART_COLORS, legend=part_legend(RUN_PART_LABELS)),
         tooltip=[
             "schedule",
             "part",
@@ -30,13 +42,15 @@ def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
             alt.Tooltip("hi:Q", format=".3f"),
         ],
     )
-    errors = base.mark_errorbar(ticks=True).encode(y="lo:Q", y2="hi:Q")
+    errors = base.mark_errorbar(ticks=True).encode(y=alt.Y("lo:Q", title=Y_TITLE), y2="hi:Q")
     return (
         alt.layer(bars, errors, data=data)
         .properties(width=220, height=140)
         .facet(
-            row=alt.Row("part:N", title=None),
-            column=alt.Column("workload:N", title=None),
+            row=alt.Row(
+                "workload:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")
+            ),
+            column=alt.Column("part_name:N", title=None, sort=list(RUN_PART_LABELS.values())),
             title=title,
         )
         .resolve_scale(y="independent")

@@ -24,6 +24,7 @@ from dashboards.trends import trend_chart
 from pipelines.selectors import Selector, parse_selector, require_runs
 
 TREND_METRICS = ("ttft", "bubble", "computing")
+BREAKDOWN_MAX_RUNS = 12
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,39 @@ def _tau_sections(curves: data.TauCurves) -> list[Section]:
         if band is None or band.is_empty():
             continue
         points = curves.points.filter(pl.col("curve") == fit["curve"])
-        sections.append(Section(f"tau{i}", fit["curve"], tau_chart(points, band, fit)))
+        heading = f"{fit['curve']}: {fit['verdict']}"
+        sections.append(Section(f"tau{i}", heading, tau_chart(points, band, fit)))
     return sections
+
+
+def _breakdown_runs(
+    con: duckdb.DuckDBPyConnection,
+    run_ids: list[str],
+    workload: dict | None,
+    limit: int = BREAKDOWN_MAX_RUNS,
+) -> tuple[list[str], str]:
+    """The runs the breakdown page charts, and what the heading says about the choice. A panel
+    per run stops being readable past `limit` runs (the demo's 126 made a PNG 15,883
+    px tall); then: the timeline's measured runs (one workload, a run per schedule), else the
+    runs with the most ranks."""
+    if len(run_ids) <= limit:
+        return run_ids, ""
+    chosen = [r for r in (workload or {}).get("runs", {}).values() if r in set(run_ids)]
+    what = "the timeline's runs"
+    if not chosen:
+        chosen = [
+            r[0]
+            for r in con.execute(
+                "select run_id from runs where run_id in (select unnest(?::varchar[]))"
+                " order by world_size desc nulls last, run_id limit ?",
+                [run_ids, limit],
+            ).fetchall()
+        ]
+        what = "the runs with the most ranks"
+    return chosen, (
+        f" of {len(run_ids)} selected: {what} (narrow the selection, `tracereplay dashboards"
+        " SEL`, to chart others)"
+    )
 
 
 def _family_sections(
@@ -91,16 +123,18 @@ def _family_sections(
         cut = spans.filter(pl.col("truncated"))["schedule"].unique().to_list()
         note = "; first spans only for " + ", ".join(cut) if cut else ""
         runs = ", ".join(f"{s}: {r}" for s, r in workload["runs"].items())
-        section = Section("timeline", label, timeline_chart(spans), f"runs {runs}{note}")
+        chart = timeline_chart(spans, f"Schedule timelines: {label} (bubbles in red)")
+        section = Section("timeline", label, chart, f"runs {runs}{note}")
         out["timeline"] = ("schedule timelines of one workload, bubbles in red", [section])
     else:
         out["timeline"] = ("schedule timelines", "no run with chunks and a schedule")
-    breakdown = data.rank_breakdown(con, run_ids)
+    breakdown_ids, which = _breakdown_runs(con, run_ids, workload)
+    breakdown = data.rank_breakdown(con, breakdown_ids)
     if breakdown.height:
         sections = [
             Section(
                 "ranks",
-                f"{breakdown['run_id'].n_unique()} runs",
+                f"{breakdown['run_id'].n_unique()} runs{which}",
                 breakdown_chart(breakdown),
                 "one preferred breakdown row per rank and step (int_step_breakdown_preferred),"
                 " summed over steps; origin in the tooltip",
@@ -124,7 +158,7 @@ def _family_sections(
             )
         ]
         if summary.height and summary["schedule"].n_unique() > 1
-        else "fewer than two schedules among the selected runs",
+        else "no workload among the selected runs under two or more schedules",
     )
     trend_sections = []
     for metric in TREND_METRICS:
@@ -140,7 +174,8 @@ def _family_sections(
             )
     out["trends"] = (
         "key metrics over the nightly runs, change points marked",
-        trend_sections or "no run with a collection time and a breakdown",
+        trend_sections
+        or f"no configuration with runs on at least {data.MIN_NIGHTS} nights (collected_at)",
     )
     pairs = data.replay_pairs(con, run_ids)
     out["replay"] = (
@@ -208,7 +243,8 @@ def run_page(con: duckdb.DuckDBPyConnection, run_id: str, out_dir: Path) -> Path
     schedule = con.execute("select schedule from runs where run_id = ?", [run_id]).fetchone()
     spans = data.timeline_spans(con, {(schedule[0] if schedule else None) or "run": run_id})
     if spans.height:
-        sections.append(Section("timeline", "timeline", timeline_chart(spans)))
+        chart = timeline_chart(spans, f"Timeline of run {run_id} (bubbles in red)")
+        sections.append(Section("timeline", "timeline", chart))
     sections += _tau_sections(data.tau_curves(con, [run_id]))
     if not sections:
         sections.append(

@@ -13,6 +13,8 @@ import polars as pl
 from dashboards._style import WIDTH
 
 CHANGE_COLUMNS = ("config", "metric", "collected_at", "direction")
+CONFIG_COLORS = ["#4c78a8", "#f58518", "#b279a2", "#72b7b2", "#9d755d", "#79706e", "#ff9da6"]
+METRIC_NAMES = {"ttft": "TTFT", "bubble": "bubble", "computing": "computing"}
 
 
 def trend_chart(
@@ -23,7 +25,13 @@ def trend_chart(
     metric = history["metric"][0] if history.height else ""
     data = history.select("config", "collected_at", "n", "mean", "lo", "hi")
     x = alt.X("collected_at:T", title="collected at")
-    color = alt.Color("config:N", title="configuration")
+    # no red or green among the configurations: those are the change points' colours
+    color = alt.Color(
+        "config:N",
+        title="configuration",
+        scale=alt.Scale(range=CONFIG_COLORS),
+        legend=alt.Legend(labelLimit=0, orient="bottom", direction="vertical"),
+    )
     base = alt.Chart(data)
     band = base.mark_area(opacity=0.2).encode(x=x, y="lo:Q", y2="hi:Q", color=color)
     line = base.mark_line(point=True).encode(
@@ -58,4 +66,6 @@ def trend_chart(
             )
         )
         layers.append(rules)
-    return alt.layer(*layers).properties(width=WIDTH, height=220, title=title or metric)
+    name = METRIC_NAMES.get(metric, metric)
+    default = f"{name} per configuration over the nights: nightly mean (ms), 95 % t interval"
+    return alt.layer(*layers).properties(width=WIDTH, height=220, title=title or default)

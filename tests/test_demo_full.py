@@ -1,7 +1,7 @@
-"""The full `tracereplay demo` (123 runs: the five schedules and the nightly history), once:
-`tracereplay regressions` on its warehouse reports exactly the injected regression, the demo's
-pages open offline in headless Chromium, and `show RUN --html` writes the run page. The demo
-takes about 1-2 minutes on a quiet 2-core machine (marked slow)."""
+"""The full `tracereplay demo` (126 runs: the five schedules, the top-k bend runs and the nightly
+history), once: `tracereplay regressions` on its warehouse reports exactly the injected
+regression, the demo's pages open offline in headless Chromium, and `show RUN --html` writes the
+run page. The demo takes about 1-2 minutes on a quiet 2-core machine (marked slow)."""
 
 from __future__ import annotations
 

@@ -80,13 +80,18 @@ def test_scaled_cost_with_factor_one_simulates_the_preset_exactly() -> None:
 def test_campaign_holds_the_five_schedules_and_the_history_the_quick_one_neither() -> None:
     campaign = Campaign()
     runs = campaign.runs()
-    grid = [r for r in runs if r.night is None]
+    grid = [r for r in runs if r.night is None and r.chunk_size is None]
+    short = [r for r in runs if r.chunk_size is not None]
     nightly = [r for r in runs if r.night is not None]
     assert {r.schedule for r in grid} == {"cpp", "dcpp", "vpp", "vpp_async", "vpp_pack"}
     assert {r.seq_len for r in grid} == {131072, 262144}
     assert len(grid) == 3 * (2 * 2 + 3) * 3 and len(nightly) == 60
+    # the top-k bend: glm-5.2 in 1K chunks, 16 requests a run, the campaign's repeats
+    assert [r.key(campaign) for r in short] == [f"glm-5.2-cpp-16k-c1k-x16-r{i}" for i in range(3)]
+    assert all(r.night is None and r.requests == 16 for r in short)
     keys = [r.key(campaign) for r in runs]
     assert len(set(keys)) == len(keys) and keys[-1] == "glm-5.2-cpp-64k-c16k-n19"
     assert len({r.seed(campaign) for r in runs}) == len(runs)
     quick = campaign.quick().runs()
     assert len(quick) == 9 and all(r.night is None and r.schedule == "cpp" for r in quick)
+    assert all(r.chunk_size is None for r in quick)

@@ -68,6 +68,11 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _ms(x_ns: float) -> str:
+    """A slope given in ns per chunk, printed in ms (3 significant digits)."""
+    return _fmt(x_ns / 1e6)
+
+
 def _context(fit: CurveFit) -> str:
     parts = [f"{fit.ci_method}, DW={fit.durbin_watson:.2f}"]
     if fit.outliers:
@@ -86,8 +91,8 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
     candidates = []  # (dBIC, label, text, matters)
     if fit.breakpoint_p < th.alpha and fit.breakpoint_dbic > 0:
         text = (
-            f"break at k={fit.breakpoint_k:.0f} (slope {_fmt(fit.slope_before)} -> "
-            f"{_fmt(fit.slope_after)} ns/chunk, p_adj={_fmt(fit.breakpoint_p)}, "
+            f"break at k={fit.breakpoint_k:.0f} (slope {_ms(fit.slope_before)} -> "
+            f"{_ms(fit.slope_after)} ms/chunk, p_adj={_fmt(fit.breakpoint_p)}, "
             f"effect {fit.breakpoint_effect:.1%}, VPP bubble {fit.breakpoint_bubble_pp:+.2f} pp, "
             f"dBIC={fit.breakpoint_dbic:.1f})"
         )
@@ -131,7 +136,7 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
     halfwidth = (fit.slope_hi - fit.slope_lo) / 2
     rel = halfwidth / abs(fit.slope) if fit.slope != 0 else math.inf
     line_text = (
-        f"slope {_fmt(fit.slope)} ns/chunk [{_fmt(fit.slope_lo)}, {_fmt(fit.slope_hi)}], "
+        f"slope {_ms(fit.slope)} ms/chunk [{_ms(fit.slope_lo)}, {_ms(fit.slope_hi)}], "
         f"R2={fit.r2:.3f}, {ratio_text}"
     )
     excludes_zero = fit.slope_lo > 0 or fit.slope_hi < 0

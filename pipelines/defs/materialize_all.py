@@ -62,7 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     campaign = {}
     if args.quick:
         quick = Campaign().quick()
-        campaign = {"schedules": list(quick.schedules), "seq_lens": list(quick.seq_lens)}
+        campaign = {
+            "schedules": list(quick.schedules),
+            "seq_lens": list(quick.seq_lens),
+            "short_prompts": quick.short is not None,
+        }
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
     with instance or dg.DagsterInstance.ephemeral() as inst:
         result = materialize_all(inst, dict(defs().resources), campaign)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 import polars as pl
+import pytest
 import vl_convert as vlc
 
+from dashboards import data
 from dashboards.breakdown import breakdown_chart
 from dashboards.replay import replay_chart
 from dashboards.schedules import schedule_chart
@@ -51,6 +53,11 @@ def test_tau_chart_points_line_band_residuals_and_verdict_title() -> None:
     band = pl.DataFrame(
         {"chunk_idx": [0, 1, 2, 3], "fit_ms": [10.0, 12.0, 14.0, 16.0]}
     ).with_columns((pl.col("fit_ms") - 0.3).alias("lo_ms"), (pl.col("fit_ms") + 0.3).alias("hi_ms"))
+    points = points.with_columns(pl.lit(1024).alias("chunk_size"), pl.format("c").alias("curve"))
+    means = data.run_mean_by_chunk(points)
+    assert means.sort("chunk_idx")["mean_ms"].to_list() == pytest.approx([10.1, 12.0, 14.0, 15.9])
+    assert (means["n_runs"] == 2).all() and (means["mean_lo_ms"] < means["mean_ms"]).all()
+    band = band.join(means.drop("curve"), on="chunk_idx")
     fit = {
         "curve": "m · cpp · chunk 16384 · seq 65536 · vs 0",
         "verdict": "linear",
@@ -68,12 +75,20 @@ def test_tau_chart_points_line_band_residuals_and_verdict_title() -> None:
     chart = tau_chart(points, band, fit)
     spec = chart.to_dict()
     top, bottom = spec["vconcat"]
-    assert "linear" in top["title"][0] and "evidence" in top["title"][2]
+    title = top["title"]["text"]
+    assert (
+        "linear" in title[0]
+        and "evidence" in title[2]
+        and "mean over runs" in top["title"]["subtitle"]
+    )
     marks = [_mark(u) for u in _layers(top)]
-    assert marks == ["area", "line", "circle"]
-    area = _layers(top)[0]["encoding"]
+    assert marks == ["area", "line", "circle", "rule", "line"]
+    area, _, dots, spread, mean = (u["encoding"] for u in _layers(top))
     assert area["y"]["field"] == "lo_ms" and area["y2"]["field"] == "hi_ms"
-    assert {_layers(bottom)[1]["encoding"]["y"]["field"]} == {"resid_ms"}
+    assert (spread["y"]["field"], spread["y2"]["field"]) == ("mean_lo_ms", "mean_hi_ms")
+    assert mean["y"]["field"] == "mean_ms" and "1,024 tokens" in dots["x"]["title"]
+    resid_fields = [u["encoding"]["y"]["field"] for u in _layers(bottom)]
+    assert resid_fields == ["y", "resid_ms", "mean_resid_ms"]
     _png(chart)
 
 
@@ -173,8 +188,9 @@ def test_schedule_chart_bars_with_error_bars_over_repeats() -> None:
     chart = schedule_chart(summary)
     spec = chart.to_dict()
     bars, errors = _layers(spec)
-    assert _mark(bars) == "bar" and spec["facet"]["row"]["field"] == "part"
-    assert spec["resolve"]["scale"]["y"] == "independent"  # each part on its own scale
+    assert _mark(bars) == "bar" and spec["facet"]["column"]["field"] == "part_name"
+    assert spec["facet"]["row"]["field"] == "workload"
+    assert spec["resolve"]["scale"]["y"] == "independent"  # each panel on its own scale
     assert _mark(errors) == "errorbar"
     assert errors["encoding"]["y"]["field"] == "lo" and errors["encoding"]["y2"]["field"] == "hi"
     _png(chart)
@@ -209,6 +225,23 @@ def test_trend_chart_band_line_and_change_point_rules() -> None:
     _png(chart)
     # without change points (the detector's output not there yet) the chart still renders
     assert [_mark(u) for u in _layers(trend_chart(history).to_dict())] == ["area", "line"]
+
+
+def test_trend_history_keeps_only_configurations_with_a_history() -> None:
+    nightly_runs = [("m", "cpp", datetime(2026, 11, d, 2), 100.0 + d) for d in range(1, 5)]
+    nightly_runs += [("m", "cpp", datetime(2026, 11, 4, 3), 106.0)]  # a second run on night 4
+    grid_runs = [("g", "vpp", datetime(2026, 11, 1, 0, m), 50.0) for m in range(3)]  # one night
+    runs = pl.DataFrame(
+        [
+            {"model": m, "schedule": s, "seq_len": 65536, "chunk_size": 16384}
+            | {"collected_at": at, "ttft_ms": v}
+            for m, s, at, v in nightly_runs + grid_runs
+        ]
+    )
+    history = data.nightly(runs, "ttft", min_nights=3)
+    assert history["config"].unique().to_list() == ["m · cpp · seq 65536 · chunk 16384"]
+    assert history["n"].to_list() == [1, 1, 1, 2] and history["mean"][-1] == 105.0
+    assert data.nightly(runs, "ttft", min_nights=5).is_empty()
 
 
 def test_replay_chart_identity_line_spans_both_axes() -> None:

@@ -26,9 +26,10 @@ REMOTE = re.compile(
 @pytest.mark.slow
 def test_site_pages_pngs_and_offline_html(demo_site) -> None:
     names = {p.name for p in demo_site.pages}
-    # --quick is CPP only, so no schedule comparison; the replays give timeline and replay pages
-    assert {"tau", "timeline", "breakdown", "trends", "replay"} <= names
-    assert "schedules" in demo_site.skipped
+    # --quick is CPP only, so no schedule comparison; the replays give timeline and replay pages;
+    # its runs are collected on one night, so no configuration has a trend
+    assert {"tau", "timeline", "breakdown", "replay"} <= names
+    assert "schedules" in demo_site.skipped and "nights" in demo_site.skipped["trends"]
     for page in demo_site.pages:
         text = page.path.read_text()
         assert "vegaEmbed" in text and len(text) > 500_000  # the bundle is inline
@@ -57,6 +58,26 @@ def test_timeline_uses_one_workload_under_every_schedule(demo_warehouse) -> None
     bubbles = spans.filter(pl.col("kind") == "bubble")
     assert bubbles.height and (bubbles["dur_ms"] > 0).all()
     assert spans.height <= data.MAX_CHART_ROWS
+
+
+@pytest.mark.slow
+def test_breakdown_of_many_runs_charts_the_timelines_runs(demo_warehouse) -> None:
+    from dashboards.site import _breakdown_runs
+    from pipelines import warehouse
+    from pipelines.selectors import select_run_ids
+
+    con = warehouse.connect(demo_warehouse, read_only=True)
+    try:
+        ids = select_run_ids(con, None)
+        workload = data.timeline_workload(con, ids)
+        assert _breakdown_runs(con, ids, workload) == (ids, "")  # 9 runs: every one
+        chosen, why = _breakdown_runs(con, ids, workload, limit=3)
+        by_ranks, _ = _breakdown_runs(con, ids, None, limit=3)
+    finally:
+        con.close()
+    # the quick demo's timeline: its one measured cpp run beside the reruns
+    assert chosen == [workload["runs"]["cpp"]] and "of 9 selected: the timeline's runs" in why
+    assert len(by_ranks) == 3 and by_ranks == sorted(by_ranks)  # 2 ranks each: by id
 
 
 @pytest.mark.slow

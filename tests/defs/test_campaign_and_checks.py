@@ -28,6 +28,7 @@ CAMPAIGN = {
     "repeats": 2,
     "more_schedules": [],
     "nights": 0,
+    "short_prompts": False,  # the demo's glm-5.2 1K-chunk runs (pipelines.campaign.ShortPrompt)
 }
 # the module fixture simulates, ingests and segments 4 runs: about 10 s on a quiet machine
 pytestmark = pytest.mark.slow

@@ -63,6 +63,7 @@ def doors(tmp_path_factory) -> Doors:
         "seq_lens": list(quick.seq_lens),
         "more_schedules": list(quick.more_schedules),
         "nights": quick.history.nights,
+        "short_prompts": quick.short is not None,
     }
     with dg.DagsterInstance.ephemeral() as instance:
         state.dagster = materialize_all(instance, resources, campaign, log=lambda _: None)

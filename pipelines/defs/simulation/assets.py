@@ -32,11 +32,17 @@ class CampaignConfig(dg.Config):
     noise: float = _DEFAULTS.noise
     seed: int = _DEFAULTS.seed
     nights: int = _DEFAULTS.history.nights  # nightly history (pipelines.nightly_history); 0: none
+    short_prompts: bool = True  # the top-k bend runs (pipelines.campaign.ShortPrompt)
 
     def campaign(self) -> Campaign:
-        values = {f.name: getattr(self, f.name) for f in fields(Campaign) if f.name != "history"}
+        own = {f.name for f in fields(Campaign)} - {"history", "short"}
+        values = {name: getattr(self, name) for name in own}
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-        return Campaign(**values, history=replace(_DEFAULTS.history, nights=self.nights))
+        return Campaign(
+            **values,
+            history=replace(_DEFAULTS.history, nights=self.nights),
+            short=_DEFAULTS.short if self.short_prompts else None,
+        )
 
 
 @dg.asset(
