@@ -54,6 +54,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="intra-op threads per rank (default: 1)"
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="profiled passes over the requests, the pipeline drained between passes; pass p's "
+        "request r is marked r<p*requests+r>, so the fit pools the passes per chunk index "
+        "(default: 1)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="passes run before the profiler starts, kept out of the trace (default: 1)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="weights and prompts (default: 0)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="trace folder")
     add_json_option(parser)
@@ -86,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             send=args.send,
             threads=args.threads,
+            repeats=args.repeats,
+            warmup=args.warmup,
             seed=args.seed,
         )
     except ValueError as exc:
@@ -100,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(
-            f"{cfg.model_name} {cfg.schedule} {cfg.send}: {cfg.requests} x {cfg.seq_len} "
-            f"tokens in {cfg.chunk}-token chunks, {wall_s:.1f} s wall"
+            f"{cfg.model_name} {cfg.schedule} {cfg.send}: {cfg.repeats} x {cfg.requests} x "
+            f"{cfg.seq_len} tokens in {cfg.chunk}-token chunks (+{cfg.warmup} warm-up), "
+            f"{wall_s:.1f} s wall"
         )
         for p in paths:
             print(f"  {p}")
