@@ -18,8 +18,11 @@ stages each) inside torch.profiler, and write one Kineto trace per rank into DIR
 is a chunk[req=..,k=..,vs=..,tokens=..,prefix=..] range and the run facts (model, schedule,
 chunk_size, seq_len, pp, vp, attention) are trace metadata, so `tracereplay ingest DIR`
 segments them with no flags. --attention sparse reads only the top-k prefix keys an indexer
-chooses (DSA-like), so tau_k stops being linear. Needs PyTorch (docs/workload.md: the CPU wheel
-installs with `uv pip install`). Exit status: 0 ok, 2 torch missing or bad arguments."""
+chooses (DSA-like), so tau_k stops being linear. --repeats N runs N profiled passes (the
+pipeline drained between them, pooled per chunk index by the fit) after --warmup passes kept
+out of the trace; each forward's on-CPU time rides in the trace metadata, so `tracereplay
+validate` can tell how much of the wall clock other jobs took. Needs PyTorch (docs/workload.md:
+`uv sync --extra workload`). Exit status: 0 ok, 2 torch missing or bad arguments."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("torch") is None:
         print(
             "tracereplay workload: PyTorch is not installed; install the CPU wheel "
-            "(docs/workload.md), e.g. `uv pip install torch --index-url <a CPU index>` or "
-            "`uv pip install /opt/wheels/torch-*+cpu-*.whl`",
+            "(docs/workload.md): `uv sync --extra workload` (the CPU wheel in /opt/wheels) or "
+            "`uv pip install torch --index-url https://download.pytorch.org/whl/cpu`",
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT
