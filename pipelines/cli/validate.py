@@ -60,7 +60,7 @@ def format_rows(rows: list[dict]) -> str:
 
     fits, replays = [], []
     for r in rows:
-        name = f"{r['schedule']}-{r['attention']}"
+        name = r["run_id"].rsplit("-", 1)[0]  # the run's folder name, its hash left off
         share = r.get("cpu_share")
         fits.append(
             (
@@ -97,7 +97,7 @@ def format_rows(rows: list[dict]) -> str:
         "host/call",
     )
     replay_headers = (
-        *("run", "replay", "TTFT meas", "95% CI (t, requests)", "busy only", "err"),
+        *("run", "replay", "TTFT meas", "95% CI", "busy only", "err"),
         *("+host", "err", "bubble meas", "bubble repl", "err"),
     )
     return (
