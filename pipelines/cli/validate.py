@@ -14,10 +14,15 @@ from pipelines.cli._common import add_json_option
 DESCRIPTION = """\
 Ingest the traces under DIR (for example the folders `tracereplay workload` wrote, one run per
 folder), fit tau_k per run and virtual stage, replay each run's measured tau under CPP and VPP
-(tabulated cost, free transfers; nothing stored) and print per run: the fit verdicts and the
-lowest R2, measured TTFT and bubble, and the replayed TTFT and bubble under each schedule with
-the relative error against measurement for the schedule the run was measured under. Bubble =
-1 - sum(tau) / (ranks x makespan). Uses a throw-away warehouse unless --warehouse is given.
+(tabulated cost, free transfers, the run's measured host time per stage call charged on every
+call; nothing stored) and print per run: the fit verdicts and lowest R2 of the wall-clock tau
+and of the chunks' on-CPU time (written by `tracereplay workload`), the ranks' CPU share
+(on-CPU / wall: below 100% other jobs took the rest), the host time per call; then measured
+TTFT (mean over requests, t interval) and bubble, and the replayed TTFT and bubble under each
+schedule with the relative error against measurement for the schedule the run was measured
+under, replayed on busy time alone and with the host time per call (docs/workload.md, "Replay
+accuracy"). Bubble (with host time) = 1 - (busy + host) / (ranks x makespan). Uses a throw-away
+warehouse unless --warehouse is given.
 Exit status: 0 ok, 2 nothing to validate."""
 
 
@@ -41,20 +46,45 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.1f}%"
 
 
+def _r2(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _verdicts(labels: list[str]) -> str:
+    return ",".join(sorted(set(labels))) or "-"
+
+
 def format_rows(rows: list[dict]) -> str:
+    """Two tables: the fits of each run (wall clock and on-CPU), then measured vs replayed."""
     from pipelines.cli._format import duration, render_table
 
-    table = []
+    fits, replays = [], []
     for r in rows:
+        name = r["run_id"].rsplit("-", 1)[0]  # the run's folder name, its hash left off
+        share = r.get("cpu_share")
+        fits.append(
+            (
+                name,
+                str(r["requests"]),
+                _verdicts(r["verdicts"]),
+                _r2(r["r2_min"]),
+                _verdicts(r["cpu_verdicts"]),
+                _r2(r["cpu_r2_min"]),
+                "-" if share is None else f"{100 * share:.0f}%",
+                duration(r["host_call_ns"]),
+            )
+        )
+        lo, hi = r["measured_ttft_ci_ns"]
         for sched, rep in r["replays"].items():
             own = sched == r["schedule"]
-            table.append(
+            replays.append(
                 (
-                    f"{r['schedule']}-{r['attention']}",
-                    ",".join(sorted(set(r["verdicts"]))),
-                    f"{r['r2_min']:.3f}" if r["r2_min"] is not None else "-",
+                    name,
                     sched,
                     duration(r["measured_ttft_ns"]) if own else "",
+                    f"{duration(lo)} - {duration(hi)}" if own else "",
+                    duration(rep["ttft_busy_only_ns"]),
+                    _pct(rep.get("ttft_busy_only_rel_err")),
                     duration(rep["ttft_ns"]),
                     _pct(rep.get("ttft_rel_err")),
                     f"{100 * r['measured_bubble']:.1f}%" if own else "",
@@ -62,19 +92,19 @@ def format_rows(rows: list[dict]) -> str:
                     _pct(rep.get("bubble_rel_err")),
                 )
             )
-    headers = (
-        "run",
-        "verdicts",
-        "R2 min",
-        "replay",
-        "TTFT meas",
-        "TTFT repl",
-        "err",
-        "bubble meas",
-        "bubble repl",
-        "err",
+    fit_headers = (
+        *("run", "n req", "wall fit", "R2 min", "on-CPU fit", "R2 min", "CPU share"),
+        "host/call",
     )
-    return render_table(headers, table, right=(2, 4, 5, 6, 7, 8, 9))
+    replay_headers = (
+        *("run", "replay", "TTFT meas", "95% CI", "busy only", "err"),
+        *("+host", "err", "bubble meas", "bubble repl", "err"),
+    )
+    return (
+        render_table(fit_headers, fits, right=(1, 3, 5, 6, 7))
+        + "\n\n"
+        + render_table(replay_headers, replays, right=(2, 3, 4, 5, 6, 7, 8, 9, 10))
+    )
 
 
 def run(args: argparse.Namespace) -> int:

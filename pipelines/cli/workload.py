@@ -18,8 +18,11 @@ stages each) inside torch.profiler, and write one Kineto trace per rank into DIR
 is a chunk[req=..,k=..,vs=..,tokens=..,prefix=..] range and the run facts (model, schedule,
 chunk_size, seq_len, pp, vp, attention) are trace metadata, so `tracereplay ingest DIR`
 segments them with no flags. --attention sparse reads only the top-k prefix keys an indexer
-chooses (DSA-like), so tau_k stops being linear. Needs PyTorch (docs/workload.md: the CPU wheel
-installs with `uv pip install`). Exit status: 0 ok, 2 torch missing or bad arguments."""
+chooses (DSA-like), so tau_k stops being linear. --repeats N runs N profiled passes (the
+pipeline drained between them, pooled per chunk index by the fit) after --warmup passes kept
+out of the trace; each forward's on-CPU time rides in the trace metadata, so `tracereplay
+validate` can tell how much of the wall clock other jobs took. Needs PyTorch (docs/workload.md:
+`uv sync --extra workload`). Exit status: 0 ok, 2 torch missing or bad arguments."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,6 +57,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="intra-op threads per rank (default: 1)"
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="profiled passes over the requests, the pipeline drained between passes; pass p's "
+        "request r is marked r<p*requests+r>, so the fit pools the passes per chunk index "
+        "(default: 1)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="passes run before the profiler starts, kept out of the trace (default: 1)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="weights and prompts (default: 0)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="trace folder")
     add_json_option(parser)
@@ -64,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("torch") is None:
         print(
             "tracereplay workload: PyTorch is not installed; install the CPU wheel "
-            "(docs/workload.md), e.g. `uv pip install torch --index-url <a CPU index>` or "
-            "`uv pip install /opt/wheels/torch-*+cpu-*.whl`",
+            "(docs/workload.md): `uv sync --extra workload` (the CPU wheel in /opt/wheels) or "
+            "`uv pip install torch --index-url https://download.pytorch.org/whl/cpu`",
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT
@@ -86,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             send=args.send,
             threads=args.threads,
+            repeats=args.repeats,
+            warmup=args.warmup,
             seed=args.seed,
         )
     except ValueError as exc:
@@ -100,8 +119,9 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(
-            f"{cfg.model_name} {cfg.schedule} {cfg.send}: {cfg.requests} x {cfg.seq_len} "
-            f"tokens in {cfg.chunk}-token chunks, {wall_s:.1f} s wall"
+            f"{cfg.model_name} {cfg.schedule} {cfg.send}: {cfg.repeats} x {cfg.requests} x "
+            f"{cfg.seq_len} tokens in {cfg.chunk}-token chunks (+{cfg.warmup} warm-up), "
+            f"{wall_s:.1f} s wall"
         )
         for p in paths:
             print(f"  {p}")

@@ -8,6 +8,7 @@ is simulated (pipelines.sim.run.simulate) with the run's measured τ as the cost
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -37,6 +38,7 @@ def replay(
     stage_fractions: dict[int, float] | None = None,
     noise: float = 0.0,
     seed: int = 0,
+    host_call_ns: float = 0.0,
     **options: Any,
 ) -> dict[str, SimResult]:
     """Re-simulate the requests of one measured run (a chunks frame in the canonical schema)
@@ -53,7 +55,9 @@ def replay(
     meta["replay_overhead"] says where they came from and meta["replay_note"] names the
     extrapolation when a schedule runs chunk sizes never measured. `collectives` adds the
     preset's TP / EP collectives (measured busy_ns excludes them); `num_layers` and
-    `stage_fractions` give the measured run's layer split."""
+    `stage_fractions` give the measured run's layer split. `host_call_ns`: host time every
+    stage call costs besides its measured busy_ns (pipelines.replay.host_time), added to the
+    cost model's per-call overhead."""
     fit_args = {
         "gamma_ns": gamma_ns,
         "stage_fractions": stage_fractions,
@@ -67,6 +71,8 @@ def replay(
         model = fit = FittedCost.from_chunks(chunks, **fit_args)
     else:
         raise ValueError("cost must be 'tabulated' or 'fitted'")
+    if host_call_ns:
+        model = replace(model, call_overhead_ns=model.call_overhead_ns + host_call_ns)  # type: ignore[type-var]
     measured_sizes = set(chunks["tokens"].unique().to_list())
     source = fit.fit_info.get("overhead", "unidentified")
     per_request = (

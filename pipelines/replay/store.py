@@ -160,8 +160,10 @@ def simulate_reruns(
     cost: str = "tabulated",
     comm: str = "auto",
     vp: int = 2,
+    host_call_ns: float = 0.0,
 ) -> dict[str, SimResult]:
-    """The measured run's requests under each schedule (pipelines.sim.run.replay)."""
+    """The measured run's requests under each schedule (pipelines.sim.run.replay);
+    `host_call_ns`: host time per stage call outside busy_ns (pipelines.replay.host_time)."""
     from pipelines.replay.rerun import replay
 
     if cost not in COSTS:
@@ -187,6 +189,7 @@ def simulate_reruns(
                     chunk_size=int(chunk_size) if chunk_size else None,
                     comm=_comm_model(measured, comm, schedule),
                     model_name=measured.run.get("model") or "replay",
+                    host_call_ns=host_call_ns,
                     **preset,
                 )
             )
@@ -209,17 +212,21 @@ def replay_run(
     comm: str = "auto",
     vp: int = 2,
     write: bool = True,
+    host_call_ns: float = 0.0,
 ) -> ReplayReport:
     """Replay run `run_id` under `schedules`, write each rerun (unless `write` is False) and
     return the comparison. Speed-up is relative to the rerun under the measured run's own
     schedule (simulated for the purpose if not asked for) when that is a pipeline schedule,
-    else to the measured makespan."""
+    else to the measured makespan. `host_call_ns` is charged on every stage call besides its
+    measured busy time (pipelines.replay.host_time)."""
     measured = load_measured(con, run_id, extract=write)
-    results = simulate_reruns(measured, schedules, cost, comm, vp)
+    results = simulate_reruns(measured, schedules, cost, comm, vp, host_call_ns)
     label = comm_label(measured, comm)
     own = measured.run.get("schedule")
     if own in SCHEDULE_CHOICES:
-        base = results.get(own) or simulate_reruns(measured, [own], cost, comm, vp)[own]
+        base = (
+            results.get(own) or simulate_reruns(measured, [own], cost, comm, vp, host_call_ns)[own]
+        )
         baseline, baseline_ns = f"replayed {own}", float(summarize(base)["makespan_ns"])
     else:
         baseline, baseline_ns = "measured makespan", float(measured.makespan_ns())

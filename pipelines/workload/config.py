@@ -31,6 +31,8 @@ class WorkloadConfig:
     send: str = "blocking"
     seed: int = 0
     threads: int = 1  # intra-op threads per rank
+    repeats: int = 1  # profiled passes over the requests, the pipeline drained between passes
+    warmup: int = 1  # passes run before the profiler starts (first-call costs), not in the trace
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
@@ -43,6 +45,8 @@ class WorkloadConfig:
             raise ValueError("hidden must be a multiple of heads, heads a multiple of kv_heads")
         if self.layers % self.stages:
             raise ValueError(f"layers ({self.layers}) must split into {self.stages} stages")
+        if self.repeats < 1 or self.warmup < 0:
+            raise ValueError("repeats must be at least 1 and warmup at least 0")
         if self.chunk <= 0 or self.seq_len % self.chunk:
             raise ValueError("seq_len must be a positive multiple of chunk")
 
@@ -79,6 +83,8 @@ class WorkloadConfig:
             "attention": self.attention,
             "hardware": "cpu",
             "compute_device": "cpu",
+            "repeats": str(self.repeats),
+            "warmup_passes": str(self.warmup),
         }
 
     def as_dict(self) -> dict[str, Any]:

@@ -2,10 +2,15 @@
 
 Ingests the traces (pipelines.ingest.load.ingest_paths), segments them (chunk_store), fits
 tau_k (analysis.fit_store), and replays each run's measured tau under CPP and VPP
-(replay.store.replay_run, tabulated cost, free transfers, nothing written). Measured TTFT is
-replay's own measure (last chunk end minus first chunk start per request, mean over requests);
-the bubble of a run, measured or replayed, is 1 - sum(tau) / (ranks x makespan), the share of
-the ranks' window no chunk keeps busy (the simulator's bubble_ratio with free transfers).
+(replay.store.replay_run, tabulated cost, free transfers, the run's measured host time per
+stage call charged on every call: pipelines.replay.host_time; nothing written). Measured TTFT is
+replay's own measure (last chunk end minus first chunk start per request, mean over requests,
+with a t interval over the requests: the passes of `--repeats`); the bubble of a run, measured
+or replayed, is 1 - (busy + host) / (ranks x makespan), the share of the ranks' window no chunk
+keeps busy (the simulator's bubble_ratio with free transfers; host time counts as work on both
+sides). Besides the wall-clock fit, the chunks' on-CPU times (pipelines.workload.on_cpu) are
+fitted the same way, and the ranks' CPU share (on-CPU / wall) says how much of the wall clock
+other jobs took.
 """
 
 from __future__ import annotations
@@ -20,22 +25,70 @@ import polars as pl
 VALIDATED_SCHEDULES = ("cpp", "vpp")
 
 
-def measured_bubble(chunks: pl.DataFrame) -> float:
-    """1 - sum of chunk busy time / (ranks x first-start-to-last-end window)."""
+def measured_bubble(chunks: pl.DataFrame, host_call_ns: float = 0.0) -> float:
+    """1 - occupied time / (ranks x first-start-to-last-end window), occupied = the chunks'
+    busy time plus `host_call_ns` per chunk (the replay charges the same per call, so both
+    bubbles count host time as work)."""
     window = int(chunks["end_ns"].max()) - int(chunks["start_ns"].min())
     ranks = chunks["rank"].n_unique()
-    return 1.0 - float(chunks["busy_ns"].sum()) / (ranks * window)
+    occupied = float(chunks["busy_ns"].sum()) + host_call_ns * chunks.height
+    return 1.0 - occupied / (ranks * window)
 
 
 def _curves(fits: pl.DataFrame, run: dict[str, Any]) -> pl.DataFrame:
+    if fits.is_empty():
+        return fits
     same = (pl.col("model") == run.get("model")) & (pl.col("schedule") == run.get("schedule"))
     return fits.filter(same).sort("vstage")
 
 
+def ttft_interval(chunks: pl.DataFrame, level: float = 0.95) -> tuple[int, float, float]:
+    """(n requests, low, high) of the t interval of the mean TTFT over the run's requests
+    (NaN bounds with one request)."""
+    from scipy import stats
+
+    per_request = chunks.group_by("request_id").agg(
+        (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("ttft")
+    )["ttft"]
+    n = per_request.len()
+    if n < 2:
+        return n, float("nan"), float("nan")
+    mean, sem = float(per_request.mean()), float(per_request.std()) / n**0.5
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sem
+    return n, mean - half, mean + half
+
+
+def on_cpu_fits(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pl.DataFrame:
+    """tau_k fits (pipelines.analysis.curves.fit_curves, as for the stored fits) of the runs'
+    on-CPU chunk times; empty when no run's traces carry them."""
+    from pipelines import warehouse_queries as queries
+    from pipelines.analysis.curves import fit_curves
+    from pipelines.workload.on_cpu import chunk_cpu, with_on_cpu_tau
+
+    points = queries.measured_chunk_tau(con)
+    parts = []
+    for run_id, paths in _input_paths(con, run_ids).items():
+        cpu = chunk_cpu(paths)
+        if cpu.height:
+            parts.append(with_on_cpu_tau(points.filter(pl.col("run_id") == run_id), cpu))
+    return fit_curves(pl.concat(parts)) if parts else pl.DataFrame()
+
+
+def _input_paths(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> dict[str, list[str]]:
+    from pipelines import warehouse_queries as queries
+
+    out: dict[str, list[str]] = {}
+    for run_id, path, _ in queries.run_input_files(con):
+        if run_id in run_ids and Path(path).is_file():
+            out.setdefault(run_id, []).append(path)
+    return out
+
+
 def validate(paths: Sequence[str | Path], con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """One row per ingested run: its fit verdicts and, for each schedule it was not measured
-    under as well as its own, the replayed TTFT and bubble with the relative errors against
-    the measured ones (errors only for the measured schedule)."""
+    """One row per ingested run: its fit verdicts (wall clock and on-CPU) and, for each schedule
+    it was not measured under as well as its own, the replayed TTFT (with the measured host time
+    per call, `ttft_ns`, and without, `ttft_busy_only_ns`) and bubble with the relative errors
+    against the measured ones (errors only for the measured schedule)."""
     from pipelines.analysis.chunk_store import extract_chunks
     from pipelines.analysis.fit_store import fit_and_store
     from pipelines.ingest.load import ingest_paths
@@ -45,16 +98,34 @@ def validate(paths: Sequence[str | Path], con: duckdb.DuckDBPyConnection) -> lis
     run_ids = sorted({r.run_id for r in report.runs if r.run_id})
     if run_ids:
         extract_chunks(con, run_ids)
+    from pipelines.replay.host_time import host_time
+    from pipelines.replay.store import load_measured
+    from pipelines.workload.on_cpu import chunk_cpu, cpu_share
+
     fits = fit_and_store(con).fits
+    cpu_fits = on_cpu_fits(con, run_ids)
+    paths = _input_paths(con, run_ids)
     rows = []
     for run_id in run_ids:
-        replayed = replay_run(
-            con, run_id, VALIDATED_SCHEDULES, cost="tabulated", comm="none", write=False
+        host = host_time(load_measured(con, run_id, extract=False).chunks)
+        replayed, busy_only = (
+            replay_run(
+                con,
+                run_id,
+                VALIDATED_SCHEDULES,
+                cost="tabulated",
+                comm="none",
+                write=False,
+                host_call_ns=charged,
+            )
+            for charged in (host.call_ns, 0.0)
         )
         measured = replayed.measured
         curves = _curves(fits, measured.run)
+        cpu_curves = _curves(cpu_fits, measured.run)
         ttft = measured.ttft_mean_ns()
-        bubble = measured_bubble(measured.chunks)
+        n_req, ttft_lo, ttft_hi = ttft_interval(measured.chunks)
+        bubble = measured_bubble(measured.chunks, host.call_ns)
         row: dict[str, Any] = {
             "run_id": run_id,
             "model": measured.run.get("model"),
@@ -63,15 +134,28 @@ def validate(paths: Sequence[str | Path], con: duckdb.DuckDBPyConnection) -> lis
             "chunks": measured.chunks.height,
             "verdicts": curves["verdict"].to_list(),
             "r2_min": float(curves["r2"].min()) if curves.height else None,
+            "cpu_verdicts": cpu_curves["verdict"].to_list() if cpu_curves.height else [],
+            "cpu_r2_min": float(cpu_curves["r2"].min()) if cpu_curves.height else None,
+            "cpu_share": cpu_share(chunk_cpu(paths.get(run_id, []))),
+            "host_call_ns": host.call_ns,
+            "host_in_marker_ns": host.in_marker_ns,
+            "host_gap_ns": host.gap_ns,
+            "requests": n_req,
             "measured_ttft_ns": ttft,
+            "measured_ttft_ci_ns": [ttft_lo, ttft_hi],
             "measured_bubble": bubble,
             "replays": {},
         }
-        for rerun in replayed.reruns:
+        for rerun, plain in zip(replayed.reruns, busy_only.reruns, strict=True):
             sched = rerun["schedule"]
-            entry = {"ttft_ns": rerun["ttft_mean_ns"], "bubble": rerun["bubble_ratio"]}
+            entry = {
+                "ttft_ns": rerun["ttft_mean_ns"],
+                "ttft_busy_only_ns": plain["ttft_mean_ns"],
+                "bubble": rerun["bubble_ratio"],
+            }
             if sched == row["schedule"]:
                 entry["ttft_rel_err"] = (rerun["ttft_mean_ns"] - ttft) / ttft
+                entry["ttft_busy_only_rel_err"] = (plain["ttft_mean_ns"] - ttft) / ttft
                 entry["bubble_rel_err"] = (rerun["bubble_ratio"] - bubble) / bubble
             row["replays"][sched] = entry
         rows.append(row)
