@@ -484,3 +484,18 @@ def schedule_breakdown(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl
         " or replay_of in (select unnest(?::varchar[])) order by collected_at, run_id",
         [run_ids, run_ids],
     ).pl()
+
+
+# --- the lake ----------------------------------------------------------------------------------
+
+
+def lake_root(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The lake folder a connection's canonical views read (pipelines.lake.attach), else None."""
+    # looked up in the catalog first: a failing query would abort the caller's transaction
+    exists = con.execute(
+        "select count(*) from duckdb_views() where view_name = 'tracereplay_lake' and temporary"
+    ).fetchone()
+    if not exists or not exists[0]:
+        return None
+    row = con.execute("select root from tracereplay_lake").fetchone()
+    return row[0] if row else None

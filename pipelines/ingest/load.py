@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import warehouse, warehouse_queries
+from pipelines import lake, warehouse, warehouse_queries
 from pipelines.ingest import memory
 from pipelines.ingest.assemble import (
     FileDigest,
@@ -43,18 +43,24 @@ from pipelines.ingest.assemble import (
 )
 from pipelines.ingest.discover import Discovery, RunInput, discover
 from pipelines.ingest.frames import Quarantined, RunFrames
+from pipelines.paths import lake_path
 
 
 @dataclass
 class WarehouseTarget:
     """A warehouse file that ingest opens only while it writes (waiting up to `wait_s` for
-    another process's lock)."""
+    another process's lock); with a lake set (docs/lake.md), the lake, which has no lock."""
 
     path: str | Path | None = None
     wait_s: float | None = None
 
     @contextmanager
     def open(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        root = lake_path()
+        if root is not None:  # a lake: each run is its own files, no lock to wait for
+            with lake.session(root) as con:
+                yield con
+            return
         with warehouse.session(self.path, wait_s=self.wait_s) as con:
             yield con
 
@@ -291,22 +297,10 @@ def _write_run(
         tables["runs"] = tables["runs"].with_columns(pl.lit(segmentation).alias("segmentation"))
     all_dropped = {str(k): int(v) for k, v in _json_dict(tables["runs"]["dropped_rows"][0]).items()}
     run_id = frames.run_id
-    con.execute("begin transaction")
-    try:
-        here = warehouse_queries.run_ids_at_origin(con, origin)
-        gone = sorted({*here, *replace} - {run_id})
-        for old in [*gone, run_id]:
-            warehouse.delete_run(con, old)
-        counts = {
-            table: warehouse.insert_frame(con, table, tables[table])
-            for table in warehouse.RUN_TABLES
-            if table in tables
-        }
-        con.execute("commit")
-    except Exception:
-        con.execute("rollback")
-        raise
-    return counts, gone, all_dropped
+    here = warehouse_queries.run_ids_at_origin(con, origin)
+    gone = sorted({*here, *replace} - {run_id})
+    counts = warehouse.write_run(con, run_id, tables, replaces=gone)
+    return {t: n for t, n in counts.items() if t in tables}, gone, all_dropped
 
 
 def write_frames(con: duckdb.DuckDBPyConnection, frames: RunFrames) -> tuple[str, dict[str, int]]:
@@ -320,13 +314,8 @@ def _retag(con: duckdb.DuckDBPyConnection, stored: StoredRun, tags: dict[str, st
     row = warehouse_queries.run_row(con, stored.run_id)
     updated = apply_tags(row.row(0, named=True), tags)
     columns = [c for c in row.columns if c != "run_id" and updated.get(c) != row[c][0]]
-    if not columns:
-        return
-    assignments = ", ".join(f'"{c}" = ?' for c in columns)
-    con.execute(
-        f"update runs set {assignments} where run_id = ?",
-        [updated[c] for c in columns] + [stored.run_id],
-    )
+    if columns:
+        warehouse.replace_run_rows(con, stored.run_id, {}, {c: updated[c] for c in columns})
 
 
 def _record(con: duckdb.DuckDBPyConnection, items: Iterable[Quarantined]) -> None:
