@@ -83,6 +83,10 @@ def connect(
     saying once through `on_wait` who holds it; WarehouseError when the time is up."""
     target = warehouse_path(path)
     memory = str(target) == ":memory:"
+    root = lake_path()
+    if root is not None and read_only and not memory and not Path(target).exists():
+        # ingest into a lake never opens the warehouse file: its views are made on first read
+        connect(target, wait_s=wait_s, on_wait=on_wait).close()
     if not memory:
         check_warehouse_file(Path(target))
         if read_only and not Path(target).exists():
@@ -109,7 +113,6 @@ def connect(
                 on_wait(f"warehouse in use by {holder}, waiting (up to {limit:.0f} s)")
                 said = True
             time.sleep(_POLL_S)
-    root = lake_path()
     try:
         if read_only:
             # a file written by an older version may lack (or hold older) derived views: this
