@@ -136,26 +136,32 @@ def _publish(aside: Path, target: Path) -> None:
     os.replace(aside, target)
 
 
-def _conformed_aside(
-    root: Path, table: str, frame: pl.DataFrame | pl.LazyFrame
-) -> tuple[Path, int]:
-    """The frame typed and checked by the table's DDL (NOT NULL included) in a scratch DuckDB,
-    copied to a Parquet file aside; (that file, rows)."""
-    from pipelines import warehouse
-
-    lazy = isinstance(frame, pl.LazyFrame)
-    # a streamed (lazy) table may be larger than memory: its scratch is a file DuckDB can spill
-    spill = _incoming(root, table) / f"{uuid.uuid4().hex}.duckdb" if lazy else None
-    scratch = duckdb.connect(str(spill) if spill else ":memory:")
+@contextmanager
+def _scratch(root: Path, spill: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A DuckDB connection to type rows by the DDL in; a file one (DuckDB can spill it) when a
+    streamed table may be larger than memory."""
+    path = _incoming(root, RUN_TABLES[0]) / f"{uuid.uuid4().hex}.duckdb" if spill else None
+    scratch = duckdb.connect(str(path) if path else ":memory:")
     try:
-        scratch.execute(ddl_text(table))
-        rows = warehouse.insert_frame(scratch, table, frame)
-        return _copy_aside(scratch, root, table, table), rows
+        yield scratch
     finally:
         scratch.close()
-        if spill is not None:
-            spill.unlink(missing_ok=True)
-            Path(f"{spill}.wal").unlink(missing_ok=True)
+        if path is not None:
+            path.unlink(missing_ok=True)
+            Path(f"{path}.wal").unlink(missing_ok=True)
+
+
+def _conformed_aside(
+    scratch: duckdb.DuckDBPyConnection, root: Path, table: str, frame: pl.DataFrame | pl.LazyFrame
+) -> tuple[Path, int]:
+    """The frame typed and checked by the table's DDL (NOT NULL included) in `scratch`, copied
+    to a Parquet file aside; (that file, rows)."""
+    from pipelines import warehouse
+
+    scratch.execute(f"drop table if exists {table}")
+    scratch.execute(ddl_text(table))
+    rows = warehouse.insert_frame(scratch, table, frame)
+    return _copy_aside(scratch, root, table, table), rows
 
 
 def write_run(
@@ -174,15 +180,17 @@ def write_run(
     counts: dict[str, int] = {}
     staged: list[tuple[str, Path, Path]] = []
     name = PART if rank is None else rank_file(rank)
+    spill = any(isinstance(f, pl.LazyFrame) for f in tables.values())
     try:
-        for table in RUN_TABLES:
-            frame = tables.get(table)
-            if (rank is not None or partial) and table not in tables:
-                continue
-            if frame is None:
-                frame = pl.DataFrame()
-            aside, counts[table] = _conformed_aside(root, table, frame)
-            staged.append((table, aside, partition_dir(root, table, run_id) / name))
+        with _scratch(root, spill) as scratch:
+            for table in RUN_TABLES:
+                frame = tables.get(table)
+                if (rank is not None or partial) and table not in tables:
+                    continue
+                if frame is None:
+                    frame = pl.DataFrame()
+                aside, counts[table] = _conformed_aside(scratch, root, table, frame)
+                staged.append((table, aside, partition_dir(root, table, run_id) / name))
     except BaseException:
         for _, aside, _ in staged:
             aside.unlink(missing_ok=True)
@@ -217,7 +225,8 @@ def append_quarantine(root: Path, frame: pl.DataFrame) -> None:
     """Add quarantine rows as a new batch file of their own (no other writer touches it)."""
     if frame.is_empty():
         return
-    aside, _ = _conformed_aside(root, QUARANTINE, frame)
+    with _scratch(root, spill=False) as scratch:
+        aside, _ = _conformed_aside(scratch, root, QUARANTINE, frame)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     batch = f"batch={stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     _publish(aside, Path(root) / QUARANTINE / batch / PART)

@@ -112,11 +112,11 @@ def test_a_failed_write_leaves_the_stored_run_whole(real_dir, tmp_path, monkeypa
     real_aside = lake._conformed_aside
     calls = []
 
-    def failing(root_, table, frame):
+    def failing(scratch, root_, table, frame):
         calls.append(table)
         if len(calls) == 4:
             raise OSError(28, "No space left on device")
-        return real_aside(root_, table, frame)
+        return real_aside(scratch, root_, table, frame)
 
     monkeypatch.setattr(lake, "_conformed_aside", failing)
     with lake.session(root) as con, pytest.raises(OSError):
