@@ -160,7 +160,7 @@ def finish_run(plan: RunPlan, results: list[RankResult]) -> dict[str, int]:
     the same origin under another id. Returns rows per table over all ranks."""
     facts = [r.run_row for r in results if r.run_row]
     if not facts:
-        raise ValueError(f"{plan.origin}: no rank produced rows")
+        raise ValueError(f"{plan.origin}: no rank produced rows ({results!r})"[:2000])
     row = dict(facts[0])
     collected = [f["collected_at"] for f in facts if f.get("collected_at")]
     dropped: dict[str, int] = {}
