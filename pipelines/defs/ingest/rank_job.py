@@ -54,7 +54,14 @@ def finish_rank_partitions(
     context: dg.OpExecutionContext, plan: per_rank.RunPlan, results: list[per_rank.RankResult]
 ) -> dg.Output:
     """Write the run's runs and run_inputs rows once every rank is in the lake."""
+    return _finish(context, plan, results)
+
+
+def _finish(
+    context: dg.OpExecutionContext, plan: per_rank.RunPlan, results: list[per_rank.RankResult]
+) -> dg.Output:
     totals = per_rank.finish_run(plan, results)
+    context.log.info(f"run {plan.run_id}: {totals}")
     return dg.Output(totals, metadata={"run_id": plan.run_id, "ranks": len(results), **totals})
 
 
@@ -92,11 +99,18 @@ def static_rank_job(ranks: int, executor_def: dg.ExecutorDefinition = dask_execu
     dynamic output's mapped steps are never submitted (the run ends "successful" after the plan
     step: measured, docs/lake.md); its jobs need this static form."""
     ops = [_rank_op(index) for index in range(ranks)]
+    names = [f"rank_{index}" for index in range(ranks)]
+
+    # one named input per rank: dagster-dask 0.29 hands a fan-in (list) input over empty
+    # (measured: finish_run received [] after both rank steps succeeded)
+    @dg.op(name="finish_ranks", ins={"plan": dg.In(), **{n: dg.In() for n in names}})
+    def finish_ranks(context: dg.OpExecutionContext, plan: per_rank.RunPlan, **results):
+        return _finish(context, plan, [results[n] for n in names])
 
     @dg.graph(name=f"ingest_{ranks}_ranks")
     def graph() -> None:
         plan = plan_rank_run()
-        finish_rank_partitions(plan, [op(plan) for op in ops])
+        finish_ranks(plan, **{n: op(plan) for n, op in zip(names, ops, strict=True)})
 
     return graph.to_job(
         name=f"ingest_ranks_dask_{ranks}",
