@@ -150,16 +150,20 @@ STORED_RUN_COUNTED = ("ranks", "slices", "kernels", "comm_ops", "step_breakdown"
 
 def stored_run_rows(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     """Per measured run (replays excluded): run_id, origin, content_hash, tags, segmentation,
-    dropped_rows, source, then its row count in each of STORED_RUN_COUNTED."""
-    counts = " ".join(
-        f"left join (select run_id, count(*) as n_{t} from {t} group by run_id) using (run_id)"
-        for t in STORED_RUN_COUNTED
-    )
-    totals = ", ".join(f"coalesce(n_{t}, 0)" for t in STORED_RUN_COUNTED)
+    dropped_rows, source. (Row counts: run_row_counts, for one run, so that knowing the stored
+    runs costs one read of `runs`, not of every run's rows: docs/lake.md, incremental cost.)"""
     return con.execute(
-        "select run_id, origin, content_hash, tags, segmentation, dropped_rows, source,"
-        f" {totals} from runs {counts} where replay_of is null"
+        "select run_id, origin, content_hash, tags, segmentation, dropped_rows, source"
+        " from runs where replay_of is null"
     ).fetchall()
+
+
+def run_row_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
+    """Rows of one run in each of STORED_RUN_COUNTED."""
+    counts = " union all ".join(
+        f"select '{t}', count(*) from {t} where run_id = $run_id" for t in STORED_RUN_COUNTED
+    )
+    return dict(con.execute(counts, {"run_id": run_id}).fetchall())
 
 
 def run_input_files(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:

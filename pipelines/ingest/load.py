@@ -181,10 +181,8 @@ def stored_runs(con: duckdb.DuckDBPyConnection) -> dict[str, StoredRun]:
             segmentation=row[4],
             dropped_rows={str(k): int(v) for k, v in _json_dict(row[5]).items()},
             source=row[6],
-            ranks=row[7],
-            rows=dict(
-                zip(("slices", "kernels", "comm_ops", "step_breakdown"), row[8:12], strict=True)
-            ),
+            ranks=0,  # counted when needed (_Ingest.unchanged)
+            rows={},
             files=files.get(run_id, {}),
         )
     return out
@@ -388,11 +386,15 @@ class _Ingest:
 
     def unchanged(self, stored: StoredRun, run: RunInput, tags: dict[str, str]) -> None:
         status = "unchanged"
-        if tags != stored.tags:
-            with _opened(self.target) as con:
+        with _opened(self.target) as con:
+            if not stored.rows:
+                counts = warehouse_queries.run_row_counts(con, stored.run_id)
+                stored.ranks = counts.pop("ranks", 0)
+                stored.rows = counts
+            if tags != stored.tags:
                 _retag(con, stored, tags)
-            stored.tags = tags
-            status = "retagged"
+                stored.tags = tags
+                status = "retagged"
         self.report.runs.append(
             RunReport(
                 run_id=stored.run_id,
