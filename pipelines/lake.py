@@ -110,6 +110,9 @@ def session(root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
     con = duckdb.connect()
     try:
+        # footers of the many small partition files read once per connection; DuckDB checks
+        # each file's modification time before using a cached footer
+        con.execute("set parquet_metadata_cache = true")
         attach(con, root, temporary=True)
         sql_functions.register(con)
         yield con

@@ -501,6 +501,12 @@ def ingest_discovered(
 
     prune: folders whose stored runs that this call did not produce are removed (the Dagster
     partition of a folder uses it; `tracereplay ingest --prune` too)."""
+    root = lake_path() if isinstance(target, WarehouseTarget) else None
+    if root is not None:
+        # a lake has no lock to release between runs: one connection for the whole call, so
+        # DuckDB's Parquet metadata cache serves the catalog's files once (docs/lake.md)
+        with lake.session(root) as con:
+            return ingest_discovered(found, con, tags=tags, progress=progress, prune=prune)
     report = IngestReport()
     report.ignored = [str(p) for p in found.ignored]
     state = _Ingest(target, dict(tags or {}), report)
