@@ -58,6 +58,12 @@ def check_warehouse_file(target: Path) -> None:
         )
 
 
+def exists(path: str | os.PathLike[str] | None = None) -> bool:
+    """Whether there is a warehouse to read: the file, or a lake (whose views file is made on
+    first use)."""
+    return lake_path() is not None or Path(warehouse_path(path)).exists()
+
+
 def lock_holder(error: BaseException) -> str | None:
     """'PID n' of the process whose lock a DuckDB IOException reports, else None."""
     match = _LOCK_HOLDER.search(str(error))
@@ -168,7 +174,7 @@ def create_schema(con: duckdb.DuckDBPyConnection, lake_root: Path | None = None)
     existing = set(queries.schema_columns(con))
     tables = {t for t, _ in existing}
     if lake_root is not None:
-        held = sorted(tables & set(CANONICAL_TABLES))
+        held = sorted({t for t, _ in queries.catalog_tables(con)} & set(CANONICAL_TABLES))
         if held:
             raise WarehouseError(
                 f"the warehouse file holds canonical tables ({', '.join(held)}); a lake's views "

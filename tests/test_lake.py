@@ -179,6 +179,8 @@ def test_chunks_rules_and_fit_through_either_store(tmp_path, monkeypatch, capsys
     monkeypatch.delenv("TRACEREPLAY_WAREHOUSE", raising=False)
     monkeypatch.chdir(tmp_path)  # data/ of this folder
     lake_flag = ["--lake", str(tmp_path / "lake")] if store == "lake" else []
+    if store == "lake":  # main() sets the variable for the process: monkeypatch restores it
+        monkeypatch.setenv(LAKE_ENV, str(tmp_path / "lake"))
     ingest = [*lake_flag, "ingest", str(tmp_path / "raw"), "--json"]
     assert main(ingest) == 0
     first = json.loads(capsys.readouterr().out)["runs"]

@@ -32,6 +32,7 @@ import duckdb
 import polars as pl
 
 from pipelines import lake, warehouse, warehouse_queries
+from pipelines.canonical_schema import canonical_tables
 from pipelines.ingest import memory
 from pipelines.ingest.assemble import (
     FileDigest,
@@ -265,6 +266,13 @@ def _drop_null_keys(
 
 
 def _not_null_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """Columns declared NOT NULL: from the DDL in a lake (its tables are views, which DuckDB
+    reports nullable), from the file's catalog otherwise (what its tables really enforce)."""
+    if lake.stored_root(con) is not None:
+        return {
+            name: [c.name for c in table.columns if not c.nullable]
+            for name, table in canonical_tables().items()
+        }
     rows = warehouse_queries.schema_columns(con, not_null_only=True)
     out: dict[str, list[str]] = {}
     for table, column in rows:
