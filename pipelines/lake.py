@@ -95,17 +95,28 @@ def init(root: Path) -> None:
 
 def attach(con: duckdb.DuckDBPyConnection, root: Path, temporary: bool = False) -> None:
     """Make the canonical tables of `con` views over the lake at `root` (created if absent)."""
+    _attach_marker(con, root, CANONICAL_TABLES, temporary)
+
+
+def _attach_marker(
+    con: duckdb.DuckDBPyConnection, root: Path, tables: tuple[str, ...], temporary: bool = True
+) -> None:
+    """Views over `tables` and the temp view naming the lake (stored_root)."""
     root = Path(root).resolve()
     init(root)
-    for table in CANONICAL_TABLES:
+    for table in tables:
         con.execute(view_sql(root, table, temporary))
     literal = str(root).replace("'", "''")
     con.execute(f"create or replace temp view {MARKER_VIEW} as select '{literal}' as root")
 
 
 @contextmanager
-def session(root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory connection reading the lake (no file lock: any number of processes)."""
+def session(root: Path, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory connection reading the lake (no file lock: any number of processes).
+
+    views=False (ingest): no view over the run tables, whose creation lists every run's folder;
+    the connection knows its lake (stored_root), reads the quarantine view, reads one run through
+    `run_scan` and the stored runs through pipelines.lake_catalog."""
     from pipelines import sql_functions
 
     con = duckdb.connect()
@@ -113,11 +124,31 @@ def session(root: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         # footers of the many small partition files read once per connection; DuckDB checks
         # each file's modification time before using a cached footer
         con.execute("set parquet_metadata_cache = true")
-        attach(con, root, temporary=True)
+        if views:
+            attach(con, root, temporary=True)
+        else:
+            _attach_marker(con, root, (QUARANTINE,))
         sql_functions.register(con)
         yield con
     finally:
         con.close()
+
+
+def run_scan(root: Path, table: str, run_id: str) -> str:
+    """A relation (SQL) of one run's rows of a run table, columns as its view has them, opening
+    only that run's folder (the table's zero-row schema file when the run has none)."""
+    folder = partition_dir(root, table, run_id)
+    names = sorted(p.name for p in folder.glob("*.parquet"))
+    # the root through duck.sql_path (as in _glob), the hive folder and file names are ours
+    base = duck.sql_path(root)
+    files = [f"{base}/{table}/{folder.name}/{n}" for n in names]
+    files = files or [f"{base}/{table}/{SCHEMA_PARTITION}/{PART}"]
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    columns = ", ".join(f'"{c.name}"' for c in canonical_tables()[table].columns)
+    return (
+        f"(select {columns} from read_parquet([{listed}], hive_partitioning = true,"
+        " hive_types = {'run_id': 'VARCHAR'}))"
+    )
 
 
 def _incoming(root: Path, table: str) -> Path:
@@ -203,6 +234,10 @@ def write_run(
         _publish(aside, target)
         if rank is None:
             _remove_others(target.parent, keep=target.name)
+    if rank is None and {"runs", "run_inputs"} & {t for t, _, _ in staged}:
+        from pipelines import lake_catalog
+
+        lake_catalog.refresh(root, run_id)  # after runs: the catalog follows the folders
     return counts
 
 
@@ -214,7 +249,10 @@ def _remove_others(folder: Path, keep: str) -> None:
 
 
 def delete_run(root: Path, run_id: str) -> None:
-    """Remove every partition of `run_id`, `runs` first."""
+    """Remove every partition of `run_id`, its catalog entry and `runs` first."""
+    from pipelines import lake_catalog
+
+    lake_catalog.remove(root, run_id)
     for table in ("runs", *(t for t in RUN_TABLES if t != "runs")):
         folder = partition_dir(root, table, run_id)
         if folder.is_dir():

@@ -511,9 +511,10 @@ def ingest_discovered(
     partition of a folder uses it; `tracereplay ingest --prune` too)."""
     root = lake_path() if isinstance(target, WarehouseTarget) else None
     if root is not None:
-        # a lake has no lock to release between runs: one connection for the whole call, so
-        # DuckDB's Parquet metadata cache serves the catalog's files once (docs/lake.md)
-        with lake.session(root) as con:
+        # a lake has no lock to release between runs: one connection for the whole call; stored
+        # runs come from the lake's identity catalog and one run's rows from its own folder,
+        # so no view over every run is made (docs/lake.md, incremental cost)
+        with lake.session(root, views=False) as con:
             return ingest_discovered(found, con, tags=tags, progress=progress, prune=prune)
     report = IngestReport()
     report.ignored = [str(p) for p in found.ignored]

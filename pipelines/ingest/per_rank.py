@@ -182,7 +182,7 @@ def finish_run(plan: RunPlan, results: list[RankResult]) -> dict[str, int]:
         schema=SCHEMAS["run_inputs"],
     )
     runs = pl.DataFrame([row], schema=SCHEMAS["runs"])
-    with lake.session(Path(plan.lake)) as con:
+    with lake.session(Path(plan.lake), views=False) as con:
         gone = [
             r for r in warehouse_queries.run_ids_at_origin(con, plan.origin) if r != plan.run_id
         ]
