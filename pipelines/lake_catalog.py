@@ -42,11 +42,8 @@ def _runs_file(root: Path, run_id: str) -> Path:
 
 
 def _stamp(path: Path) -> list[int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return [info.st_mtime_ns, info.st_size]
+    stat = _stat(str(path))
+    return list(stat) if stat else None
 
 
 def _partition_frame(root: Path, table: str, run_id: str, columns: list[str]) -> pl.DataFrame:
@@ -101,19 +98,48 @@ def _listed(folder: Path, prefix: str, suffix: str = "") -> set[str]:
     return out
 
 
+_parsed: dict[tuple[str, str], tuple[tuple[int, int], dict[str, Any]]] = {}
+"""(lake, run_id) -> (the entry file's (mtime_ns, size), its entry): one ingest reads the
+catalog more than once; an unchanged file is not parsed again."""
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _read_entry(root: Path, run_id: str, path: str) -> dict[str, Any] | None:
+    stat = _stat(path)
+    if stat is None:
+        return None
+    cached = _parsed.get((str(root), run_id))
+    if cached is not None and cached[0] == stat:
+        return cached[1]
+    try:
+        with open(path, encoding="utf-8") as handle:
+            entry = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    _parsed[(str(root), run_id)] = (stat, entry)
+    return entry
+
+
 def entries(root: Path) -> list[dict[str, Any]]:
     """The entry of every run in the lake (replays included), rebuilt where stale or missing.
-    Cost: one listing of `runs/`, one stat and one small JSON read per run."""
+    Cost: one listing of `runs/`, two stats and (unless already parsed) one small JSON read per
+    run; plain os.path strings, as pathlib's per-path cost dominated at 1,000 runs."""
     root = Path(root)
+    base, folder = str(root), str(root / FOLDER)
     stored = _listed(root / "runs", PREFIX) - {lake.SCHEMA_PARTITION[len(PREFIX) :]}
     out = []
     for run_id in sorted(stored):
-        entry = None
-        try:
-            entry = json.loads(_entry_path(root, run_id).read_text())
-        except (OSError, ValueError):
-            entry = None
-        if entry is None or entry.get("runs_file") != _stamp(_runs_file(root, run_id)):
+        quoted = quote(run_id, safe="")
+        entry = _read_entry(root, run_id, f"{folder}/{PREFIX}{quoted}{SUFFIX}")
+        runs_stamp = _stat(f"{base}/runs/{PREFIX}{quoted}/{lake.PART}")
+        if entry is None or entry.get("runs_file") != (list(runs_stamp) if runs_stamp else None):
             entry = refresh(root, run_id)
         if entry is not None:
             out.append(entry)
