@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import lake, warehouse
+from pipelines import lake, lake_catalog, warehouse
 from pipelines.canonical_schema import CANONICAL_TABLES
 from pipelines.ingest.load import WarehouseTarget, ingest_paths
 from pipelines.paths import LAKE_ENV
@@ -100,6 +100,37 @@ def test_reingest_replaces_the_run_partitions(real_dir, tmp_path, monkeypatch):
     for table in lake.RUN_TABLES:  # the old run's folders are gone, the new run's are there
         assert not lake.partition_dir(root, table, first.run_id).exists()
         assert lake.partition_dir(root, table, second.run_id).is_dir()
+
+
+def test_the_identity_catalog_follows_the_run_folders(real_dir, tmp_path, monkeypatch):
+    """Ingest reads stored runs from the catalog (docs/lake.md, incremental cost); the catalog
+    heals from the `runs` folders when an entry is missing, stale or orphaned."""
+    root = tmp_path / "lake"
+    monkeypatch.setenv(LAKE_ENV, str(root))
+    folder = _copy_run(real_dir, tmp_path)
+    first = ingest_paths([folder], WarehouseTarget(), progress=False).runs[0]
+    (entry,) = lake_catalog.entries(root)
+    assert entry["run_id"] == first.run_id and entry["origin"] == first.origin
+    with lake.session(root) as con:
+        inputs = con.execute("select path, sha256 from run_inputs order by all").fetchall()
+    assert sorted(map(tuple, entry["files"])) == inputs
+
+    shutil.rmtree(root / lake_catalog.FOLDER)  # a lake written before the catalog existed
+    again = ingest_paths([folder], WarehouseTarget(), progress=False).runs[0]
+    assert again.status == "unchanged" and again.run_id == first.run_id
+
+    runs_file = lake.partition_dir(root, "runs", first.run_id) / lake.PART
+    with lake.session(root) as con:  # a runs file rewritten behind the catalog's back
+        con.execute(
+            f"copy (select * replace ('/elsewhere' as origin) from read_parquet('{runs_file}'))"
+            f" to '{tmp_path / 'runs.parquet'}' (format parquet)"
+        )
+    os.replace(tmp_path / "runs.parquet", runs_file)
+    assert [e["origin"] for e in lake_catalog.entries(root)] == ["/elsewhere"]
+
+    lake.delete_run(root, first.run_id)
+    assert lake_catalog.entries(root) == []
+    assert not list((root / lake_catalog.FOLDER).glob("*.json"))
 
 
 def test_a_failed_write_leaves_the_stored_run_whole(real_dir, tmp_path, monkeypatch):
