@@ -56,11 +56,40 @@ def site_dir() -> Path:
 
 
 def warehouse_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The explicit argument, else $TRACEREPLAY_WAREHOUSE, else data/warehouse.duckdb."""
+    """The explicit argument, else $TRACEREPLAY_WAREHOUSE, else <lake>/warehouse.duckdb when a
+    lake is set (lake_path), else data/warehouse.duckdb."""
     if explicit:
         return Path(explicit)
     env = os.environ.get("TRACEREPLAY_WAREHOUSE")
-    return Path(env) if env else data_dir() / WAREHOUSE_NAME
+    if env:
+        return Path(env)
+    lake = lake_path()
+    return lake / WAREHOUSE_NAME if lake is not None else data_dir() / WAREHOUSE_NAME
+
+
+LAKE_ENV = "TRACEREPLAY_LAKE"
+
+
+def lake_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The Parquet lake folder (docs/lake.md): the explicit argument, else $TRACEREPLAY_LAKE
+    (`tracereplay --lake DIR` sets it), else `lake = "<folder>"` in the project's
+    tracereplay.toml (relative to that file), else None: the single-file warehouse."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get(LAKE_ENV)
+    if env:
+        return Path(env)
+    root = project_root()
+    marker = root / MARKER
+    if not marker.is_file():
+        return None
+    import tomllib
+
+    try:
+        setting = tomllib.loads(marker.read_text()).get("lake")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return root / setting if isinstance(setting, str) and setting else None
 
 
 def raw_dir() -> Path:

@@ -14,10 +14,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipelines import sql_functions, sql_runner
+from pipelines import lake, sql_functions, sql_runner
 from pipelines import warehouse_queries as queries
 from pipelines.canonical_schema import CANONICAL_TABLES, canonical_tables, ddl_text
-from pipelines.paths import warehouse_path
+from pipelines.paths import lake_path, warehouse_path
 
 INSERT_BATCH_ROWS = 122_880  # DuckDB's row-group size
 # Tables whose rows belong to one run (deleted and rewritten together on re-ingest).
@@ -58,6 +58,12 @@ def check_warehouse_file(target: Path) -> None:
         )
 
 
+def exists(path: str | os.PathLike[str] | None = None) -> bool:
+    """Whether there is a warehouse to read: the file, or a lake (whose views file is made on
+    first use)."""
+    return lake_path() is not None or Path(warehouse_path(path)).exists()
+
+
 def lock_holder(error: BaseException) -> str | None:
     """'PID n' of the process whose lock a DuckDB IOException reports, else None."""
     match = _LOCK_HOLDER.search(str(error))
@@ -75,12 +81,18 @@ def connect(
     on_wait: Callable[[str], None] | None = _say,
 ) -> duckdb.DuckDBPyConnection:
     """Open the warehouse (creating the file, its folder and the canonical schema when writable).
+    With a lake set (pipelines.paths.lake_path), the canonical tables are views over the lake's
+    Parquet partitions (docs/lake.md) and the file holds only those views and tau_fits.
 
     An existing path must be a DuckDB file (WarehouseError otherwise). When another process holds
     the file's lock, wait for it up to `wait_s` seconds (default $TRACEREPLAY_WAIT or 300 s),
     saying once through `on_wait` who holds it; WarehouseError when the time is up."""
     target = warehouse_path(path)
     memory = str(target) == ":memory:"
+    root = lake_path()
+    if root is not None and read_only and not memory and not Path(target).exists():
+        # ingest into a lake never opens the warehouse file: its views are made on first read
+        connect(target, wait_s=wait_s, on_wait=on_wait).close()
     if not memory:
         check_warehouse_file(Path(target))
         if read_only and not Path(target).exists():
@@ -111,10 +123,12 @@ def connect(
         if read_only:
             # a file written by an older version may lack (or hold older) derived views: this
             # connection sees the current sql/ definitions as temp views
+            if root is not None:
+                lake.attach(con, root, temporary=True)
             sql_functions.register(con)
             sql_runner.build(con, temporary=True)
         else:
-            create_schema(con)
+            create_schema(con, root)
     except Exception:
         con.close()
         raise
@@ -152,12 +166,24 @@ def declared_columns(table: str) -> tuple[tuple[str, str], ...]:
     return tuple((c.name, c.duckdb_type) for c in canonical_tables()[table].columns)
 
 
-def create_schema(con: duckdb.DuckDBPyConnection) -> None:
+def create_schema(con: duckdb.DuckDBPyConnection, lake_root: Path | None = None) -> None:
     """Create every canonical table that does not exist yet, add the columns a newer
     sql/schema declares to tables an older version created (nullable, so old rows stay), then
-    (re)create the derived views of sql/ (pipelines.sql_runner.build)."""
+    (re)create the derived views of sql/ (pipelines.sql_runner.build). With `lake_root` the
+    canonical tables are views over the lake instead."""
     existing = set(queries.schema_columns(con))
     tables = {t for t, _ in existing}
+    if lake_root is not None:
+        held = sorted({t for t, _ in queries.catalog_tables(con)} & set(CANONICAL_TABLES))
+        if held:
+            raise WarehouseError(
+                f"the warehouse file holds canonical tables ({', '.join(held)}); a lake's views "
+                "need a warehouse file of their own (drop --warehouse: the lake keeps one)"
+            )
+        lake.attach(con, lake_root)
+        sql_functions.register(con)
+        sql_runner.build(con)
+        return
     for table in CANONICAL_TABLES:
         if table not in tables:
             con.execute(ddl_text(table))
@@ -213,19 +239,36 @@ def _insert_lazy(con: duckdb.DuckDBPyConnection, table: str, frame: pl.LazyFrame
 
 
 def delete_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """Remove every row of one run from the run tables."""
+    """Remove every row of one run from the run tables (a lake: its partitions)."""
+    root = lake.stored_root(con)
+    if root is not None:
+        lake.delete_run(root, run_id)
+        return
     for table in RUN_TABLES:
         con.execute(f"delete from {table} where run_id = ?", [run_id])
 
 
 def write_run(
-    con: duckdb.DuckDBPyConnection, run_id: str, tables: dict[str, pl.DataFrame]
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    tables: dict[str, pl.DataFrame | pl.LazyFrame],
+    replaces: Iterable[str] = (),
 ) -> dict[str, int]:
-    """Replace one run's rows in one transaction; returns rows written per table."""
+    """Replace one run's rows (and remove the runs in `replaces`) in one transaction; returns
+    rows written per table. A lake: the run's partitions are written aside and renamed into
+    place (pipelines.lake.write_run), then the replaced runs' partitions are removed."""
+    gone = [old for old in replaces if old != run_id]
+    root = lake.stored_root(con)
+    if root is not None:
+        counts = lake.write_run(root, run_id, tables)
+        for old in gone:
+            lake.delete_run(root, old)
+        return counts
     counts: dict[str, int] = {}
     con.execute("begin transaction")
     try:
-        delete_run(con, run_id)
+        for old in [*gone, run_id]:
+            delete_run(con, old)
         for table in RUN_TABLES:
             frame = tables.get(table)
             counts[table] = 0 if frame is None else insert_frame(con, table, frame)
@@ -236,6 +279,40 @@ def write_run(
     return counts
 
 
+def replace_run_rows(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    tables: dict[str, pl.DataFrame],
+    run_values: dict[str, object] | None = None,
+) -> None:
+    """Replace the rows of one run in the given tables only, and set `run_values` (column ->
+    value) on its `runs` row, together (one transaction; a lake: those partitions rewritten)."""
+    root = lake.stored_root(con)
+    if root is not None:
+        tables = dict(tables)
+        if run_values:
+            row = queries.run_row(con, run_id)
+            tables["runs"] = row.with_columns(
+                pl.Series(c, [v], dtype=row.schema[c]) for c, v in run_values.items()
+            )
+        lake.write_run(root, run_id, tables, partial=True)
+        return
+    con.execute("begin transaction")
+    try:
+        for table, frame in tables.items():
+            con.execute(f"delete from {table} where run_id = ?", [run_id])
+            insert_frame(con, table, frame)
+        if run_values:
+            assignments = ", ".join(f'"{c}" = ?' for c in run_values)
+            con.execute(
+                f"update runs set {assignments} where run_id = ?", [*run_values.values(), run_id]
+            )
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
+
+
 def record_quarantine(
     con: duckdb.DuckDBPyConnection,
     path: str,
@@ -244,11 +321,19 @@ def record_quarantine(
     content_hash: str | None = None,
 ) -> None:
     """Add a quarantine row unless the same (path, reason, content) is already there."""
-    if not queries.quarantine_has(con, path, reason, content_hash):
-        con.execute(
-            "insert into quarantine values (?, ?, ?, ?, ?)",
-            [path, reason, detail, content_hash, datetime.now(UTC).replace(tzinfo=None)],
-        )
+    if queries.quarantine_has(con, path, reason, content_hash):
+        return
+    seen_at = datetime.now(UTC).replace(tzinfo=None)
+    root = lake.stored_root(con)
+    if root is not None:
+        row = {"path": path, "reason": reason, "detail": detail, "content_hash": content_hash}
+        frame = pl.DataFrame([{**row, "seen_at": seen_at}], schema_overrides={"detail": pl.String})
+        lake.append_quarantine(root, frame)
+        return
+    con.execute(
+        "insert into quarantine values (?, ?, ?, ?, ?)",
+        [path, reason, detail, content_hash, seen_at],
+    )
 
 
 def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:

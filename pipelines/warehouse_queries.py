@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -85,9 +86,32 @@ def row_counts(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> dict[st
 # --- runs ------------------------------------------------------------------------------------
 
 
+def _of_run(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> str:
+    """The relation to read one run's rows of a run table from: the table, or in a lake that
+    run's partition alone (pipelines.lake.run_scan; an ingest connection has no run views)."""
+    root = lake_root(con)
+    if root is None:
+        return table
+    from pipelines import lake
+
+    return lake.run_scan(Path(root), table, run_id)
+
+
+def _catalog(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]] | None:
+    """The lake's measured runs from its identity catalog (pipelines.lake_catalog), else None."""
+    root = lake_root(con)
+    if root is None:
+        return None
+    from pipelines import lake_catalog
+
+    return lake_catalog.measured(Path(root))
+
+
 def run_row(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """The `runs` row of `run_id` (empty frame when there is none)."""
-    return con.execute("select * from runs where run_id = ?", [run_id]).pl()
+    return con.execute(
+        f"select * from {_of_run(con, 'runs', run_id)} where run_id = ?", [run_id]
+    ).pl()
 
 
 def run_sources(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
@@ -112,6 +136,9 @@ def run_columns(
 
 def run_ids_at_origin(con: duckdb.DuckDBPyConnection, origin: str) -> list[str]:
     """Measured runs (not replays) read from exactly `origin`."""
+    catalog = _catalog(con)
+    if catalog is not None:
+        return sorted(e["run_id"] for e in catalog if e["origin"] == origin)
     rows = con.execute(
         "select run_id from runs where origin = ? and replay_of is null order by run_id", [origin]
     ).fetchall()
@@ -150,20 +177,34 @@ STORED_RUN_COUNTED = ("ranks", "slices", "kernels", "comm_ops", "step_breakdown"
 
 def stored_run_rows(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     """Per measured run (replays excluded): run_id, origin, content_hash, tags, segmentation,
-    dropped_rows, source, then its row count in each of STORED_RUN_COUNTED."""
-    counts = " ".join(
-        f"left join (select run_id, count(*) as n_{t} from {t} group by run_id) using (run_id)"
-        for t in STORED_RUN_COUNTED
-    )
-    totals = ", ".join(f"coalesce(n_{t}, 0)" for t in STORED_RUN_COUNTED)
+    dropped_rows, source. (Row counts: run_row_counts, for one run, so that knowing the stored
+    runs costs one read of `runs`, not of every run's rows: docs/lake.md, incremental cost.)
+    A lake: its identity catalog, no Parquet file opened."""
+    catalog = _catalog(con)
+    if catalog is not None:
+        columns = ("run_id", "origin", "content_hash", "tags", "segmentation", "dropped_rows")
+        return [(*(e[c] for c in columns), e["source"]) for e in catalog]
     return con.execute(
-        "select run_id, origin, content_hash, tags, segmentation, dropped_rows, source,"
-        f" {totals} from runs {counts} where replay_of is null"
+        "select run_id, origin, content_hash, tags, segmentation, dropped_rows, source"
+        " from runs where replay_of is null"
     ).fetchall()
 
 
+def run_row_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
+    """Rows of one run in each of STORED_RUN_COUNTED."""
+    counts = " union all ".join(
+        f"select '{t}', count(*) from {_of_run(con, t, run_id)} where run_id = $run_id"
+        for t in STORED_RUN_COUNTED
+    )
+    return dict(con.execute(counts, {"run_id": run_id}).fetchall())
+
+
 def run_input_files(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
-    """(run_id, path, sha256) of every stored input file."""
+    """(run_id, path, sha256) of every stored input file (a lake: of its measured runs, from
+    the identity catalog)."""
+    catalog = _catalog(con)
+    if catalog is not None:
+        return [(e["run_id"], path, sha) for e in catalog for path, sha in e["files"]]
     return con.execute("select run_id, path, sha256 from run_inputs").fetchall()
 
 
@@ -484,3 +525,18 @@ def schedule_breakdown(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl
         " or replay_of in (select unnest(?::varchar[])) order by collected_at, run_id",
         [run_ids, run_ids],
     ).pl()
+
+
+# --- the lake ----------------------------------------------------------------------------------
+
+
+def lake_root(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The lake folder a connection's canonical views read (pipelines.lake.attach), else None."""
+    # looked up in the catalog first: a failing query would abort the caller's transaction
+    exists = con.execute(
+        "select count(*) from duckdb_views() where view_name = 'tracereplay_lake' and temporary"
+    ).fetchone()
+    if not exists or not exists[0]:
+        return None
+    row = con.execute("select root from tracereplay_lake").fetchone()
+    return row[0] if row else None

@@ -299,18 +299,9 @@ def _replace_chunks(
     if record and SEGMENTATION_COLUMN not in warehouse.table_columns(con, "runs"):
         # a warehouse created before the column (sql/schema/runs.sql) existed
         con.execute(f"alter table runs add column {SEGMENTATION_COLUMN} varchar")
-    con.execute("begin transaction")
-    try:
-        con.execute("delete from chunks where run_id = ?", [run_id])
-        warehouse.insert_frame(con, "chunks", chunks)
-        if record:
-            con.execute(
-                f"update runs set {SEGMENTATION_COLUMN} = ? where run_id = ?", [rule, run_id]
-            )
-        con.execute("commit")
-    except Exception:
-        con.execute("rollback")
-        raise
+    warehouse.replace_run_rows(
+        con, run_id, {"chunks": chunks}, {SEGMENTATION_COLUMN: rule} if record else None
+    )
 
 
 def _run_summary(

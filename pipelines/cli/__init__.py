@@ -31,6 +31,16 @@ def build_parser() -> argparse.ArgumentParser:
             "latency curves tau_k, replay them under CPP/DCPP/VPP schedules, catch regressions."
         ),
     )
+    parser.add_argument(
+        "--lake",
+        metavar="DIR",
+        help=(
+            "keep the canonical tables as Parquet partitions under DIR (one folder per run, "
+            "written by any number of processes at once) and read them through views; default "
+            "$TRACEREPLAY_LAKE, else `lake` in tracereplay.toml, else the single-file warehouse "
+            "(docs/lake.md)"
+        ),
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if module_info.name.startswith("_"):
@@ -44,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tracereplay` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.lake:
+        import os
+
+        from pipelines.paths import LAKE_ENV
+
+        os.environ[LAKE_ENV] = os.path.abspath(args.lake)  # seen by every step and subprocess
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.BAD_INPUT

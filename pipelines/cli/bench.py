@@ -3,7 +3,8 @@
 ingest        ingest speed and memory on a large trace made of real events
 sim           simulator timings (one 1M-token request per schedule, and a sweep)
 tau-accuracy  how well the fits and verdicts recover what the simulator put in
-startup       start-up time of the command against a bare interpreter"""
+startup       start-up time of the command against a bare interpreter
+scale         the Parquet lake: a synthetic cluster on 1 vs 2 Dask workers, incremental ingest"""
 
 from __future__ import annotations
 
@@ -132,6 +133,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     startup.add_argument("--repeat", type=int, default=10, help="runs per command (default 10)")
     add_json_option(startup)
     startup.set_defaults(func=run_startup)
+    scale = benches.add_parser(
+        "scale",
+        help="lake probes: N-rank cluster on 1 vs 2 Dask workers; one run into 10 vs 1000 runs",
+        description=(
+            "cluster: one real rank folder replicated --ranks times (rank ids shifted) in a temp"
+            " dir, ingested rank by rank into a Parquet lake on a Dask LocalCluster of 1 then 2"
+            " worker processes: wall times, ratio, rows = ranks x one rank's. incremental: one"
+            " new run ingested into a lake of --small runs, then --large runs (history made by"
+            " copying one ingested run's Parquet files); target ratio <= 1.5x. docs/lake.md"
+        ),
+    )
+    scale.add_argument("--ranks", type=int, default=1024, help="cluster size (default 1024)")
+    scale.add_argument("--small", type=int, default=10, help="runs in the small lake (10)")
+    scale.add_argument("--large", type=int, default=1000, help="runs in the large lake (1000)")
+    scale.add_argument("--skip-cluster", action="store_true", help="only the incremental probe")
+    scale.add_argument("--workdir", metavar="DIR", help="where to generate (default: a tmp dir)")
+    add_json_option(scale)
+    scale.set_defaults(func=run_scale)
     parser.set_defaults(func=lambda _args: _usage(parser))
 
 
@@ -244,3 +263,54 @@ def run_startup(args: argparse.Namespace) -> int:
     else:
         print(format_startup(timings, bytecode))
     return ExitCode.OK if met else ExitCode.CHECK_FAILED
+
+
+INCREMENTAL_TARGET = 1.5
+
+
+def run_scale(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from pipelines.bench.scale import cluster_probe, incremental_probe
+
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="tracereplay-scale-"))
+    out: dict[str, object] = {"workdir": str(work)}
+    ok = True
+    if not args.skip_cluster:
+        probe = cluster_probe(work / "cluster", args.ranks)
+        ratio = probe.wall_s[1] / probe.wall_s[2]
+        ok &= probe.rows_match
+        out["cluster"] = {
+            "ranks": probe.ranks,
+            "wall_s_1_worker": round(probe.wall_s[1], 2),
+            "wall_s_2_workers": round(probe.wall_s[2], 2),
+            "speedup_2_vs_1": round(ratio, 3),
+            "rows": probe.rows,
+            "one_rank_rows": probe.one_rank_rows,
+            "rows_equal_ranks_x_one_rank": probe.rows_match,
+        }
+        if not args.json:
+            print(
+                f"cluster  {probe.ranks} ranks: 1 worker {probe.wall_s[1]:.1f} s, 2 workers "
+                f"{probe.wall_s[2]:.1f} s, speed-up {ratio:.2f}x; rows = {probe.ranks} x one "
+                f"rank's: {'yes' if probe.rows_match else 'NO'} {probe.rows}"
+            )
+    inc = incremental_probe(work / "incremental", args.small, args.large)
+    ok &= inc.ratio <= INCREMENTAL_TARGET
+    out["incremental"] = {
+        "small": inc.small,
+        "large": inc.large,
+        "wall_s": {str(k): round(v, 3) for k, v in inc.wall_s.items()},
+        "ratio": round(inc.ratio, 3),
+        "target": INCREMENTAL_TARGET,
+    }
+    verdict = "met" if inc.ratio <= INCREMENTAL_TARGET else "UNMET"
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(
+            f"ingest   one run into {inc.small} runs {inc.wall_s[inc.small]:.2f} s, into "
+            f"{inc.large} runs {inc.wall_s[inc.large]:.2f} s: {inc.ratio:.2f}x "
+            f"(target <= {INCREMENTAL_TARGET}x: {verdict})"
+        )
+    return ExitCode.OK if ok else ExitCode.CHECK_FAILED

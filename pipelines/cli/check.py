@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.selectors import SelectorError, parse_selector, require_runs
 
     path = warehouse.warehouse_path(args.warehouse)
-    if not Path(path).exists():
+    if not warehouse.exists(path):
         print(f"tracereplay check: no warehouse at {path}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     con = warehouse.connect(path, read_only=True, wait_s=args.wait)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
@@ -144,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tracereplay chunks: {exc}; nothing changed", file=sys.stderr)
         return ExitCode.BAD_INPUT
     path = warehouse.warehouse_path(args.warehouse)
-    if not Path(path).exists():
+    if not warehouse.exists(path):
         print(f"tracereplay chunks: no warehouse at {path}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     con = warehouse.connect(path, wait_s=args.wait)

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.selectors import SelectorError
 
     path = warehouse.warehouse_path(args.warehouse)
-    if not Path(path).exists():
+    if not warehouse.exists(path):
         print(
             f"tracereplay dashboards: no warehouse at {path} (run `tracereplay ingest PATH` "
             "or `tracereplay demo`)",

@@ -6,7 +6,6 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
@@ -224,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.analysis.fit_store import FitOptions, fit_and_store
 
     path = warehouse.warehouse_path(args.warehouse)
-    if not Path(path).exists():
+    if not warehouse.exists(path):
         print(f"tracereplay fit: no warehouse at {path}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     options = FitOptions(segment=not args.no_segment, drop_partial=not args.keep_partial)

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.replay.store import ReplayError, format_comparison, replay_run
 
     path = warehouse.warehouse_path(args.warehouse)
-    if not Path(path).exists():
+    if not warehouse.exists(path):
         print(f"tracereplay replay: no warehouse at {path}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]

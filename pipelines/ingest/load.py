@@ -31,7 +31,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import warehouse, warehouse_queries
+from pipelines import lake, warehouse, warehouse_queries
+from pipelines.canonical_schema import canonical_tables
 from pipelines.ingest import memory
 from pipelines.ingest.assemble import (
     FileDigest,
@@ -43,18 +44,24 @@ from pipelines.ingest.assemble import (
 )
 from pipelines.ingest.discover import Discovery, RunInput, discover
 from pipelines.ingest.frames import Quarantined, RunFrames
+from pipelines.paths import lake_path
 
 
 @dataclass
 class WarehouseTarget:
     """A warehouse file that ingest opens only while it writes (waiting up to `wait_s` for
-    another process's lock)."""
+    another process's lock); with a lake set (docs/lake.md), the lake, which has no lock."""
 
     path: str | Path | None = None
     wait_s: float | None = None
 
     @contextmanager
     def open(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        root = lake_path()
+        if root is not None:  # a lake: each run is its own files, no lock to wait for
+            with lake.session(root) as con:
+                yield con
+            return
         with warehouse.session(self.path, wait_s=self.wait_s) as con:
             yield con
 
@@ -175,10 +182,8 @@ def stored_runs(con: duckdb.DuckDBPyConnection) -> dict[str, StoredRun]:
             segmentation=row[4],
             dropped_rows={str(k): int(v) for k, v in _json_dict(row[5]).items()},
             source=row[6],
-            ranks=row[7],
-            rows=dict(
-                zip(("slices", "kernels", "comm_ops", "step_breakdown"), row[8:12], strict=True)
-            ),
+            ranks=0,  # counted when needed (_Ingest.unchanged)
+            rows={},
             files=files.get(run_id, {}),
         )
     return out
@@ -261,6 +266,13 @@ def _drop_null_keys(
 
 
 def _not_null_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """Columns declared NOT NULL: from the DDL in a lake (its tables are views, which DuckDB
+    reports nullable), from the file's catalog otherwise (what its tables really enforce)."""
+    if lake.stored_root(con) is not None:
+        return {
+            name: [c.name for c in table.columns if not c.nullable]
+            for name, table in canonical_tables().items()
+        }
     rows = warehouse_queries.schema_columns(con, not_null_only=True)
     out: dict[str, list[str]] = {}
     for table, column in rows:
@@ -291,22 +303,10 @@ def _write_run(
         tables["runs"] = tables["runs"].with_columns(pl.lit(segmentation).alias("segmentation"))
     all_dropped = {str(k): int(v) for k, v in _json_dict(tables["runs"]["dropped_rows"][0]).items()}
     run_id = frames.run_id
-    con.execute("begin transaction")
-    try:
-        here = warehouse_queries.run_ids_at_origin(con, origin)
-        gone = sorted({*here, *replace} - {run_id})
-        for old in [*gone, run_id]:
-            warehouse.delete_run(con, old)
-        counts = {
-            table: warehouse.insert_frame(con, table, tables[table])
-            for table in warehouse.RUN_TABLES
-            if table in tables
-        }
-        con.execute("commit")
-    except Exception:
-        con.execute("rollback")
-        raise
-    return counts, gone, all_dropped
+    here = warehouse_queries.run_ids_at_origin(con, origin)
+    gone = sorted({*here, *replace} - {run_id})
+    counts = warehouse.write_run(con, run_id, tables, replaces=gone)
+    return {t: n for t, n in counts.items() if t in tables}, gone, all_dropped
 
 
 def write_frames(con: duckdb.DuckDBPyConnection, frames: RunFrames) -> tuple[str, dict[str, int]]:
@@ -320,13 +320,8 @@ def _retag(con: duckdb.DuckDBPyConnection, stored: StoredRun, tags: dict[str, st
     row = warehouse_queries.run_row(con, stored.run_id)
     updated = apply_tags(row.row(0, named=True), tags)
     columns = [c for c in row.columns if c != "run_id" and updated.get(c) != row[c][0]]
-    if not columns:
-        return
-    assignments = ", ".join(f'"{c}" = ?' for c in columns)
-    con.execute(
-        f"update runs set {assignments} where run_id = ?",
-        [updated[c] for c in columns] + [stored.run_id],
-    )
+    if columns:
+        warehouse.replace_run_rows(con, stored.run_id, {}, {c: updated[c] for c in columns})
 
 
 def _record(con: duckdb.DuckDBPyConnection, items: Iterable[Quarantined]) -> None:
@@ -399,11 +394,15 @@ class _Ingest:
 
     def unchanged(self, stored: StoredRun, run: RunInput, tags: dict[str, str]) -> None:
         status = "unchanged"
-        if tags != stored.tags:
-            with _opened(self.target) as con:
+        with _opened(self.target) as con:
+            if not stored.rows:
+                counts = warehouse_queries.run_row_counts(con, stored.run_id)
+                stored.ranks = counts.pop("ranks", 0)
+                stored.rows = counts
+            if tags != stored.tags:
                 _retag(con, stored, tags)
-            stored.tags = tags
-            status = "retagged"
+                stored.tags = tags
+                status = "retagged"
         self.report.runs.append(
             RunReport(
                 run_id=stored.run_id,
@@ -510,6 +509,13 @@ def ingest_discovered(
 
     prune: folders whose stored runs that this call did not produce are removed (the Dagster
     partition of a folder uses it; `tracereplay ingest --prune` too)."""
+    root = lake_path() if isinstance(target, WarehouseTarget) else None
+    if root is not None:
+        # a lake has no lock to release between runs: one connection for the whole call; stored
+        # runs come from the lake's identity catalog and one run's rows from its own folder,
+        # so no view over every run is made (docs/lake.md, incremental cost)
+        with lake.session(root, views=False) as con:
+            return ingest_discovered(found, con, tags=tags, progress=progress, prune=prune)
     report = IngestReport()
     report.ignored = [str(p) for p in found.ignored]
     state = _Ingest(target, dict(tags or {}), report)

@@ -125,6 +125,8 @@ def test_partial_flag_of_a_frame_is_the_sql_rule() -> None:
 ALLOWED_SELECT = {
     "pipelines/warehouse_queries.py": "the named warehouse queries",
     "pipelines/warehouse.py": "insert_frame appends a registered Arrow frame (a write)",
+    "pipelines/bench/scale.py": "rewrites a copied runs partition (benchmark set-up)",
+    "pipelines/lake.py": "the lake's views over read_parquet and COPY of a run's rows to Parquet",
     "pipelines/ingest/ascend_db.py": "reads a profiler SQLite export (an input)",
     "pipelines/ingest/trace_view.py": "read_json over an input trace",
     "pipelines/ingest/csv_text.py": "read_csv over an input file",

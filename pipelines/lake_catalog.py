@@ -1,0 +1,151 @@
+"""The lake's identity catalog: one small JSON file per run, so ingest never scans the history.
+
+Ingest needs, of every stored run, only what the identity rule asks (docs/run_identity.md): its
+origin, content hash, tags, segmentation, dropped rows, source, whether it is a replay, and the
+(path, sha256) of its input files. Reading those from `runs` and `run_inputs` opens one Parquet
+file per run and table; here they sit in ``<lake>/_catalog/run_id=<id>.json`` (a few hundred
+bytes), written aside and renamed like every lake file, refreshed by `pipelines.lake.write_run`
+after the run's `runs` partition is renamed in and removed by `delete_run` before it.
+
+The `runs` folders stay the truth: `entries` lists `<lake>/runs/` and rebuilds the entry of a run
+whose entry is missing or older than its `runs` file (the entry records that file's mtime and
+size), and ignores an entry without a run folder. So a crash between the two renames, a lake
+written by an older version or files copied in by hand heal on the next read, and processes
+writing different runs touch different entries (no shared writer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+import polars as pl
+
+from pipelines import lake
+
+FOLDER = "_catalog"
+PREFIX = "run_id="
+SUFFIX = ".json"
+RUN_COLUMNS = ("origin", "content_hash", "tags", "segmentation", "dropped_rows", "source")
+
+
+def _entry_path(root: Path, run_id: str) -> Path:
+    return Path(root) / FOLDER / f"{PREFIX}{quote(run_id, safe='')}{SUFFIX}"
+
+
+def _runs_file(root: Path, run_id: str) -> Path:
+    return lake.partition_dir(root, "runs", run_id) / lake.PART
+
+
+def _stamp(path: Path) -> list[int] | None:
+    stat = _stat(str(path))
+    return list(stat) if stat else None
+
+
+def _partition_frame(root: Path, table: str, run_id: str, columns: list[str]) -> pl.DataFrame:
+    files = sorted(lake.partition_dir(root, table, run_id).glob("*.parquet"))
+    if not files:
+        return pl.DataFrame()
+    return pl.concat([pl.read_parquet(f, columns=columns) for f in files], how="vertical")
+
+
+def refresh(root: Path, run_id: str) -> dict[str, Any] | None:
+    """Rewrite the entry of `run_id` from its own `runs` and `run_inputs` partitions (removed
+    when the run has no `runs` row). Returns the entry."""
+    root = Path(root)
+    runs_file = _runs_file(root, run_id)
+    stamp = _stamp(runs_file)
+    runs = pl.read_parquet(runs_file) if stamp else pl.DataFrame()
+    if runs.is_empty():
+        remove(root, run_id)
+        return None
+    row = runs.row(0, named=True)
+    inputs = _partition_frame(root, "run_inputs", run_id, ["path", "sha256"])
+    entry = {
+        "run_id": run_id,
+        **{c: row.get(c) for c in RUN_COLUMNS},
+        "replay_of": row.get("replay_of"),
+        "files": inputs.rows() if not inputs.is_empty() else [],
+        "runs_file": stamp,
+    }
+    target = _entry_path(root, run_id)
+    aside = root / FOLDER / lake.INCOMING / f"{uuid.uuid4().hex}{SUFFIX}"
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    aside.write_text(json.dumps(entry, default=str))
+    os.replace(aside, target)
+    return entry
+
+
+def remove(root: Path, run_id: str) -> None:
+    """Drop the entry of `run_id` (before its partitions are removed)."""
+    _entry_path(root, run_id).unlink(missing_ok=True)
+
+
+def _listed(folder: Path, prefix: str, suffix: str = "") -> set[str]:
+    """Run ids named by the entries of `folder` (`<prefix><quoted id><suffix>`)."""
+    try:
+        names = [e.name for e in os.scandir(folder)]
+    except FileNotFoundError:
+        return set()
+    out = set()
+    for name in names:
+        if name.startswith(prefix) and name.endswith(suffix):
+            out.add(unquote(name[len(prefix) : len(name) - len(suffix)]))
+    return out
+
+
+_parsed: dict[tuple[str, str], tuple[tuple[int, int], dict[str, Any]]] = {}
+"""(lake, run_id) -> (the entry file's (mtime_ns, size), its entry): one ingest reads the
+catalog more than once; an unchanged file is not parsed again."""
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _read_entry(root: Path, run_id: str, path: str) -> dict[str, Any] | None:
+    stat = _stat(path)
+    if stat is None:
+        return None
+    cached = _parsed.get((str(root), run_id))
+    if cached is not None and cached[0] == stat:
+        return cached[1]
+    try:
+        with open(path, encoding="utf-8") as handle:
+            entry = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    _parsed[(str(root), run_id)] = (stat, entry)
+    return entry
+
+
+def entries(root: Path) -> list[dict[str, Any]]:
+    """The entry of every run in the lake (replays included), rebuilt where stale or missing.
+    Cost: one listing of `runs/`, two stats and (unless already parsed) one small JSON read per
+    run; plain os.path strings, as pathlib's per-path cost dominated at 1,000 runs."""
+    root = Path(root)
+    base, folder = str(root), str(root / FOLDER)
+    stored = _listed(root / "runs", PREFIX) - {lake.SCHEMA_PARTITION[len(PREFIX) :]}
+    out = []
+    for run_id in sorted(stored):
+        quoted = quote(run_id, safe="")
+        entry = _read_entry(root, run_id, f"{folder}/{PREFIX}{quoted}{SUFFIX}")
+        runs_stamp = _stat(f"{base}/runs/{PREFIX}{quoted}/{lake.PART}")
+        if entry is None or entry.get("runs_file") != (list(runs_stamp) if runs_stamp else None):
+            entry = refresh(root, run_id)
+        if entry is not None:
+            out.append(entry)
+    return out
+
+
+def measured(root: Path) -> list[dict[str, Any]]:
+    """Entries of measured runs (replays made by `replay` excluded)."""
+    return [e for e in entries(root) if e.get("replay_of") is None]
