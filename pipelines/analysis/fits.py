@@ -429,6 +429,68 @@ def _rescaled(noise: Noise, xk, tau_hat, cnt) -> Noise:
     return noise_model(xk, tau_hat, cnt, noise.rho, (noise.pe_ss, noise.pe_df), noise.source)
 
 
+@dataclass(frozen=True)
+class _Line:
+    """The line of a curve as fit_stage fits it: the outlier screen, the series fitted (per-k
+    means of few runs, or every point of many), its noise model and the fitted result."""
+
+    screen: object
+    ks: np.ndarray
+    groups: np.ndarray | None
+    xk: np.ndarray
+    yk: np.ndarray
+    cnt: np.ndarray
+    X: np.ndarray
+    noise: Noise | None
+    line: object
+    dw: float
+
+
+def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale: float) -> _Line:
+    """Outlier chunks leave the line and the shape tests (and are reported); the balance residual
+    and the VPP bubble, which a slow chunk really changes, keep them. Few runs: GLS of the mean
+    curve under multiplicative AR(1) noise (pipelines.analysis.serial), rho from the runs' pure
+    error when repeated, else from one run's line residuals (bias-corrected)."""
+    screen = screen_outliers(k, y)
+    ks, ys, rs = k[screen.keep], y[screen.keep], runs[screen.keep]
+    if n_runs >= MIN_CLUSTERS:  # many runs: every point, clusters = runs
+        groups = np.unique(rs, return_inverse=True)[1]
+        xk, yk, cnt, order_runs = ks, ys, np.ones(len(ys)), rs
+    else:  # few runs: the per-k mean curve of the kept points, one series
+        groups = None
+        xk = np.unique(ks)
+        yk = np.array([ys[ks == kk].mean() for kk in xk])
+        cnt = np.array([(ks == kk).sum() for kk in xk], dtype=float)
+        order_runs = np.zeros(len(xk), dtype=int)
+    X = np.column_stack([np.ones_like(xk), xk])
+    first = sm.WLS(yk, X, weights=cnt).fit()
+    w = cnt / np.maximum(first.fittedvalues, 0.1 * scale) ** 2
+    dw = durbin_watson_within(sm.WLS(yk, X, weights=w).fit().resid * np.sqrt(w), order_runs)
+    noise = None
+    if groups is None:
+        noise = _noise_model(ks, ys, rs, xk, yk, cnt, first.fittedvalues, scale)
+    line = _line_fit(X, yk, groups, noise)
+    return _Line(screen, ks, groups, xk, yk, cnt, X, noise, line, dw)
+
+
+def line_band(
+    k: np.ndarray, tau: np.ndarray, runs: np.ndarray, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(chunk indices, fitted line, lower, upper): the pointwise `level` interval of the line
+    a + b k at each observed k, from the same estimator and covariance as fit_stage."""
+    k = np.asarray(k, dtype=float)
+    y = np.asarray(tau, dtype=float)
+    runs = np.asarray(runs)
+    prep = _line_of(k, y, runs, len(np.unique(runs)), float(y.mean()))
+    grid = np.unique(k)
+    G = np.column_stack([np.ones_like(grid), grid])
+    fit = G @ prep.line.params
+    half = _tcrit(prep.line, level) * np.sqrt(
+        np.einsum("ij,jk,ik->i", G, prep.line.cov_params(), G)
+    )
+    return grid, fit, fit - half, fit + half
+
+
 def fit_curve(
     k: np.ndarray,
     tau: np.ndarray,
@@ -490,28 +552,10 @@ def fit_stage(
 
     # outlier chunks leave the line and the shape tests (and are reported); the balance residual
     # and the VPP bubble, which a slow chunk really changes, keep them
-    screen = screen_outliers(k, y)
-    ks, ys, rs = k[screen.keep], y[screen.keep], runs[screen.keep]
-    if n_runs >= MIN_CLUSTERS:  # many runs: every point, clusters = runs
-        groups = np.unique(rs, return_inverse=True)[1]
-        xk, yk, cnt, order_runs = ks, ys, np.ones(len(ys)), rs
-    else:  # few runs: the per-k mean curve of the kept points, one series
-        groups = None
-        xk = np.unique(ks)
-        yk = np.array([ys[ks == kk].mean() for kk in xk])
-        cnt = np.array([(ks == kk).sum() for kk in xk], dtype=float)
-        order_runs = np.zeros(len(xk), dtype=int)
-    m = len(yk)
-    X = np.column_stack([np.ones_like(xk), xk])
-    first = sm.WLS(yk, X, weights=cnt).fit()
-    w = cnt / np.maximum(first.fittedvalues, 0.1 * scale) ** 2
-    dw_line = durbin_watson_within(sm.WLS(yk, X, weights=w).fit().resid * np.sqrt(w), order_runs)
-    # few runs: GLS under multiplicative AR(1) noise (pipelines.analysis.serial), rho from the
-    # runs' pure error when repeated, else from one run's line residuals (bias-corrected)
-    noise = shape_noise = None
-    if groups is None:
-        noise = _noise_model(ks, ys, rs, xk, yk, cnt, first.fittedvalues, scale)
-    line = _line_fit(X, yk, groups, noise)
+    prep = _line_of(k, y, runs, n_runs, scale)
+    screen, ks, groups, xk, yk, cnt = prep.screen, prep.ks, prep.groups, prep.xk, prep.yk, prep.cnt
+    X, line, noise, shape_noise, m = prep.X, prep.line, prep.noise, None, len(prep.yk)
+    dw_line = prep.dw
     runs_text = f"(mean of {n_runs} runs)" if groups is None and n_runs > 1 else ""
     method = "cluster(run)" if groups is not None else noise.label()
     base["ci_method"] = method + runs_text
