@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass
 
 import duckdb
-import numpy as np
 import polars as pl
 from scipy import stats
 
@@ -109,24 +108,22 @@ class TauCurves:
 
 def _line_band(group: pl.DataFrame, level: float) -> pl.DataFrame:
     """Fitted tau = a + b*k and its pointwise `level` interval at each observed k, with the same
-    estimator and covariance as the fit (OLS; HC3 for one run, cluster-robust by run when runs
-    are pooled: pipelines/analysis/fits.py)."""
-    from pipelines.analysis.fits import _fit
+    estimator and covariance as the fit (pipelines/analysis/fits.py: GLS of the per-k mean
+    curve under the runs' noise model for fewer than 20 runs, cluster-robust by run from 20)."""
+    from pipelines.analysis.fits import line_band
 
-    k = group.get_column("chunk_idx").to_numpy().astype(float)
-    y = group.get_column("tau_ns").to_numpy().astype(float)
-    runs = group.get_column("run_id").to_numpy()
-    groups = None if len(np.unique(runs)) < 2 else np.unique(runs, return_inverse=True)[1]
-    result = _fit(np.column_stack([np.ones_like(k), k]), y, groups)
-    grid = np.unique(k)
-    prediction = result.get_prediction(np.column_stack([np.ones_like(grid), grid]))
-    interval = prediction.conf_int(alpha=1 - level)
+    grid, fit, lo, hi = line_band(
+        group.get_column("chunk_idx").to_numpy(),
+        group.get_column("tau_ns").to_numpy(),
+        group.get_column("run_id").to_numpy(),
+        level,
+    )
     return pl.DataFrame(
         {
             "chunk_idx": grid.astype(int),
-            "fit_ms": prediction.predicted_mean / 1e6,
-            "lo_ms": interval[:, 0] / 1e6,
-            "hi_ms": interval[:, 1] / 1e6,
+            "fit_ms": fit / 1e6,
+            "lo_ms": lo / 1e6,
+            "hi_ms": hi / 1e6,
         }
     )
 

@@ -3,16 +3,13 @@
 One curve = the chunk latencies of one (model, schedule, chunk size, sequence length, stage)
 configuration, possibly pooled over several runs. Inference:
 
-* shape tests (curvature, breakpoint): weighted least squares with weights 1/tau_hat^2 (noise
-  is multiplicative), classical covariance for one run, cluster-robust when pooled; HC3 on the
-  unweighted fit let a few high-leverage end chunks fake kinks in 2.5% of straight curves.
-* one run: ordinary least squares with HC3 heteroskedasticity-robust covariance (chunk noise is
-  multiplicative, so its variance grows with tau_k: the classical OLS interval covered the true
-  slope in only 91-93% of simulated curves, HC3 in 94-97%), t intervals with n-2 degrees of
-  freedom (``ci_method='hc3'``);
-* several runs: the same OLS point estimates with cluster-robust (CR1) covariance, clusters =
-  runs, t intervals with G-1 degrees of freedom (``ci_method='cluster(run)'``); the curvature and
-  breakpoint tests use the same covariance.
+* few runs (fewer than MIN_CLUSTERS): the per-k mean curve, generalised least squares under
+  multiplicative AR(1) noise (pipelines.analysis.serial: weights 1/tau_hat^2, rho from the runs'
+  pure error when repeated, else from one run's line residuals, bias-corrected for 8-21 chunks),
+  scale pooled with the runs' pure error, t on the pooled df (``ci_method``
+  ``gls-ar1(rho=..., runs|line residuals)``); the line and every shape test use it;
+* many runs: every point, OLS (line) or WLS 1/tau_hat^2 (shapes) with cluster-robust (CR1)
+  covariance by run, t intervals with G-1 degrees of freedom (``ci_method='cluster(run)'``);
 * a/b and b/a: Fieller intervals from the same covariance (unbounded when the denominator is not
   significantly different from zero, reported as +-inf).
 * balance residual sum|tau_{k-1}+tau_{k+1}-2 tau_k| / sum 2 tau_k on the mean curve, and on the
@@ -38,6 +35,12 @@ from pipelines.analysis.bubble_pred import (
     shrunk_curve,
 )
 from pipelines.analysis.outliers import screen_outliers
+from pipelines.analysis.serial import (
+    Noise,
+    noise_model,
+    pure_error,
+    residual_rho,
+)
 
 MIN_RUNS_FOR_RUN_BOOTSTRAP = 5
 MIN_CLUSTERS = 20
@@ -45,12 +48,15 @@ MIN_CLUSTERS = 20
 below it the per-k mean curve is fitted as one series (more runs, less noise per mean: power
 never drops as runs are added). Cameron & Miller (2015, J. Human Resources 50(2)) show CR1 with
 few clusters over-rejects and its t(G-1) correction costs most of the power below ~20-50."""
+HINGE_PARAMS = 3
+"""Parameters the two-segment and level-step fits are charged in their BIC gain over the line
+(intercept, slope, the extra term). The searched position is paid for by the Bonferroni
+adjustment of their p-value; charging it again in BIC made the quadratic win ties against a
+true kink: a 50 % slope collapse at N/2 (5 % noise, N = 8, 3 runs) came out `concave` in 19 %
+of fits with 4, 8 % with 3 (docs/tau_k.md §6.3)."""
 DRIFT_ALPHA = 0.01
 """Significance (Bonferroni-adjusted over the step positions) at which a level step inside the
 run is removed before the shapes of tau(k) are tested (pipelines.analysis.verdicts: `drift`)."""
-DW_SERIAL = 1.5
-"""Durbin-Watson statistic below which the residuals count as serially correlated and the line
-and shape tests use Newey-West (HAC) covariance (the usual 1.5-2.5 rule of thumb)."""
 
 
 @dataclass(frozen=True)
@@ -197,84 +203,12 @@ def _balance_terms(k: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.abs(tau[prev] + tau[nxt] - 2 * tau[idx]), 2 * tau[idx]
 
 
-def _hac_lags(n: int) -> int:
-    """Newey-West truncation lag floor(4 (n/100)^(2/9)), at least 1."""
-    return max(1, int(4 * (n / 100) ** (2 / 9)))
-
-
-def _with_serial(model, plain, inflation: float, coef: int = -1):
-    """`plain` (a fitted result of `model`), or, when the residuals are serially correlated
-    (inflation > 1), the widest for the last (tested) coefficient of: plain, the Newey-West (HAC)
-    refit, and the classical covariance times the AR(1) variance inflation (1+rho)/(1-rho).
-    Newey-West alone is biased down on 8-21 chunks (it kept 70-80 % slope coverage under
-    AR(1) rho=0.7, docs/tau_k.md): it may widen an interval, never narrow one."""
-    if inflation <= 1:
-        return plain
-    lags = _hac_lags(len(model.endog))
-    options = [
-        plain,
-        model.fit(cov_type="HAC", cov_kwds={"maxlags": lags}, use_t=True),
-        model.fit(cov_type="fixed scale", cov_kwds={"scale": model.fit().scale * inflation}),
-    ]
-    return max(options, key=lambda r: r.bse[coef])
-
-
-def _fit(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, serial: float = 1.0):
-    """The line (the slope is column 1): OLS, HC3 (or serial-aware) or cluster covariance."""
-    model = sm.OLS(y, X)
+def _line_fit(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, noise: Noise | None):
+    """The line (the slope is column 1): GLS under the curve's noise model (few runs) or
+    OLS with cluster-robust covariance by run (many runs)."""
     if groups is not None:
-        return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
-    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial, coef=1)
-
-
-def _wfit(X: np.ndarray, y: np.ndarray, weights: np.ndarray, serial: float):
-    """The line through per-k means of unequal counts: WLS by count, HC3 (or HAC) covariance."""
-    model = sm.WLS(y, X, weights=weights)
-    return _with_serial(model, model.fit(cov_type="HC3", use_t=True), serial, coef=1)
-
-
-def _inflation(dw: float) -> float:
-    """AR(1) variance inflation (1+rho)/(1-rho), rho = 1 - DW/2 (at most 0.9), when the
-    Durbin-Watson statistic is below DW_SERIAL; else 1."""
-    if not math.isfinite(dw) or dw >= DW_SERIAL:
-        return 1.0
-    rho = min(1 - dw / 2, 0.9)
-    return (1 + rho) / (1 - rho)
-
-
-def _serial_dw(k: np.ndarray, y: np.ndarray, w: np.ndarray, runs: np.ndarray) -> float:
-    """Durbin-Watson statistic of the weighted residuals of the shape that leaves the least
-    serial structure (the largest statistic over the line, the quadratic and the best
-    two-segment and level-step fits), so that a real kink or bend is not read as serial
-    correlation of the noise."""
-    grid = np.unique(k)
-    centre = k.mean()
-    families = [
-        [np.column_stack([np.ones_like(k), k])],
-        [np.column_stack([np.ones_like(k), k - centre, (k - centre) ** 2])],
-    ]
-    inner = [
-        kb
-        for kb in range(int(grid.min()) + 1, int(grid.max()))
-        if (grid < kb).sum() >= 2 and (grid > kb).sum() >= 2
-    ]
-    if inner:
-        families.append([np.column_stack([np.ones_like(k), k, _hinge(k, kb)]) for kb in inner])
-        line = families[0][0]
-        coef, *_ = np.linalg.lstsq(line * np.sqrt(w)[:, None], y * np.sqrt(w), rcond=None)
-        level = line @ coef
-        families.append([np.column_stack([line, (k >= kb) * level]) for kb in inner])
-    root = np.sqrt(w)
-    best = NAN
-    for designs in families:
-        fits = []
-        for X in designs:
-            coef, *_ = np.linalg.lstsq(X * root[:, None], y * root, rcond=None)
-            resid = (y - X @ coef) * root
-            fits.append((float(resid @ resid), resid))
-        dw = durbin_watson_within(min(fits, key=lambda f: f[0])[1], runs)
-        best = dw if not math.isfinite(best) else max(best, dw)
-    return best
+        return sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
+    return noise.fit(X, y)
 
 
 def durbin_watson_within(resid: np.ndarray, runs: np.ndarray) -> float:
@@ -299,24 +233,32 @@ def _bic(sse: float, n: int, params: int) -> float:
 
 
 def _shape_fit(
-    X: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray | None, serial: float = 1.0
+    X: np.ndarray, y: np.ndarray, w: np.ndarray, groups: np.ndarray | None, noise: Noise | None
 ):
-    """Weighted least squares for the shape tests: weights 1/tau_hat^2 (noise is multiplicative),
-    classical covariance for one series (Newey-West when serially correlated), cluster-robust
-    by run when many runs are pooled."""
-    model = sm.WLS(y, X, weights=w)
+    """The shape tests' fit: GLS under the curve's noise model (few runs: weights 1/tau_hat^2,
+    AR(1) within runs, scale pooled with the pure error) or weighted least squares with
+    cluster-robust covariance by run (many runs)."""
     if groups is not None:
+        model = sm.WLS(y, X, weights=w)
         return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
-    return _with_serial(model, model.fit(), serial)
+    return noise.fit(X, y)
 
 
-def _curvature(k, y, w, groups, line, k_grid, scale, serial=1.0):
+def _whiten(a: np.ndarray, w: np.ndarray, noise: Noise | None) -> np.ndarray:
+    """a in the units whose least squares is the shape fit's (whitened, or weighted by w)."""
+    if noise is not None:
+        return noise.whiten(a)
+    root = np.sqrt(w)
+    return a * (root[:, None] if a.ndim == 2 else root)
+
+
+def _curvature(k, y, w, groups, line, k_grid, scale, noise):
     """Quadratic term: coefficient, p, departure from the line, BIC gain, weighted SSE."""
     if len(k_grid) < 4 or len(y) < 4:
         return NAN, NAN, NAN, NAN, NAN, NAN
     centre = k.mean()
     X = np.column_stack([np.ones_like(k), k - centre, (k - centre) ** 2])
-    res = _shape_fit(X, y, w, groups, serial)
+    res = _shape_fit(X, y, w, groups, noise)
     grid = np.column_stack([np.ones_like(k_grid), k_grid - centre, (k_grid - centre) ** 2])
     line_grid = line.params[0] + line.params[1] * k_grid
     effect = _effect(k_grid, grid @ res.params, line_grid, scale)
@@ -333,7 +275,7 @@ def _bubble_change(k_grid: np.ndarray, shape: np.ndarray, line: np.ndarray) -> f
     return 100 * (vpp_bubble_ratio(shape) - vpp_bubble_ratio(line))
 
 
-def _breakpoint(k, y, w, groups, line, k_grid, scale, serial=1.0, step=False):
+def _breakpoint(k, y, w, groups, line, k_grid, scale, noise, step=False):
     """Continuous two-segment fit; breakpoint = the integer k (two or more chunk indices on
     each side) minimising the weighted SSE; its hinge term tested like the curvature and the
     p-value Bonferroni-adjusted for the number of candidates."""
@@ -366,17 +308,17 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, serial=1.0, step=False):
     n = len(y)
     if not candidates or n < 5:
         return out
-    root = np.sqrt(w)
     best = None
+    yw = _whiten(y, w, noise)
     for kb in candidates:
-        X = np.column_stack([np.ones_like(k), k, term(k, kb)])
-        coef, *_ = np.linalg.lstsq(X * root[:, None], y * root, rcond=None)
-        sse = float(np.sum(w * (y - X @ coef) ** 2))
+        Xw = _whiten(np.column_stack([np.ones_like(k), k, term(k, kb)]), w, noise)
+        coef, *_ = np.linalg.lstsq(Xw, yw, rcond=None)
+        sse = float(np.sum((yw - Xw @ coef) ** 2))
         if best is None or sse < best[1]:
             best = (kb, sse)
     kb, sse_hinge = best
     X = np.column_stack([np.ones_like(k), k, term(k, kb)])
-    res = _shape_fit(X, y, w, groups, serial)
+    res = _shape_fit(X, y, w, groups, noise)
     grid = np.column_stack([np.ones_like(k_grid), k_grid, term(k_grid, kb)])
     line_grid = line.params[0] + line.params[1] * k_grid
     if step:
@@ -385,7 +327,7 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, serial=1.0, step=False):
             step_rel=float(res.params[2]),
             step_p=float(min(1.0, res.pvalues[2] * len(candidates))),
             step_effect=_effect(k_grid, grid @ res.params, line_grid, scale),
-            step_dbic=_bic(float(line.ssr), n, 2) - _bic(sse_hinge, n, 4),
+            step_dbic=_bic(float(line.ssr), n, 2) - _bic(sse_hinge, n, HINGE_PARAMS),
             _sse=sse_hinge,
         )
         return out
@@ -396,7 +338,7 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, serial=1.0, step=False):
         slope_after=float(res.params[1] + res.params[2]),
         breakpoint_p=float(min(1.0, res.pvalues[2] * len(candidates))),
         breakpoint_effect=_effect(k_grid, grid @ res.params, line_grid, scale),
-        breakpoint_dbic=_bic(float(line.ssr), n, 2) - _bic(sse_hinge, n, 4),
+        breakpoint_dbic=_bic(float(line.ssr), n, 2) - _bic(sse_hinge, n, HINGE_PARAMS),
         _sse=sse_hinge,
     )
     return out
@@ -457,6 +399,96 @@ def _kept_shape(curvature_p, curvature_dbic, breakpoint: dict, step: dict) -> tu
         return "line", NAN
     kind, _, _, position = max(chosen, key=lambda o: o[2])
     return kind, position
+
+
+def _r2(y: np.ndarray, fitted: np.ndarray) -> float:
+    """R^2 of a fitted mean curve (centred, unweighted)."""
+    total = float(np.sum((y - y.mean()) ** 2))
+    return 1 - float(np.sum((y - fitted) ** 2)) / total if total > 0 else NAN
+
+
+def _noise_model(ks, ys, rs, xk, yk, cnt, tau_hat, scale) -> Noise:
+    """The noise model of a mean curve (xk, yk, cnt) from its kept points (ks, ys, rs): rho and
+    the pure error from the runs when repeated (no shape of tau(k) enters them); from one run,
+    rho from the line's residuals, bias-corrected: the nuisance estimated under the null (the
+    line), so that serially correlated noise cannot pass for a kink or a bend. The price: one
+    run needs a larger kink to reach significance (docs/tau_k.md §3, §6.3)."""
+    tau_hat = np.maximum(tau_hat, 0.1 * scale)
+    pe_ss, pe_df, rho_runs = pure_error(ks, ys, rs, xk, yk)
+    if pe_df > 0:
+        return noise_model(xk, tau_hat, cnt, rho_runs, (pe_ss, pe_df), "runs")
+    if len(xk) < 6:  # too few chunk indices to estimate rho
+        return noise_model(xk, tau_hat, cnt, 0.0, (0.0, 0), "none")
+    X = np.column_stack([np.ones_like(xk), xk])
+    rho = residual_rho(xk, X, yk, tau_hat)
+    return noise_model(xk, tau_hat, cnt, rho, (0.0, 0), "line residuals")
+
+
+def _rescaled(noise: Noise, xk, tau_hat, cnt) -> Noise:
+    """The same noise model with the fitted level tau_hat."""
+    return noise_model(xk, tau_hat, cnt, noise.rho, (noise.pe_ss, noise.pe_df), noise.source)
+
+
+@dataclass(frozen=True)
+class _Line:
+    """The line of a curve as fit_stage fits it: the outlier screen, the series fitted (per-k
+    means of few runs, or every point of many), its noise model and the fitted result."""
+
+    screen: object
+    ks: np.ndarray
+    groups: np.ndarray | None
+    xk: np.ndarray
+    yk: np.ndarray
+    cnt: np.ndarray
+    X: np.ndarray
+    noise: Noise | None
+    line: object
+    dw: float
+
+
+def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale: float) -> _Line:
+    """Outlier chunks leave the line and the shape tests (and are reported); the balance residual
+    and the VPP bubble, which a slow chunk really changes, keep them. Few runs: GLS of the mean
+    curve under multiplicative AR(1) noise (pipelines.analysis.serial), rho from the runs' pure
+    error when repeated, else from one run's line residuals (bias-corrected)."""
+    screen = screen_outliers(k, y)
+    ks, ys, rs = k[screen.keep], y[screen.keep], runs[screen.keep]
+    if n_runs >= MIN_CLUSTERS:  # many runs: every point, clusters = runs
+        groups = np.unique(rs, return_inverse=True)[1]
+        xk, yk, cnt, order_runs = ks, ys, np.ones(len(ys)), rs
+    else:  # few runs: the per-k mean curve of the kept points, one series
+        groups = None
+        xk = np.unique(ks)
+        yk = np.array([ys[ks == kk].mean() for kk in xk])
+        cnt = np.array([(ks == kk).sum() for kk in xk], dtype=float)
+        order_runs = np.zeros(len(xk), dtype=int)
+    X = np.column_stack([np.ones_like(xk), xk])
+    first = sm.WLS(yk, X, weights=cnt).fit()
+    w = cnt / np.maximum(first.fittedvalues, 0.1 * scale) ** 2
+    dw = durbin_watson_within(sm.WLS(yk, X, weights=w).fit().resid * np.sqrt(w), order_runs)
+    noise = None
+    if groups is None:
+        noise = _noise_model(ks, ys, rs, xk, yk, cnt, first.fittedvalues, scale)
+    line = _line_fit(X, yk, groups, noise)
+    return _Line(screen, ks, groups, xk, yk, cnt, X, noise, line, dw)
+
+
+def line_band(
+    k: np.ndarray, tau: np.ndarray, runs: np.ndarray, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(chunk indices, fitted line, lower, upper): the pointwise `level` interval of the line
+    a + b k at each observed k, from the same estimator and covariance as fit_stage."""
+    k = np.asarray(k, dtype=float)
+    y = np.asarray(tau, dtype=float)
+    runs = np.asarray(runs)
+    prep = _line_of(k, y, runs, len(np.unique(runs)), float(y.mean()))
+    grid = np.unique(k)
+    G = np.column_stack([np.ones_like(grid), grid])
+    fit = G @ prep.line.params
+    half = _tcrit(prep.line, level) * np.sqrt(
+        np.einsum("ij,jk,ik->i", G, prep.line.cov_params(), G)
+    )
+    return grid, fit, fit - half, fit + half
 
 
 def fit_curve(
@@ -520,76 +552,51 @@ def fit_stage(
 
     # outlier chunks leave the line and the shape tests (and are reported); the balance residual
     # and the VPP bubble, which a slow chunk really changes, keep them
-    screen = screen_outliers(k, y)
-    ks, ys, rs = k[screen.keep], y[screen.keep], runs[screen.keep]
-    if n_runs >= MIN_CLUSTERS:  # many runs: every point, clusters = runs
-        groups = np.unique(rs, return_inverse=True)[1]
-        xk, yk, cnt, order_runs = ks, ys, np.ones(len(ys)), rs
-    else:  # few runs: the per-k mean curve of the kept points, one series
-        groups = None
-        xk = np.unique(ks)
-        yk = np.array([ys[ks == kk].mean() for kk in xk])
-        cnt = np.array([(ks == kk).sum() for kk in xk], dtype=float)
-        order_runs = np.zeros(len(xk), dtype=int)
-    m = len(yk)
-    X = np.column_stack([np.ones_like(xk), xk])
-    first = sm.WLS(yk, X, weights=cnt).fit()
-    w = cnt / np.maximum(first.fittedvalues, 0.1 * scale) ** 2
-    # serial correlation: the line's interval from the line's residuals, the shape tests from
-    # those of the shape that leaves the least serial structure (a kink is not AR noise)
-    dw_line = durbin_watson_within(_shape_fit(X, yk, w, None).resid * np.sqrt(w), order_runs)
-    dw = _serial_dw(xk, yk, w, order_runs)
-    serial_line, serial = (
-        _inflation(d) if groups is None and m >= 6 else 1.0 for d in (dw_line, dw)
-    )
-    line = (
-        _fit(X, yk, groups, serial_line)
-        if cnt.min() == cnt.max()
-        else _wfit(X, yk, cnt, serial_line)
-    )
+    prep = _line_of(k, y, runs, n_runs, scale)
+    screen, ks, groups, xk, yk, cnt = prep.screen, prep.ks, prep.groups, prep.xk, prep.yk, prep.cnt
+    X, line, noise, shape_noise, m = prep.X, prep.line, prep.noise, None, len(prep.yk)
+    dw_line = prep.dw
     runs_text = f"(mean of {n_runs} runs)" if groups is None and n_runs > 1 else ""
-    covariance = {"HAC": "hac", "fixed scale": "ar1"}.get(line.cov_type, "hc3")
-    method = "cluster(run)" if groups is not None else covariance
+    method = "cluster(run)" if groups is not None else noise.label()
     base["ci_method"] = method + runs_text
     tcrit = _tcrit(line, level)
     (a, b), cov = line.params, line.cov_params()
     ci = line.conf_int(alpha=1 - level)
     ab = fieller(a, b, cov[0, 0], cov[1, 1], cov[0, 1], tcrit)
     ba = fieller(b, a, cov[1, 1], cov[0, 0], cov[0, 1], tcrit)
+    r2 = float(line.rsquared) if groups is not None else _r2(yk, X @ line.params)
 
     # shape tests: weighted by counts/tau_hat^2 from the line (floored at a tenth of the mean)
     fitted = np.maximum(a + b * xk, 0.1 * scale)
     w = cnt / fitted**2
-    line_w = _shape_fit(X, yk, w, groups, serial)
+    if groups is None:
+        shape_noise = _rescaled(noise, xk, fitted, cnt)
+    line_w = _shape_fit(X, yk, w, groups, shape_noise)
     shape_grid = np.unique(xk)
     curvature, curvature_p, curvature_effect, curvature_dbic, sse_quad, curvature_bubble = (
-        _curvature(xk, yk, w, groups, line_w, shape_grid, scale, serial)
+        _curvature(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise)
     )
-    breakpoint = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, serial)
+    breakpoint = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise)
     sse_hinge = breakpoint.pop("_sse")
-    step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, serial, step=True)
+    step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise, step=True)
     step.pop("_sse")
     best_shape = max(curvature_dbic, breakpoint["breakpoint_dbic"])
     if step["step_p"] < DRIFT_ALPHA and step["step_dbic"] > best_shape:
         # a level step explains the curve best: test the shapes of tau(k) with it removed
         drift_free = yk / (1 + step["step_rel"] * (xk >= step["step_k"]))
-        line_d = _shape_fit(X, drift_free, w, groups, serial)
+        line_d = _shape_fit(X, drift_free, w, groups, shape_noise)
         curvature, curvature_p, curvature_effect, curvature_dbic, _, curvature_bubble = _curvature(
-            xk, drift_free, w, groups, line_d, shape_grid, scale, serial
+            xk, drift_free, w, groups, line_d, shape_grid, scale, shape_noise
         )
-        breakpoint = _breakpoint(xk, drift_free, w, groups, line_d, shape_grid, scale, serial)
+        breakpoint = _breakpoint(xk, drift_free, w, groups, line_d, shape_grid, scale, shape_noise)
         breakpoint.pop("_sse")
         # the line of tau(k) is the one under the step: its slope and intercept, and their
         # intervals, from the model with the step term (the line through a throttled run is not
-        # the undisturbed line), serial correlation judged on that model's residuals
+        # the undisturbed line), under the shape tests' noise model
         X_step = np.column_stack([X, (xk >= step["step_k"]) * (a + b * xk)])
-        line = (
-            _fit(X_step, yk, groups, serial)
-            if cnt.min() == cnt.max()
-            else _wfit(X_step, yk, cnt, serial)
-        )
-        kind = {"HAC": "hac", "fixed scale": "ar1"}.get(line.cov_type, "hc3")
-        base["ci_method"] = ("cluster(run)" if groups is not None else kind) + runs_text + "+step"
+        line = _line_fit(X_step, yk, groups, shape_noise)
+        kind = "cluster(run)" if groups is not None else shape_noise.label()
+        base["ci_method"] = kind + runs_text + "+step"
         tcrit = _tcrit(line, level)
         (a, b), cov = line.params[:2], line.cov_params()[:2, :2]
         ci = line.conf_int(alpha=1 - level)
@@ -643,7 +650,7 @@ def fit_stage(
         slope_lo=float(ci[1, 0]),
         slope_hi=float(ci[1, 1]),
         slope_p=float(line.pvalues[1]),
-        r2=float(line.rsquared),
+        r2=r2,
         sigma_rel=math.sqrt(line_w.ssr / max(m - 2, 1)),
         ab_ratio=float(a / b) if b != 0 else math.copysign(math.inf, a),
         ab_lo=ab[0],

@@ -20,8 +20,9 @@ Fit the per-chunk, per-stage prefill latency tau_k = a + b*k of every configurat
 warehouse (chunks joined with runs: model, schedule, chunk size, sequence length, tp/pp/vp,
 hardware, virtual stage), pooling repeated runs of the same configuration, and classify each
 curve: linear, linear_offset (intercept dominates: VPP has little to balance), kinked (with the
-breakpoint k), convex/concave, too_noisy, too_short. Intervals are 95%: HC3 for one run,
-cluster-robust by run when runs are pooled; a/b by Fieller; the VPP balance residual
+breakpoint k), convex/concave, too_noisy, too_short. Intervals are 95%: GLS of the per-k mean
+curve under multiplicative AR(1) noise with the runs' pure error for fewer than 20 runs,
+cluster-robust by run from 20; a/b by Fieller; the VPP balance residual
 sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k of the fitted curve with a parametric-bootstrap
 interval; the whole-run bubble ratio VPP would leave for the configuration (pp=2, vp=2, free
 transfers, one request; exact identity over its virtual-stage curves) and VPP's gain, CPP's
