@@ -291,6 +291,14 @@ def measured_chunk_tau(
     ).pl()
 
 
+def stored_views_signature(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
+    """The signature held in `table` (pipelines.warehouse.lake_views_signature), else None."""
+    if not relation_exists(con, table):
+        return None
+    row = con.execute(f'select signature from "{table}" limit 1').fetchone()
+    return row[0] if row else None
+
+
 def fit_inputs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """What a fit of measured runs depends on, one row per run: run_id, content_hash,
     segmentation and the configuration columns (pipelines.analysis.curves.CURVE_KEYS)."""
