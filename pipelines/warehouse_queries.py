@@ -299,12 +299,14 @@ def stored_views_signature(con: duckdb.DuckDBPyConnection, table: str) -> str | 
     return row[0] if row else None
 
 
-def fit_inputs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+def fit_inputs(con: duckdb.DuckDBPyConnection, runs: str = "runs") -> pl.DataFrame:
     """What a fit of measured runs depends on, one row per run: run_id, content_hash,
-    segmentation and the configuration columns (pipelines.analysis.curves.CURVE_KEYS)."""
+    segmentation and the configuration columns (pipelines.analysis.curve_keys.CONFIG_KEYS), from
+    the `runs` table or the relation (SQL) `runs` of its rows."""
     return con.execute(
         "select run_id, content_hash, segmentation, model, schedule, chunk_size, seq_len,"
-        " tp, pp, vp, hardware, attention from runs where replay_of is null order by run_id"
+        f" tp, pp, vp, hardware, attention from {runs} as r where replay_of is null"
+        " order by run_id"
     ).pl()
 
 

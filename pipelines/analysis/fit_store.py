@@ -21,6 +21,7 @@ import polars as pl
 
 from pipelines import warehouse, warehouse_queries
 from pipelines.analysis.curve_keys import CONFIG_KEYS, CURVE_KEYS
+from pipelines.analysis.fit_inputs import current_inputs, store_inputs
 
 FIT_TABLE = "tau_fits"
 INPUTS_TABLE = "tau_fit_inputs"
@@ -61,7 +62,8 @@ def fit_and_store(con: duckdb.DuckDBPyConnection, options: FitOptions = FitOptio
     no fit (or no fingerprint) is stored. Runs with chunk markers but no chunk rows are segmented
     in memory with their default rule (`options.segment`;
     pipelines.analysis.tau_points.load_tau_points)."""
-    now = config_fingerprints(warehouse_queries.fit_inputs(con), options)
+    inputs = current_inputs(con)
+    now = config_fingerprints(inputs, options)
     stored_fits, before = load_fits(con), _load_fingerprints(con)
     if stored_fits is None or before is None:
         changed, kept, run_ids = set(now), None, None
@@ -69,6 +71,7 @@ def fit_and_store(con: duckdb.DuckDBPyConnection, options: FitOptions = FitOptio
         changed = {key for key, (fingerprint, _) in now.items() if before.get(key) != fingerprint}
         drop = changed | (set(before) - set(now))
         if not drop:
+            store_inputs(con, inputs)
             return FitReport(stored_fits, 0, [], 0, _configs(stored_fits))
         configs = pl.Series(
             [
@@ -97,6 +100,7 @@ def fit_and_store(con: duckdb.DuckDBPyConnection, options: FitOptions = FitOptio
     fits = _merge(kept, fitted)
     store_fits(con, fits)
     _store_fingerprints(con, now)
+    store_inputs(con, inputs)
     return FitReport(fits, points, segmented, len(changed), _configs(kept))
 
 
