@@ -76,3 +76,36 @@ def test_other_options_refit_every_configuration(tmp_path) -> None:
     assert (other.refitted, other.kept) == (2, 0)
     assert np.all(other.fits["level"].to_numpy() == 0.9)
     con.close()
+
+
+def test_in_a_lake_only_new_runs_rows_are_read_and_rows_equal_a_full_refit(
+    tmp_path, monkeypatch
+) -> None:
+    from pipelines.analysis import fit_inputs
+    from pipelines.paths import LAKE_ENV
+
+    monkeypatch.setenv(LAKE_ENV, str(tmp_path / "lake"))
+    con = wh.connect()
+    for s in range(2):
+        _linear_run(con, f"a{s}", "model_a", s)
+        _linear_run(con, f"b{s}", "model_b", 10 + s)
+    fit_and_store(con, OPTIONS)
+    assert sorted(fit_inputs._stored(con)["run_id"]) == ["a0", "a1", "b0", "b1"]
+    con.close()
+
+    con = wh.connect()  # a new connection, as the next `tracereplay fit`
+    _, tau = fixtures.offset(n=12)
+    wh.write_run(con, "c0", _run("c0", "model_c", tau))
+    _linear_run(con, "a0", "model_b", 0)  # a0 rewritten into model_b: its runs file changed
+    read: list[list[str]] = []
+    original = fit_inputs._read
+    monkeypatch.setattr(
+        fit_inputs, "_read", lambda c, root, ids: read.append(ids) or original(c, root, ids)
+    )
+    after = fit_and_store(con, OPTIONS)
+    assert read == [["a0", "c0"]]
+    assert (after.refitted, after.kept) == (3, 0)
+    assert after.fits.filter(pl.col("model") == "model_b")["n_runs"].to_list() == [3]
+    con.execute(f"drop table {fit_inputs.RUNS_TABLE}")
+    assert_frame_equal(after.fits, _full_refit(con))
+    con.close()
