@@ -291,6 +291,11 @@ def measured_chunk_tau(
     ).pl()
 
 
+def fit_inputs_of(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -> pl.DataFrame:
+    """fit_inputs over the union of `scans` (relations of `runs` rows, pipelines.lake.run_scan)."""
+    return fit_inputs(con, "(" + " union all ".join(f"select * from {s}" for s in scans) + ")")
+
+
 def stored_views_signature(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
     """The signature held in `table` (pipelines.warehouse.lake_views_signature), else None."""
     if not relation_exists(con, table):

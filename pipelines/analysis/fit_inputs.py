@@ -67,5 +67,4 @@ def _read(con: duckdb.DuckDBPyConnection, root, run_ids: list[str]) -> pl.DataFr
         return frame.filter(pl.col("run_id").is_in(run_ids))
     if not run_ids:
         return warehouse_queries.fit_inputs(con).clear()
-    scans = " union all ".join(f"select * from {lake.run_scan(root, 'runs', r)}" for r in run_ids)
-    return warehouse_queries.fit_inputs(con, f"({scans})")
+    return warehouse_queries.fit_inputs_of(con, [lake.run_scan(root, "runs", r) for r in run_ids])
