@@ -98,6 +98,11 @@ def attach(con: duckdb.DuckDBPyConnection, root: Path, temporary: bool = False) 
     _attach_marker(con, root, CANONICAL_TABLES, temporary)
 
 
+def mark(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """Name the lake at `root` on `con` (stored_root) without (re)making its views."""
+    _attach_marker(con, root, ())
+
+
 def _attach_marker(
     con: duckdb.DuckDBPyConnection, root: Path, tables: tuple[str, ...], temporary: bool = True
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import sys
@@ -17,7 +18,7 @@ import polars as pl
 from pipelines import lake, sql_functions, sql_runner
 from pipelines import warehouse_queries as queries
 from pipelines.canonical_schema import CANONICAL_TABLES, canonical_tables, ddl_text
-from pipelines.paths import lake_path, warehouse_path
+from pipelines.paths import SQL_DIR, lake_path, warehouse_path
 
 INSERT_BATCH_ROWS = 122_880  # DuckDB's row-group size
 # Tables whose rows belong to one run (deleted and rewritten together on re-ingest).
@@ -166,6 +167,20 @@ def declared_columns(table: str) -> tuple[tuple[str, str], ...]:
     return tuple((c.name, c.duckdb_type) for c in canonical_tables()[table].columns)
 
 
+VIEWS_SIGNATURE_TABLE = "lake_views_signature"
+"""A lake's warehouse file: the signature (lake_views_signature) its stored views were built for."""
+
+
+def lake_views_signature(lake_root: Path) -> str:
+    """sha256 over the lake's resolved path and every file under sql/ (canonical DDL and derived
+    relations): the stored views of a lake's warehouse file are current when it matches."""
+    digest = hashlib.sha256(str(Path(lake_root).resolve()).encode())
+    for path in sorted(SQL_DIR.rglob("*.sql")):
+        digest.update(str(path.relative_to(SQL_DIR)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def create_schema(con: duckdb.DuckDBPyConnection, lake_root: Path | None = None) -> None:
     """Create every canonical table that does not exist yet, add the columns a newer
     sql/schema declares to tables an older version created (nullable, so old rows stay), then
@@ -180,9 +195,16 @@ def create_schema(con: duckdb.DuckDBPyConnection, lake_root: Path | None = None)
                 f"the warehouse file holds canonical tables ({', '.join(held)}); a lake's views "
                 "need a warehouse file of their own (drop --warehouse: the lake keeps one)"
             )
-        lake.attach(con, lake_root)
         sql_functions.register(con)
+        signature = lake_views_signature(lake_root)
+        if queries.stored_views_signature(con, VIEWS_SIGNATURE_TABLE) == signature:
+            # the stored views read the lake's globs at query time: a new run needs no rebuild,
+            # and rebuilding binds every view over every run's files (O(history), docs/lake.md)
+            lake.mark(con, lake_root)
+            return
+        lake.attach(con, lake_root)
         sql_runner.build(con)
+        replace_table(con, VIEWS_SIGNATURE_TABLE, pl.DataFrame({"signature": [signature]}))
         return
     for table in CANONICAL_TABLES:
         if table not in tables:

@@ -242,13 +242,18 @@ def slice_start_span(
     return first, last
 
 
-def runs_with_markers_but_no_chunks(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Runs whose host slices carry chunk[...] markers but that have no chunk rows yet."""
+def runs_with_markers_but_no_chunks(
+    con: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = None
+) -> list[str]:
+    """Runs whose host slices carry chunk[...] markers but that have no chunk rows yet (among
+    `run_ids` when given: only their slices are scanned)."""
+    among = "" if run_ids is None else " and list_contains(?::varchar[], s.run_id)"
     rows = con.execute(
         "select distinct s.run_id from slices as s"
-        " where s.lane = 'host' and s.name like 'chunk[%'"
+        " where s.lane = 'host' and s.name like 'chunk[%'" + among + ""
         " and not exists (select 1 from chunks as c where c.run_id = s.run_id)"
-        " order by 1"
+        " order by 1",
+        [] if run_ids is None else [list(run_ids)],
     ).fetchall()
     return [r[0] for r in rows]
 
@@ -271,10 +276,43 @@ def chunk_counts(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> dict
     return dict(rows)
 
 
-def measured_chunk_tau(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+def measured_chunk_tau(
+    con: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | None = None
+) -> pl.DataFrame:
     """Rows of the int_chunk_tau relation of measured runs (simulated reruns, replay_of set,
-    left out: their chunks re-use measured tau, they are no new repeats)."""
-    return con.execute("select * from int_chunk_tau where replay_of is null").pl()
+    left out: their chunks re-use measured tau, they are no new repeats); of `run_ids` only
+    when given."""
+    if run_ids is None:
+        return con.execute("select * from int_chunk_tau where replay_of is null").pl()
+    return con.execute(
+        "select * from int_chunk_tau where replay_of is null"
+        " and list_contains(?::varchar[], run_id)",
+        [list(run_ids)],
+    ).pl()
+
+
+def fit_inputs_of(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -> pl.DataFrame:
+    """fit_inputs over the union of `scans` (relations of `runs` rows, pipelines.lake.run_scan)."""
+    return fit_inputs(con, "(" + " union all ".join(f"select * from {s}" for s in scans) + ")")
+
+
+def stored_views_signature(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
+    """The signature held in `table` (pipelines.warehouse.lake_views_signature), else None."""
+    if not relation_exists(con, table):
+        return None
+    row = con.execute(f'select signature from "{table}" limit 1').fetchone()
+    return row[0] if row else None
+
+
+def fit_inputs(con: duckdb.DuckDBPyConnection, runs: str = "runs") -> pl.DataFrame:
+    """What a fit of measured runs depends on, one row per run: run_id, content_hash,
+    segmentation and the configuration columns (pipelines.analysis.curve_keys.CONFIG_KEYS), from
+    the `runs` table or the relation (SQL) `runs` of its rows."""
+    return con.execute(
+        "select run_id, content_hash, segmentation, model, schedule, chunk_size, seq_len,"
+        f" tp, pp, vp, hardware, attention from {runs} as r where replay_of is null"
+        " order by run_id"
+    ).pl()
 
 
 # --- run views (tracereplay runs / show) --------------------------------------------------

@@ -5,15 +5,9 @@ from __future__ import annotations
 import polars as pl
 
 from pipelines.analysis.bubble_pred import predict_bubbles
+from pipelines.analysis.curve_keys import CURVE_KEYS
 from pipelines.analysis.fits import CurveFit, fit_stage, with_prediction
 from pipelines.analysis.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
-
-CURVE_KEYS = (
-    *("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware", "attention"),
-    "vstage",
-)
-"""A curve = one configuration and one virtual stage; repeats of it (runs) are pooled. `attention`
-(dense / sparse, a run fact) rides along: it decides which shape the curve is expected to have."""
 
 FIT_COLUMNS: dict[str, pl.DataType] = {
     name: (

@@ -1,18 +1,31 @@
 """The fit step: tau_k points (segmenting runs that have chunk markers but no chunk rows yet),
 the fits with their verdicts, stored as the warehouse table `tau_fits`. `tracereplay fit`, the
 demo and the Dagster asset `tau_fits` all call `fit_and_store`, so the same warehouse gives the
-same stored rows whichever door ran it."""
+same stored rows whichever door ran it.
+
+Incremental: beside `tau_fits` the table `tau_fit_inputs` keeps one fingerprint per configuration
+(sha256 over the fit options and the sorted run id, content hash and segmentation rule of its
+measured runs, from the `runs` table). A fit refits only the configurations whose fingerprint
+changed (new runs, re-ingested or re-segmented runs, other options), reads chunks and scans slices
+for their runs only, and keeps the stored rows of the others: the same rows a full refit gives,
+since each configuration is fitted on its own points with its own seeds."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
 
 import duckdb
 import polars as pl
 
 from pipelines import warehouse, warehouse_queries
+from pipelines.analysis.curve_keys import CONFIG_KEYS, CURVE_KEYS
+from pipelines.analysis.fit_inputs import current_inputs, store_inputs
 
 FIT_TABLE = "tau_fits"
+INPUTS_TABLE = "tau_fit_inputs"
+"""One row per configuration: `config` (JSON list of CONFIG_KEYS values), `fingerprint`."""
 
 
 @dataclass(frozen=True)
@@ -28,11 +41,14 @@ class FitOptions:
 
 @dataclass
 class FitReport:
-    """The stored fit table, how many points it was fitted on, and the runs segmented here."""
+    """The stored fit table, how many points were fitted in this call, the runs segmented here,
+    and how many configurations were refitted / kept as stored."""
 
     fits: pl.DataFrame
     points: int
     segmented: list[str] = field(default_factory=list)
+    refitted: int = 0
+    kept: int = 0
 
 
 def store_fits(con: duckdb.DuckDBPyConnection, fits: pl.DataFrame) -> None:
@@ -41,23 +57,116 @@ def store_fits(con: duckdb.DuckDBPyConnection, fits: pl.DataFrame) -> None:
 
 
 def fit_and_store(con: duckdb.DuckDBPyConnection, options: FitOptions = FitOptions()) -> FitReport:
-    """Fit every tau_k curve of the warehouse and store the result as `tau_fits`.
-    Runs with chunk markers but no chunk rows are segmented in memory with their default rule
-    (`options.segment`; pipelines.analysis.tau_points.load_tau_points)."""
-    # statsmodels takes seconds to import: only when fitting
-    from pipelines.analysis.curves import fit_curves
-    from pipelines.analysis.tau_points import load_tau_points
+    """Fit the tau_k curves of the warehouse and store the result as `tau_fits`: only the
+    configurations whose runs changed since the stored fit (module docstring), all of them when
+    no fit (or no fingerprint) is stored. Runs with chunk markers but no chunk rows are segmented
+    in memory with their default rule (`options.segment`;
+    pipelines.analysis.tau_points.load_tau_points)."""
+    inputs = current_inputs(con)
+    now = config_fingerprints(inputs, options)
+    stored_fits, before = load_fits(con), _load_fingerprints(con)
+    if stored_fits is None or before is None:
+        changed, kept, run_ids = set(now), None, None
+    else:
+        changed = {key for key, (fingerprint, _) in now.items() if before.get(key) != fingerprint}
+        drop = changed | (set(before) - set(now))
+        if not drop:
+            store_inputs(con, inputs)
+            return FitReport(stored_fits, 0, [], 0, _configs(stored_fits))
+        configs = pl.Series(
+            [
+                _config_key(tuple(row.get(key) for key in CONFIG_KEYS))
+                for row in stored_fits.iter_rows(named=True)
+            ],
+            dtype=pl.String,
+        )
+        kept = stored_fits.filter(~configs.is_in(list(drop)))
+        run_ids = sorted(run for key in changed for run in now[key][1])
+    points, segmented, fitted = 0, [], None
+    if run_ids is None or run_ids:
+        # statsmodels takes seconds to import: only when fitting
+        from pipelines.analysis.curves import fit_curves
+        from pipelines.analysis.tau_points import load_tau_points
 
-    points, segmented = load_tau_points(con, segment=options.segment)
-    fits = fit_curves(
-        points,
-        drop_partial=options.drop_partial,
-        level=options.level,
-        n_boot=options.n_boot,
-        seed=options.seed,
-    )
+        frame, segmented = load_tau_points(con, segment=options.segment, run_ids=run_ids)
+        points = frame.height
+        fitted = fit_curves(
+            frame,
+            drop_partial=options.drop_partial,
+            level=options.level,
+            n_boot=options.n_boot,
+            seed=options.seed,
+        )
+    fits = _merge(kept, fitted)
     store_fits(con, fits)
-    return FitReport(fits, points.height, segmented)
+    _store_fingerprints(con, now)
+    store_inputs(con, inputs)
+    return FitReport(fits, points, segmented, len(changed), _configs(kept))
+
+
+def config_fingerprints(
+    inputs: pl.DataFrame, options: FitOptions
+) -> dict[str, tuple[str, list[str]]]:
+    """Per configuration (its JSON key): the fingerprint of what its fit depends on (the options,
+    each run's id, content hash and segmentation rule) and its run ids.
+    `inputs`: pipelines.warehouse_queries.fit_inputs."""
+    runs: dict[str, list[tuple[str, str, str | None]]] = {}
+    for row in inputs.iter_rows(named=True):
+        key = _config_key(tuple(row[k] for k in CONFIG_KEYS))
+        runs.setdefault(key, []).append((row["run_id"], row["content_hash"], row["segmentation"]))
+    salt = json.dumps(asdict(options), sort_keys=True)
+    result = {}
+    for key, members in runs.items():
+        members.sort()
+        digest = hashlib.sha256(json.dumps([salt, members]).encode()).hexdigest()
+        result[key] = (digest, [run_id for run_id, _, _ in members])
+    return result
+
+
+def _config_key(values: tuple) -> str:
+    return json.dumps([None if v is None else str(v) for v in values])
+
+
+def _configs(fits: pl.DataFrame | None) -> int:
+    if fits is None or fits.is_empty():
+        return 0
+    return fits.select([k for k in CONFIG_KEYS if k in fits.columns]).unique().height
+
+
+def _merge(kept: pl.DataFrame | None, fitted: pl.DataFrame | None) -> pl.DataFrame:
+    """Kept and newly fitted rows in the order fit_curves gives (sorted by the curve keys)."""
+    parts = [part for part in (kept, fitted) if part is not None and part.width]
+    if not parts:
+        return pl.DataFrame()
+    if len(parts) == 1:
+        return parts[0]
+    if kept is not None and kept.is_empty():
+        return fitted
+    if fitted is not None and fitted.is_empty():
+        return kept
+    merged = pl.concat(parts, how="vertical_relaxed")
+    present = [key for key in CURVE_KEYS if key in merged.columns]
+    return merged.sort(present, nulls_last=True) if present else merged
+
+
+def _load_fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, str] | None:
+    if not warehouse_queries.relation_exists(con, INPUTS_TABLE):
+        return None
+    frame = warehouse_queries.read_relation(con, INPUTS_TABLE)
+    return dict(zip(frame["config"].to_list(), frame["fingerprint"].to_list(), strict=True))
+
+
+def _store_fingerprints(
+    con: duckdb.DuckDBPyConnection, fingerprints: dict[str, tuple[str, list[str]]]
+) -> None:
+    frame = pl.DataFrame(
+        {
+            "config": list(fingerprints),
+            "fingerprint": [fingerprint for fingerprint, _ in fingerprints.values()],
+        },
+        schema={"config": pl.String, "fingerprint": pl.String},
+    )
+    warehouse.replace_table(con, INPUTS_TABLE, frame)
 
 
 def load_fits(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:

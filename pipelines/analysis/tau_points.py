@@ -5,6 +5,8 @@ the same SQL. One loader for `tracereplay fit`, the demo and Dagster."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 import polars as pl
 
@@ -17,15 +19,17 @@ def load_tau_points(
     model: str | None = None,
     schedule: str | None = None,
     segment: bool = True,
+    run_ids: Sequence[str] | None = None,
 ) -> tuple[pl.DataFrame, list[str]]:
     """Rows of `int_chunk_tau` for measured runs (simulated reruns, replay_of set, are left
     out: their chunks re-use measured tau, they are no new repeats), plus (`segment`) the chunks
     of runs that have chunk markers in their slices but no chunk rows yet, segmented in memory
-    with each run's rule. Returns (rows, run ids segmented here)."""
-    frame = queries.measured_chunk_tau(con)
+    with each run's rule; of `run_ids` only when given (only their chunks and slices are read).
+    Returns (rows, run ids segmented here)."""
+    frame = queries.measured_chunk_tau(con, run_ids)
     segmented: list[str] = []
     if segment:
-        extra = _segment_unchunked(con)
+        extra = _segment_unchunked(con, run_ids)
         if extra.height:
             segmented = sorted(extra["run_id"].unique().to_list())
             frame = pl.concat([frame, extra], how="diagonal_relaxed")
@@ -36,10 +40,12 @@ def load_tau_points(
     return frame, segmented
 
 
-def _segment_unchunked(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+def _segment_unchunked(
+    con: duckdb.DuckDBPyConnection, among: Sequence[str] | None = None
+) -> pl.DataFrame:
     from pipelines.analysis.chunk_store import segment_run
 
-    run_ids = queries.runs_with_markers_but_no_chunks(con)
+    run_ids = queries.runs_with_markers_but_no_chunks(con, among)
     parts = [segment_run(con, run_id)[0] for run_id in run_ids]
     if not parts:
         return pl.DataFrame()

@@ -9,6 +9,13 @@ incremental  one new run ingested into a lake holding `small` runs, then into on
              files of one ingested run under new run ids (runs rows rewritten with their own
              origin): legitimate setup, far cheaper than ingesting it. Each side is the median
              of 3 ingests (the new run removed after each).
+fit          one run of a new configuration fitted (`fit_and_store`, warehouse connection
+             included, as `tracereplay fit` does) after a history of `small`, then of `large`
+             runs in 5 configurations, already fitted (ratio target <= 1.5x). The history is
+             one synthetic run with chunk rows copied under new ids as above, spread over the
+             configurations by model name. statsmodels is imported by the untimed first fit, on
+             both sides. Each side is the median of 3 (the new run removed and the fit brought
+             back after each, untimed).
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import polars as pl
 
 from pipelines import lake, lake_catalog
 from pipelines.bench.cluster import DEFAULT_RANK, replicate_rank
@@ -80,8 +89,9 @@ class IncrementalProbe:
         return self.wall_s[self.large] / self.wall_s[self.small]
 
 
-def _history(root: Path, template_root: Path, run_id: str, count: int) -> None:
-    """`count` runs in `root` made of the template run's files (new ids, own origins)."""
+def _history(root: Path, template_root: Path, run_id: str, count: int, configs: int = 0) -> None:
+    """`count` runs in `root` made of the template run's files (new ids, own origins; with
+    `configs`, spread over that many configurations by model name)."""
     con = duckdb.connect()
     try:
         for index in range(count):
@@ -94,7 +104,9 @@ def _history(root: Path, template_root: Path, run_id: str, count: int) -> None:
                     if table == "runs":
                         con.execute(
                             f"copy (select * replace ('{new_id}' as run_id,"
-                            f" origin || '/history-{index:05d}' as origin)"
+                            f" origin || '/history-{index:05d}' as origin"
+                            + (f", 'history-{index % configs}' as model" if configs else "")
+                            + ")"
                             f" from read_parquet('{path}')) to '{target / path.name}'"
                             " (format parquet)"
                         )
@@ -135,6 +147,88 @@ def incremental_probe(
                 if [r.status for r in report.runs] != ["loaded"]:
                     raise RuntimeError(f"the new run was not loaded: {report.as_json()}")
                 lake.delete_run(root, report.runs[0].run_id)
+            walls[count] = statistics.median(times)
+    finally:
+        if previous is None:
+            os.environ.pop(LAKE_ENV, None)
+        else:
+            os.environ[LAKE_ENV] = previous
+    return IncrementalProbe(small, large, walls)
+
+
+def _chunk_run(run_id: str, model: str, seed: int, n: int = 12) -> dict[str, pl.DataFrame]:
+    """A simulated run of one request in `n` chunks of 1,024 tokens, tau_k linear in k."""
+    rng = np.random.default_rng(seed)
+    tau = (1e7 * (1 + 0.05 * np.arange(n)) * rng.normal(1, 0.02, n)).astype(np.int64)
+    start = np.arange(n, dtype=np.int64) * 10**9
+    chunks = pl.DataFrame(
+        {
+            "run_id": run_id,
+            "rank": 0,
+            "vstage": 0,
+            "request_id": "r0",
+            "chunk_idx": np.arange(n),
+            "tokens": 1024,
+            "prefix_tokens": np.arange(n) * 1024,
+            "start_ns": start,
+            "end_ns": start + tau,
+            "busy_ns": tau,
+        }
+    )
+    runs = pl.DataFrame(
+        [
+            {
+                "run_id": run_id,
+                "source": "sim",
+                "origin": f"bench/{run_id}",
+                "content_hash": run_id,
+                "model": model,
+                "schedule": "cpp",
+                "chunk_size": 1024,
+                "seq_len": 1024 * n,
+            }
+        ]
+    )
+    return {"runs": runs, "chunks": chunks}
+
+
+def _fit_now() -> None:
+    from pipelines import warehouse
+    from pipelines.analysis.fit_store import fit_and_store
+
+    con = warehouse.connect()
+    try:
+        fit_and_store(con)
+    finally:
+        con.close()
+
+
+def fit_probe(work: Path, small: int = 10, large: int = 1000, repeat: int = 3) -> IncrementalProbe:
+    from pipelines.paths import LAKE_ENV
+
+    template = work / "template_lake"
+    shutil.rmtree(template, ignore_errors=True)
+    lake.init(template)
+    lake.write_run(template, "template", _chunk_run("template", "template", 0))
+    previous = os.environ.get(LAKE_ENV)
+    walls: dict[int, float] = {}
+    try:
+        for count in (small, large):
+            root = work / f"lake_{count}"
+            shutil.rmtree(root, ignore_errors=True)
+            lake.init(root)
+            _history(root, template, "template", count, configs=5)
+            lake_catalog.entries(root)
+            os.environ[LAKE_ENV] = str(root)
+            _fit_now()  # setup: the history fitted (and statsmodels imported)
+            times = []
+            for index in range(repeat):
+                lake.write_run(root, "newcomer", _chunk_run("newcomer", "new-config", index + 1))
+                start = time.perf_counter()
+                _fit_now()
+                times.append(time.perf_counter() - start)
+                lake.delete_run(root, "newcomer")
+                _fit_now()  # untimed: back to the history's fits
             walls[count] = statistics.median(times)
     finally:
         if previous is None:

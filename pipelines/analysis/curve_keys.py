@@ -1,0 +1,12 @@
+"""The columns that name a tau_k curve, importable without the statistics stack."""
+
+from __future__ import annotations
+
+CONFIG_KEYS = (
+    *("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware", "attention"),
+)
+"""A configuration: the run facts whose runs (repeats) are pooled into one fit."""
+
+CURVE_KEYS = (*CONFIG_KEYS, "vstage")
+"""A curve = one configuration and one virtual stage; repeats of it (runs) are pooled. `attention`
+(dense / sparse, a run fact) rides along: it decides which shape the curve is expected to have."""
