@@ -4,17 +4,21 @@ demo and the Dagster asset `tau_fits` all call `fit_and_store`, so the same ware
 same stored rows whichever door ran it.
 
 Incremental: beside `tau_fits` the table `tau_fit_inputs` keeps one fingerprint per configuration
-(sha256 over the fit options and the sorted run id, content hash and segmentation rule of its
-measured runs, from the `runs` table). A fit refits only the configurations whose fingerprint
+(sha256 over the fit options, the code that makes the fit: every source file of
+pipelines/analysis/ and every SQL file under sql/, and the sorted run id, content hash and
+segmentation rule of its measured runs, from the `runs` table), so an upgrade that changes a fit
+or verdict rule refits everything once instead of keeping stale verdicts. A fit refits only the configurations whose fingerprint
 changed (new runs, re-ingested or re-segmented runs, other options), reads chunks and scans slices
 for their runs only, and keeps the stored rows of the others: the same rows a full refit gives,
 since each configuration is fitted on its own points with its own seeds."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -22,6 +26,7 @@ import polars as pl
 from pipelines import warehouse, warehouse_queries
 from pipelines.analysis.curve_keys import CONFIG_KEYS, CURVE_KEYS
 from pipelines.analysis.fit_inputs import current_inputs, store_inputs
+from pipelines.paths import SQL_DIR
 
 FIT_TABLE = "tau_fits"
 INPUTS_TABLE = "tau_fit_inputs"
@@ -114,13 +119,25 @@ def config_fingerprints(
     for row in inputs.iter_rows(named=True):
         key = _config_key(tuple(row[k] for k in CONFIG_KEYS))
         runs.setdefault(key, []).append((row["run_id"], row["content_hash"], row["segmentation"]))
-    salt = json.dumps(asdict(options), sort_keys=True)
+    salt = json.dumps([asdict(options), fit_code_signature()], sort_keys=True)
     result = {}
     for key, members in runs.items():
         members.sort()
         digest = hashlib.sha256(json.dumps([salt, members]).encode()).hexdigest()
         result[key] = (digest, [run_id for run_id, _, _ in members])
     return result
+
+
+@functools.cache
+def fit_code_signature() -> str:
+    """sha256 over the analysis package's sources and the SQL layer: what turns runs into fits."""
+    digest = hashlib.sha256()
+    analysis = Path(__file__).resolve().parent
+    for root, pattern in ((analysis, "*.py"), (SQL_DIR, "*.sql")):
+        for path in sorted(root.rglob(pattern)):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _config_key(values: tuple) -> str:

@@ -109,3 +109,17 @@ def test_in_a_lake_only_new_runs_rows_are_read_and_rows_equal_a_full_refit(
     con.execute(f"drop table {fit_inputs.RUNS_TABLE}")
     assert_frame_equal(after.fits, _full_refit(con))
     con.close()
+
+
+def test_changed_fit_code_refits_every_configuration(tmp_path, monkeypatch) -> None:
+    # an upgrade that changes a fit or verdict rule must not keep the old verdicts
+    from pipelines.analysis import fit_store
+
+    con = wh.connect(tmp_path / "w.duckdb")
+    _linear_run(con, "a0", "model_a", 0)
+    _linear_run(con, "b0", "model_b", 1)
+    fit_and_store(con, OPTIONS)
+    assert fit_and_store(con, OPTIONS).refitted == 0
+    monkeypatch.setattr(fit_store, "fit_code_signature", lambda: "another version")
+    assert fit_and_store(con, OPTIONS).refitted == 2
+    con.close()
