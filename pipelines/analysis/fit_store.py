@@ -7,8 +7,9 @@ Incremental: beside `tau_fits` the table `tau_fit_inputs` keeps one fingerprint 
 (sha256 over the fit options, the code that makes the fit: every source file of
 pipelines/analysis/ and every SQL file under sql/, and the sorted run id, content hash and
 segmentation rule of its measured runs, from the `runs` table), so an upgrade that changes a fit
-or verdict rule refits everything once instead of keeping stale verdicts. A fit refits only the configurations whose fingerprint
-changed (new runs, re-ingested or re-segmented runs, other options), reads chunks and scans slices
+or verdict rule refits everything once instead of keeping stale verdicts. A fit refits only the
+configurations whose fingerprint changed (new runs, re-ingested or re-segmented runs, other
+options, new code), reads chunks and scans slices
 for their runs only, and keeps the stored rows of the others: the same rows a full refit gives,
 since each configuration is fitted on its own points with its own seeds."""
 
