@@ -41,13 +41,14 @@ def test_installed_wheel_writes_data_into_the_working_folder(tmp_path: Path) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACEREPLAY_", "VIRTUAL_"))}
     _run([uv, "build", "--wheel", "--offline", "--out-dir", tmp_path / "dist"], REPO, env)
     (wheel,) = (tmp_path / "dist").glob("tracereplay-*.whl")
-    reqs = tmp_path / "requirements.txt"
-    export = ["export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "-q"]
-    _run([uv, *export, "-o", reqs], REPO, env)
+    # the locked dependencies straight from the lock's URLs (cached by `uv sync`), no index
+    # resolution: `uv pip install -r` would need the index pages, which a frozen sync never fetched
     venv = tmp_path / "venv"
-    _run([uv, "venv", "-q", "--offline", "-p", sys.executable, venv], tmp_path, env)
+    sync_env = {**env, "UV_PROJECT_ENVIRONMENT": str(venv)}
+    sync = ["sync", "-q", "--frozen", "--offline", "--no-dev", "--no-install-project"]
+    _run([uv, *sync, "-p", sys.executable], REPO, sync_env)
     python = venv / "bin" / "python"
-    _run([uv, "pip", "install", "-q", "--offline", "-p", python, "-r", reqs, wheel], tmp_path, env)
+    _run([uv, "pip", "install", "-q", "--offline", "--no-deps", "-p", python, wheel], tmp_path, env)
 
     work = tmp_path / "empty"
     work.mkdir()
