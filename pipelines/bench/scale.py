@@ -26,6 +26,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import duckdb
 import numpy as np
@@ -125,9 +126,8 @@ def incremental_probe(
     template = work / "template_lake"
     first = replicate_rank(work / "template" / "run", 2)
     newcomer = replicate_rank(work / "new" / "run", 2, DEFAULT_RANK)
-    previous = os.environ.get(LAKE_ENV)
     walls: dict[int, float] = {}
-    try:
+    with mock.patch.dict(os.environ):  # LAKE_ENV as it was, once the probe is done
         os.environ[LAKE_ENV] = str(template)
         run_id = ingest_paths([first], WarehouseTarget(), progress=False).runs[0].run_id
         for count in (small, large):
@@ -148,11 +148,6 @@ def incremental_probe(
                     raise RuntimeError(f"the new run was not loaded: {report.as_json()}")
                 lake.delete_run(root, report.runs[0].run_id)
             walls[count] = statistics.median(times)
-    finally:
-        if previous is None:
-            os.environ.pop(LAKE_ENV, None)
-        else:
-            os.environ[LAKE_ENV] = previous
     return IncrementalProbe(small, large, walls)
 
 
@@ -210,9 +205,8 @@ def fit_probe(work: Path, small: int = 10, large: int = 1000, repeat: int = 3) -
     shutil.rmtree(template, ignore_errors=True)
     lake.init(template)
     lake.write_run(template, "template", _chunk_run("template", "template", 0))
-    previous = os.environ.get(LAKE_ENV)
     walls: dict[int, float] = {}
-    try:
+    with mock.patch.dict(os.environ):  # LAKE_ENV as it was, once the probe is done
         for count in (small, large):
             root = work / f"lake_{count}"
             shutil.rmtree(root, ignore_errors=True)
@@ -230,9 +224,4 @@ def fit_probe(work: Path, small: int = 10, large: int = 1000, repeat: int = 3) -
                 lake.delete_run(root, "newcomer")
                 _fit_now()  # untimed: back to the history's fits
             walls[count] = statistics.median(times)
-    finally:
-        if previous is None:
-            os.environ.pop(LAKE_ENV, None)
-        else:
-            os.environ[LAKE_ENV] = previous
     return IncrementalProbe(small, large, walls)

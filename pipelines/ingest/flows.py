@@ -116,17 +116,9 @@ def _enclosing(flows: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
     holds = (pl.col("start_ns") <= pl.col("ts")) & (
         (pl.col("ts") < pl.col("end_ns")) | (pl.col("ts") == pl.col("start_ns"))
     )
-    left = flows.select("_flow", "ph", "link", "_thread", pl.col("start_ns").alias("ts")).sort("ts")
     # the latest slice starting at or before ts holds it unless it ended before ts (a finished
     # child of the enclosing slice): those few are matched against their whole thread
-    nearest = left.join_asof(
-        candidates,
-        left_on="ts",
-        right_on="start_ns",
-        by="_thread",
-        strategy="backward",
-        check_sortedness=False,
-    )
+    left, nearest = _nearest_slice(flows, candidates, "backward")
     direct = nearest.filter(holds)
     rest = left.join(direct.select("_flow"), on="_flow", how="anti")
     fallback = (
@@ -140,17 +132,26 @@ def _enclosing(flows: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([direct.select(columns), fallback.select(columns)])
 
 
-def _next(flows: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
-    """Flow ends bound to the next slice of their thread starting at or after their ts."""
+def _nearest_slice(
+    flows: pl.DataFrame, candidates: pl.DataFrame, strategy: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Flow ends at `ts` (sorted) and each joined to the nearest slice of its thread starting at
+    or before (`backward`) or at or after (`forward`) it."""
     left = flows.select("_flow", "ph", "link", "_thread", pl.col("start_ns").alias("ts")).sort("ts")
     nearest = left.join_asof(
         candidates,
         left_on="ts",
         right_on="start_ns",
         by="_thread",
-        strategy="forward",
+        strategy=strategy,
         check_sortedness=False,
     )
+    return left, nearest
+
+
+def _next(flows: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
+    """Flow ends bound to the next slice of their thread starting at or after their ts."""
+    _, nearest = _nearest_slice(flows, candidates, "forward")
     return nearest.filter(pl.col(ROW).is_not_null()).select("_flow", "ph", "link", ROW)
 
 

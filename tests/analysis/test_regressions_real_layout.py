@@ -17,20 +17,13 @@ import numpy as np
 import pytest
 
 from pipelines.cli import main
+from pipelines.ingest.step_trace import COLUMN_HEADERS
 
 B1 = "msinsight/test/data/pytorch/text/level1"
 NIGHTS, STEP_AT, STEP = 12, 6, 0.08
 DAY_NS = 86_400 * 1_000_000_000
-DURATION_COLUMNS = (
-    "Computing",
-    "Communication(Not Overlapped)",
-    "Overlapped",
-    "Communication",
-    "Free",
-    "Stage",
-    "Bubble",
-    "Communication(Not Overlapped and Exclude Receive)",
-)
+# every duration column of step_trace_time.csv but Preparing (the time before the step)
+DURATION_COLUMNS = [h for c, h in COLUMN_HEADERS.items() if c != "preparing_ns"]
 
 
 def _write_night(source: Path, dest: Path, night: int, factor: float) -> None:
