@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -30,6 +32,7 @@ def vega_bundle() -> str:
     return vlc.javascript_bundle().replace("</script", "<\\/script")
 
 
+PNG_THREADS = max(1, min(4, os.cpu_count() or 1))
 CONTENTS_FROM = 6  # pages with more charts than this list them at the top
 
 _STYLE = (
@@ -56,10 +59,22 @@ for (const [id, spec] of Object.entries(specs)) {
 """
 
 
-def page_html(title: str, sections: list[Section], intro: str = "") -> str:
+def chart_spec(chart: alt.TopLevelMixin) -> dict:
+    """The Vega-Lite spec of a chart, made once per chart for its page and its PNG. Altair's
+    schema validation is left to the chart functions' tests (tests/dashboards): on a full site
+    it took a fifth of the build (docs/dashboards.md); vl-convert still refuses a bad spec."""
+    return chart.to_dict(validate=False)
+
+
+def page_html(
+    title: str, sections: list[Section], intro: str = "", specs: list[dict] | None = None
+) -> str:
     """A page: title, intro paragraph (HTML), then each section's chart rendered by Vega-Embed
-    (SVG renderer) from its spec inlined in the page."""
-    specs = {f"chart-{s.slug}": s.chart.to_dict() for s in sections}
+    (SVG renderer) from its spec inlined in the page (`specs`: the sections' specs when the
+    caller has made them already)."""
+    if specs is None:
+        specs = [chart_spec(s.chart) for s in sections]
+    specs = {f"chart-{s.slug}": spec for s, spec in zip(sections, specs, strict=True)}
     contents = ""
     if len(sections) > CONTENTS_FROM:  # a long page gets a list of its charts at the top
         items = "".join(
@@ -101,10 +116,12 @@ def write_page(path: Path, title: str, sections: list[Section], intro: str = "")
     """Write the page and one PNG per section beside it (<page stem>-<slug>.png); returns the
     PNG paths."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page_html(title, sections, intro), encoding="utf-8")
-    pngs = []
-    for section in sections:
-        png = path.with_name(f"{path.stem}-{section.slug}.png")
-        png.write_bytes(vlc.vegalite_to_png(section.chart.to_json(), scale=1))
-        pngs.append(png)
+    specs = [chart_spec(section.chart) for section in sections]
+    path.write_text(page_html(title, sections, intro, specs), encoding="utf-8")
+    pngs = [path.with_name(f"{path.stem}-{section.slug}.png") for section in sections]
+    # vl-convert renders outside the GIL: two at a time on 2 cores (docs/dashboards.md)
+    with ThreadPoolExecutor(max_workers=PNG_THREADS) as pool:
+        images = pool.map(lambda spec: vlc.vegalite_to_png(spec, scale=1), specs)
+        for png, image in zip(pngs, images, strict=True):
+            png.write_bytes(image)
     return pngs

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 import re
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,6 +46,13 @@ DISTRIBUTED_KEYS = {
 RANK_TABLES = ("slices", "kernels", "comm_ops", "step_breakdown")
 _CHUNK = 1 << 20
 _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracereplay-hash")
+# the rank folders of one run are read side by side (DuckDB scans and Polars release the GIL;
+# measured in docs/ingest.md), unless together they are large enough that reading them at once
+# could multiply the memory peak: then one at a time, the streamed reader's budget applies
+_RANK_READERS = ThreadPoolExecutor(
+    max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="tracereplay-rank"
+)
+PARALLEL_RANKS_MAX_SHARE = 8  # side by side only while the ranks' bytes <= memory budget / this
 
 
 class ReaderMissing(Exception):
@@ -200,6 +208,24 @@ def _merge_ranks(own: pl.DataFrame, summaries: list[pl.DataFrame], run_id: str) 
     return pl.concat([merged.cast(SCHEMAS["ranks"]), missing.cast(SCHEMAS["ranks"])]).sort("rank")
 
 
+def _guarded(
+    path: Path,
+    reader: Callable[[Path], Any],
+    quarantined: list[Quarantined],
+    blame: Path | None = None,
+) -> Any:
+    """reader(path), or None with the failure added to `quarantined`."""
+    try:
+        return reader(path)
+    except QuarantineError as exc:
+        quarantined.append(exc.quarantined(blame or path))
+    except Exception as exc:  # a reader bug must not stop the other inputs
+        quarantined.append(
+            Quarantined(str(path), "read_error", f"{type(exc).__name__}: {exc}"[:300])
+        )
+    return None
+
+
 class RunAssembler:
     """Collects the ranks of one run and produces its RunFrames."""
 
@@ -240,25 +266,16 @@ class RunAssembler:
         return run_id_for(self.run.origin, self.hash)
 
     def _call(self, path: Path, reader: Callable[[Path], Any], blame: Path | None = None) -> Any:
-        try:
-            return reader(path)
-        except QuarantineError as exc:
-            self.quarantined.append(exc.quarantined(blame or path))
-        except Exception as exc:  # a reader bug must not stop the other inputs
-            self.quarantined.append(
-                Quarantined(str(path), "read_error", f"{type(exc).__name__}: {exc}"[:300])
-            )
-        return None
+        return _guarded(path, reader, self.quarantined, blame)
 
     def read(self) -> None:
         """Run every reader this run needs."""
-        for rank in self.run.ranks:
-            module = "ascend_text" if rank.reader == "ascend_text" else "ascend_db"
-            # a db rank's failure is its .db file's (the reader reports the folder)
-            blame = next((p for p in rank.files if p.suffix == ".db"), None)
-            self._read_with(
-                rank.path, module, "read_rank", blame if module == "ascend_db" else None
-            )
+        if self._ranks_side_by_side():
+            for result in list(_RANK_READERS.map(self._read_rank, self.run.ranks)):
+                self._keep(*result)
+        else:
+            for rank in self.run.ranks:
+                self._keep(*self._read_rank(rank))
         for path in self.run.kineto_files:
             self._read_with(path, "kineto", "read_trace")
         for folder in self.run.cluster_dirs:
@@ -266,16 +283,47 @@ class RunAssembler:
         if self.run.topology_files:
             self._read_summary(list(self.run.topology_files), "topology", "read_topology")
 
+    def _ranks_side_by_side(self) -> bool:
+        if len(self.run.ranks) < 2 or _RANK_READERS._max_workers < 2:
+            return False
+        from pipelines.ingest import memory
+
+        try:
+            size = sum(p.stat().st_size for rank in self.run.ranks for p in rank.files)
+        except OSError:
+            return False  # the serial path reports the unreadable file
+        return size <= memory.max_memory() // PARALLEL_RANKS_MAX_SHARE
+
+    def _read_rank(self, rank: Any) -> tuple[Any, list[Quarantined], list[tuple[str, str]]]:
+        """Read one rank folder without touching this assembler (safe on a worker thread):
+        (RankFrames or None, inputs set aside, inputs skipped)."""
+        module = "ascend_text" if rank.reader == "ascend_text" else "ascend_db"
+        # a db rank's failure is its .db file's (the reader reports the folder)
+        blame = next((p for p in rank.files if p.suffix == ".db"), None)
+        try:
+            reader = _reader(module, "read_rank")
+        except ReaderMissing as exc:
+            return None, [], [(str(rank.path), str(exc))]
+        quarantined: list[Quarantined] = []
+        frames = _guarded(rank.path, reader, quarantined, blame if module == "ascend_db" else None)
+        return frames, quarantined, []
+
+    def _keep(
+        self, frames: Any, quarantined: list[Quarantined], skipped: list[tuple[str, str]]
+    ) -> None:
+        self.quarantined.extend(quarantined)
+        self.skipped.extend(skipped)
+        if isinstance(frames, RankFrames):
+            self.quarantined.extend(frames.quarantined)
+            self.rank_frames.append(frames)
+
     def _read_with(self, path: Path, module: str, function: str, blame: Path | None = None) -> None:
         try:
             reader = _reader(module, function)
         except ReaderMissing as exc:
             self.skipped.append((str(path), str(exc)))
             return
-        frames = self._call(path, reader, blame)
-        if isinstance(frames, RankFrames):
-            self.quarantined.extend(frames.quarantined)
-            self.rank_frames.append(frames)
+        self._keep(self._call(path, reader, blame), [], [])
 
     def _read_summary(
         self, source: Path | list[Path], module: str, function: str, **options: Any

@@ -56,38 +56,46 @@ def trimmed(column: str) -> str:
     return f"case when {cell} in ({missing}) then null else {cell} end"
 
 
-def check_excel(con: duckdb.DuckDBPyConnection, view: str, column: str, name: str) -> None:
-    """Excel damage in a number column quarantines the file: Excel rewrote every long number of
-    the sheet, so no time in it can be trusted to the nanosecond."""
-    cell = trimmed(column)
-    mangled = con.sql(
-        f"select {cell} from {view} where regexp_matches({cell}, '{EXCEL_MANGLED}') limit 1"
-    ).fetchone()
-    if mangled:
-        count = con.sql(
-            f"select count(*) from {view} where regexp_matches({cell}, '{EXCEL_MANGLED}')"
-        ).fetchone()[0]
-        raise QuarantineError(
-            "excel_mangled_number",
-            f"{name}: {count} '{column}' cells in scientific notation such as {mangled[0]!r}"
-            " (precision lost, likely saved by Excel)",
-        )
-
-
-def check_time_column(con: duckdb.DuckDBPyConnection, view: str, column: str, name: str) -> None:
-    """Quarantine-worthy problems of a time column: Excel damage or cells that are not numbers
-    (an empty or N/A cell is not one: the reader drops that row as missing)."""
-    check_excel(con, view, column, name)
-    cell = trimmed(column)
-    bad = con.sql(
-        f"select count(*), any_value({quoted(column)}) from {view}"
-        f" where {cell} is not null and not regexp_matches({cell}, '{NUMBER}')"
-    ).fetchone()
-    if bad[0]:
-        raise QuarantineError(
-            "unparsable_rows",
-            f"{name}: {bad[0]} rows whose '{column}' is not a number (e.g. {bad[1]!r})",
-        )
+def check_time_columns(
+    con: duckdb.DuckDBPyConnection,
+    view: str,
+    name: str,
+    numbers: list[str],
+    excel_only: tuple[str, ...] | list[str] = (),
+) -> None:
+    """Quarantine-worthy problems of time columns, found in one scan of the file: Excel damage
+    in any of them (Excel rewrote every long number of the sheet, so no time in it can be
+    trusted to the nanosecond), and in `numbers` cells that are not numbers (an empty or N/A
+    cell is not one: the reader drops that row as missing). The first problem, in column order
+    and Excel damage before the rest, raises QuarantineError."""
+    aggregates = []
+    for i, column in enumerate([*numbers, *excel_only]):
+        cell = trimmed(column)
+        mangled = f"regexp_matches({cell}, '{EXCEL_MANGLED}')"
+        aggregates += [
+            f"count(*) filter (where {mangled}) as mangled_{i}",
+            f"any_value({cell}) filter (where {mangled}) as mangled_example_{i}",
+        ]
+        if column in numbers:
+            unparsable = f"{cell} is not null and not regexp_matches({cell}, '{NUMBER}')"
+            aggregates += [
+                f"count(*) filter (where {unparsable}) as unparsable_{i}",
+                f"any_value({quoted(column)}) filter (where {unparsable}) as unparsable_eg_{i}",
+            ]
+    found = con.sql(f"select {', '.join(aggregates)} from {view}").pl().row(0, named=True)
+    for i, column in enumerate([*numbers, *excel_only]):
+        if found[f"mangled_{i}"]:
+            raise QuarantineError(
+                "excel_mangled_number",
+                f"{name}: {found[f'mangled_{i}']} '{column}' cells in scientific notation such as"
+                f" {found[f'mangled_example_{i}']!r} (precision lost, likely saved by Excel)",
+            )
+        if found.get(f"unparsable_{i}"):
+            raise QuarantineError(
+                "unparsable_rows",
+                f"{name}: {found[f'unparsable_{i}']} rows whose '{column}' is not a number"
+                f" (e.g. {found[f'unparsable_eg_{i}']!r})",
+            )
 
 
 def pick(columns: list[str], *candidates: str) -> str | None:

@@ -26,8 +26,7 @@ from pipelines.ingest import dropped as drop
 from pipelines.ingest.csv_text import (
     NUMBER,
     as_int_sql,
-    check_excel,
-    check_time_column,
+    check_time_columns,
     open_csv,
     quoted,
     require,
@@ -66,10 +65,7 @@ def read_kernel_details(path: Path) -> KernelDetails:
         wait = pick_column(columns, "Wait Time(us)", "Task Wait Time(us)")
         step = pick_column(columns, "Step Id", "Step ID")
         device = pick_column(columns, "Device_id", "Device Id")
-        check_time_column(con, "kd", col["start"], path.name)
-        check_time_column(con, "kd", col["dur"], path.name)
-        if wait:
-            check_excel(con, "kd", wait, path.name)
+        check_time_columns(con, "kd", path.name, [col["start"], col["dur"]], [wait] if wait else [])
         step_cell, wait_cell = (
             (trimmed(step) if step else "null"),
             (trimmed(wait) if wait else "null"),
