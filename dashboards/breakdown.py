@@ -32,12 +32,12 @@ def breakdown_chart(frame: pl.DataFrame, title: str = TITLE) -> alt.FacetChart:
             color=alt.Color("part:N", scale=PART_COLORS, legend=part_legend()),
             order=alt.Order("part_order:Q"),
             tooltip=[
-                "run_id",
-                "rank",
-                "part",
+                alt.Tooltip("run_id"),
+                alt.Tooltip("rank"),
+                alt.Tooltip("part"),
                 alt.Tooltip("ms:Q", format=".3f", title="ms"),
-                "origin",
-                "n_steps",
+                alt.Tooltip("origin"),
+                alt.Tooltip("n_steps"),
             ],
         )
         .properties(width=WIDTH)

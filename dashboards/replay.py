@@ -38,15 +38,18 @@ def replay_chart(pairs: pl.DataFrame, metric: str, title: str = "") -> alt.Layer
     )
     base = alt.Chart(data)
     errors = base.mark_rule().encode(
-        x="measured_min_ms:Q", x2="measured_max_ms:Q", y="predicted_ms:Q", color="schedule:N"
+        x=alt.X("measured_min_ms:Q"),
+        x2=alt.X2("measured_max_ms:Q"),
+        y=alt.Y("predicted_ms:Q"),
+        color=alt.Color("schedule:N"),
     )
     dots = base.mark_point(filled=True, size=80).encode(
-        x="measured_ms:Q",
-        y="predicted_ms:Q",
+        x=alt.X("measured_ms:Q"),
+        y=alt.Y("predicted_ms:Q"),
         color=alt.Color("schedule:N", title="schedule"),
         tooltip=[
-            "schedule",
-            "n_measured",
+            alt.Tooltip("schedule"),
+            alt.Tooltip("n_measured"),
             alt.Tooltip("measured_ms:Q", format=".3f"),
             alt.Tooltip("predicted_ms:Q", format=".3f"),
         ],

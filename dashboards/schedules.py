@@ -34,15 +34,17 @@ def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
         y=alt.Y("mean:Q", title=Y_TITLE),
         color=alt.Color("part:N", scale=PART_COLORS, legend=part_legend(RUN_PART_LABELS)),
         tooltip=[
-            "schedule",
-            "part",
-            "n",
+            alt.Tooltip("schedule"),
+            alt.Tooltip("part"),
+            alt.Tooltip("n"),
             alt.Tooltip("mean:Q", format=".3f"),
             alt.Tooltip("lo:Q", format=".3f"),
             alt.Tooltip("hi:Q", format=".3f"),
         ],
     )
-    errors = base.mark_errorbar(ticks=True).encode(y=alt.Y("lo:Q", title=Y_TITLE), y2="hi:Q")
+    errors = base.mark_errorbar(ticks=True).encode(
+        y=alt.Y("lo:Q", title=Y_TITLE), y2=alt.Y2("hi:Q")
+    )
     return (
         alt.layer(bars, errors, data=data)
         .properties(width=220, height=140)

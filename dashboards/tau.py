@@ -74,21 +74,29 @@ def tau_chart(points: pl.DataFrame, band: pl.DataFrame, fit: dict) -> alt.VConca
         x=x,
         y=alt.Y("tau_ms:Q", title="τ_k (ms)", scale=alt.Scale(zero=False)),
         color=run,
-        tooltip=["run_id", "chunk_idx", alt.Tooltip("tau_ms:Q", format=".2f", title="τ_k (ms)")],
+        tooltip=[
+            alt.Tooltip("run_id"),
+            alt.Tooltip("chunk_idx"),
+            alt.Tooltip("tau_ms:Q", format=".2f", title="τ_k (ms)"),
+        ],
     )
     columns = ("chunk_idx", "fit_ms", "lo_ms", "hi_ms", "n_runs", "mean_ms", "mean_lo_ms")
     base_band = alt.Chart(band.select(*columns, "mean_hi_ms")).transform_calculate(
         mean_resid_ms="datum.mean_ms - datum.fit_ms"
     )
-    area = base_band.mark_area(opacity=0.2, color="#888").encode(x=x, y="lo_ms:Q", y2="hi_ms:Q")
-    line = base_band.mark_line(color="#555", strokeDash=[6, 4]).encode(x=x, y="fit_ms:Q")
-    spread = base_band.mark_rule(color="#222").encode(x=x, y="mean_lo_ms:Q", y2="mean_hi_ms:Q")
+    area = base_band.mark_area(opacity=0.2, color="#888").encode(
+        x=x, y=alt.Y("lo_ms:Q"), y2=alt.Y2("hi_ms:Q")
+    )
+    line = base_band.mark_line(color="#555", strokeDash=[6, 4]).encode(x=x, y=alt.Y("fit_ms:Q"))
+    spread = base_band.mark_rule(color="#222").encode(
+        x=x, y=alt.Y("mean_lo_ms:Q"), y2=alt.Y2("mean_hi_ms:Q")
+    )
     mean = base_band.mark_line(color="#222", point=alt.OverlayMarkDef(color="#222")).encode(
         x=x,
-        y="mean_ms:Q",
+        y=alt.Y("mean_ms:Q"),
         tooltip=[
-            "chunk_idx",
-            "n_runs",
+            alt.Tooltip("chunk_idx"),
+            alt.Tooltip("n_runs"),
             alt.Tooltip("mean_ms:Q", format=".2f", title="mean τ_k (ms)"),
             alt.Tooltip("mean_lo_ms:Q", format=".2f", title="95% lo (ms)"),
             alt.Tooltip("mean_hi_ms:Q", format=".2f", title="95% hi (ms)"),
@@ -96,15 +104,15 @@ def tau_chart(points: pl.DataFrame, band: pl.DataFrame, fit: dict) -> alt.VConca
         ],
     )
     title = alt.TitleParams(tau_title(fit), subtitle=LEGEND, fontSize=12, subtitleFontSize=10)
-    top = (area + line + dots + spread + mean).properties(width=WIDTH, height=220, title=title)
+    top = alt.layer(area, line, dots, spread, mean).properties(width=WIDTH, height=220, title=title)
     zero = alt.Chart(pl.DataFrame({"y": [0.0]})).mark_rule(color="#555", strokeDash=[6, 4])
     resid = base_points.mark_circle(size=25, opacity=0.45).encode(
         x=x, y=alt.Y("resid_ms:Q", title="residual (ms)"), color=run
     )
     mean_resid = base_band.mark_line(color="#222", point=alt.OverlayMarkDef(color="#222")).encode(
-        x=x, y="mean_resid_ms:Q"
+        x=x, y=alt.Y("mean_resid_ms:Q")
     )
-    bottom = (zero.encode(y="y:Q") + resid + mean_resid).properties(
+    bottom = alt.layer(zero.encode(y=alt.Y("y:Q")), resid, mean_resid).properties(
         width=WIDTH, height=100, title="τ_k minus the fitted line"
     )
     return alt.vconcat(top, bottom)

@@ -55,16 +55,16 @@ def timeline_chart(spans: pl.DataFrame, title: str = "") -> alt.FacetChart:
     unit = "s" if seconds else "ms"
     base = alt.Chart().encode(
         x=alt.X("start_ms:Q", title=f"time from the run's first chunk ({unit})", axis=axis),
-        x2="end_ms:Q",
+        x2=alt.X2("end_ms:Q"),
         y=alt.Y("lane:N", title=None, sort="ascending"),
     )
     bars = base.mark_bar(stroke="white", strokeWidth=0.5).encode(
         color=color,
         tooltip=[
-            "kind",
-            "lane",
-            "request_id",
-            "chunk_idx",
+            alt.Tooltip("kind"),
+            alt.Tooltip("lane"),
+            alt.Tooltip("request_id"),
+            alt.Tooltip("chunk_idx"),
             alt.Tooltip("start_ms:Q", format=",.3f", title="start (ms)"),
             alt.Tooltip("end_ms:Q", format=",.3f", title="end (ms)"),
             alt.Tooltip("dur_ms:Q", format=",.3f", title="duration (ms)"),
@@ -77,7 +77,7 @@ def timeline_chart(spans: pl.DataFrame, title: str = "") -> alt.FacetChart:
         .transform_filter("datum.kind == 'chunk' && datum.dur_ms * 40 >= datum.last_ms")
         .transform_calculate(mid="(datum.start_ms + datum.end_ms) / 2", k="'C' + datum.chunk_idx")
         .mark_text(fontSize=8, color="white")
-        .encode(x="mid:Q", text="k:N")
+        .encode(x=alt.X("mid:Q"), text=alt.Text("k:N"))
     )
     layered = alt.layer(bars, labels, data=frame).properties(width=WIDTH + 200)
     return layered.facet(

@@ -33,15 +33,15 @@ def trend_chart(
         legend=alt.Legend(labelLimit=0, orient="bottom", direction="vertical"),
     )
     base = alt.Chart(data)
-    band = base.mark_area(opacity=0.2).encode(x=x, y="lo:Q", y2="hi:Q", color=color)
+    band = base.mark_area(opacity=0.2).encode(x=x, y=alt.Y("lo:Q"), y2=alt.Y2("hi:Q"), color=color)
     line = base.mark_line(point=True).encode(
         x=x,
         y=alt.Y("mean:Q", title=f"{metric} (ms, nightly mean)"),
         color=color,
         tooltip=[
-            "config",
-            "collected_at",
-            "n",
+            alt.Tooltip("config"),
+            alt.Tooltip("collected_at"),
+            alt.Tooltip("n"),
             alt.Tooltip("mean:Q", format=".3f"),
             alt.Tooltip("lo:Q", format=".3f"),
             alt.Tooltip("hi:Q", format=".3f"),
@@ -56,7 +56,7 @@ def trend_chart(
             alt.Chart(changes)
             .mark_rule(strokeDash=[4, 3], strokeWidth=2)
             .encode(
-                x="collected_at:T",
+                x=alt.X("collected_at:T"),
                 stroke=alt.Stroke(
                     "direction:N",
                     title="change point",

@@ -43,7 +43,7 @@ import polars as pl
 from pipelines.ingest import dropped as drop
 from pipelines.ingest import flows as flow_links
 from pipelines.ingest import memory
-from pipelines.ingest.duck import scratch_connection, sql_string
+from pipelines.ingest.duck import private_connection, sql_string
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.intervals import assign_steps
@@ -404,7 +404,7 @@ def _configure(con: duckdb.DuckDBPyConnection) -> None:
 
 def _read_trace_view(path: Path, max_object: int) -> TraceView:
     """One in-memory read with a given DuckDB object-size limit."""
-    con = scratch_connection()
+    con = private_connection()
     _configure(con)
     try:
         raw = _raw_relation(con, path, max_object)
@@ -427,7 +427,7 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
     slices stay there as a LazyFrame that the warehouse write streams in batches."""
     spill = memory.new_spill_dir()
     target = spill / "trace_view.parquet"
-    con = scratch_connection()
+    con = private_connection()
     _configure(con)
     con.execute(f"set memory_limit = '{max(64, budget // (4 << 20))}MiB'")
     con.execute(f"set temp_directory = {sql_string(spill)}")
