@@ -47,7 +47,7 @@ RANK_TABLES = ("slices", "kernels", "comm_ops", "step_breakdown")
 _CHUNK = 1 << 20
 _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracereplay-hash")
 # the rank folders of one run are read side by side (DuckDB scans and Polars release the GIL;
-# measured in docs/ingest.md), unless together they are large enough that reading them at once
+# measured in docs/bench_ingest.md), unless together they are large enough that reading them at once
 # could multiply the memory peak: then one at a time, the streamed reader's budget applies
 _RANK_READERS = ThreadPoolExecutor(
     max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="tracereplay-rank"

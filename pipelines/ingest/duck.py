@@ -46,7 +46,7 @@ _scratch = threading.local()
 def scratch_connection() -> duckdb.DuckDBPyConnection:
     """A new connection (the caller closes it) to this thread's in-memory scratch database,
     for a reader that changes no database-wide setting. Opening a database costs ~20 ms, a
-    sixth of a small run's ingest (docs/ingest.md); a connection to an open one, well under
+    sixth of a small run's ingest (docs/bench_ingest.md); a connection to an open one, well under
     1 ms. Its views and registered relations are its own and go with it."""
     database = getattr(_scratch, "database", None)
     if database is None or _scratch.pid != os.getpid():  # a forked child opens its own

@@ -50,7 +50,7 @@ def read_step_trace_time(path: Path) -> StepTrace:
         found = [key for key, header in present.items() if header is not None]
         # one row per cell (long form), so the conversion is written, and compiled by DuckDB,
         # once rather than once per column: half the time of a file of a few rows
-        # (docs/ingest.md); the cells go back to columns in Polars
+        # (docs/bench_ingest.md); the cells go back to columns in Polars
         cells = con.sql(
             f"""
             select row_number() over () as row_no,
