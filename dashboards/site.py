@@ -63,6 +63,10 @@ class SiteReport:
         }
 
 
+def _runs(count: int) -> str:
+    return f"{count} run" if count == 1 else f"{count} runs"
+
+
 def _tau_sections(curves: data.TauCurves) -> list[Section]:
     sections = []
     for i, fit in enumerate(curves.fits.to_dicts()):
@@ -134,7 +138,7 @@ def _family_sections(
         sections = [
             Section(
                 "ranks",
-                f"{breakdown['run_id'].n_unique()} runs{which}",
+                _runs(breakdown["run_id"].n_unique()) + which,
                 breakdown_chart(breakdown),
                 "one preferred breakdown row per rank and step (int_step_breakdown_preferred),"
                 " summed over steps; origin in the tooltip",
@@ -194,7 +198,7 @@ def _freshness_html(con: duckdb.DuckDBPyConnection, selector: Selector, run_ids:
     fresh = data.freshness(con, run_ids)
     return (
         f"<p>Selection: <code>{html.escape(selector.text or '(every measured run)')}</code>, "
-        f"{fresh['runs']} runs; collected {fresh['first_collected']} .. "
+        f"{_runs(fresh['runs'])}; collected {fresh['first_collected']} .. "
         f"{fresh['last_collected']}; last ingested {fresh['last_ingested']}; "
         f"pages built {time.strftime('%Y-%m-%d %H:%M:%S')}.</p>"
     )

@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
             "chunk markers, or run `tracereplay demo`"
         )
     print(
-        f"{len(report.run_ids)} runs, {len(report.pages)} pages in {report.seconds:.1f} s; "
-        f"open {report.index}"
+        f"{len(report.run_ids)} run{'' if len(report.run_ids) == 1 else 's'},"
+        f" {len(report.pages)} page{'' if len(report.pages) == 1 else 's'}"
+        f" in {report.seconds:.1f} s; open {report.index}"
     )
     return ExitCode.OK
