@@ -83,14 +83,17 @@ def connect(
 ) -> duckdb.DuckDBPyConnection:
     """Open the warehouse (creating the file, its folder and the canonical schema when writable).
     With a lake set (pipelines.paths.lake_path), the canonical tables are views over the lake's
-    Parquet partitions (docs/lake.md) and the file holds only those views and tau_fits.
+    Parquet partitions (docs/lake.md) and the file holds only those views and tau_fits; never
+    for ":memory:", a scratch warehouse of tables.
 
     An existing path must be a DuckDB file (WarehouseError otherwise). When another process holds
     the file's lock, wait for it up to `wait_s` seconds (default $TRACEREPLAY_WAIT or 300 s),
     saying once through `on_wait` who holds it; WarehouseError when the time is up."""
     target = warehouse_path(path)
     memory = str(target) == ":memory:"
-    root = lake_path()
+    # an in-memory warehouse is a scratch one (tables of frames held in memory, as
+    # tau_points.chunk_tau_of makes): it never reads a lake, even with one set
+    root = None if memory else lake_path()
     if root is not None and read_only and not memory and not Path(target).exists():
         # ingest into a lake never opens the warehouse file: its views are made on first read
         connect(target, wait_s=wait_s, on_wait=on_wait).close()

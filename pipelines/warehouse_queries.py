@@ -296,6 +296,23 @@ def fit_inputs_of(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -> pl.Da
     return fit_inputs(con, "(" + " union all ".join(f"select * from {s}" for s in scans) + ")")
 
 
+def union_rows(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -> pl.DataFrame:
+    """Rows of the union of `scans` (relations of one table's rows, pipelines.lake.run_scan)."""
+    return con.execute(" union all ".join(f"select * from {s}" for s in scans)).pl()
+
+
+def runs_with_markers_in(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -> list[str]:
+    """Run ids whose host slices carry chunk[...] markers, among `scans` (relations of `slices`
+    rows, pipelines.lake.run_scan)."""
+    rows = con.execute(
+        " union ".join(
+            f"select distinct run_id from {s} where lane = 'host' and name like 'chunk[%'"
+            for s in scans
+        )
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
 def stored_views_signature(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
     """The signature held in `table` (pipelines.warehouse.lake_views_signature), else None."""
     if not relation_exists(con, table):

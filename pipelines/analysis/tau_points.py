@@ -6,12 +6,18 @@ the same SQL. One loader for `tracereplay fit`, the demo and Dagster."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from pipelines import sql_runner, warehouse
+from pipelines import lake, sql_runner, warehouse
 from pipelines import warehouse_queries as queries
+
+PER_RUN_SCANS_UP_TO = 50
+"""In a lake, up to this many given runs are read through their own folders (lake.run_scan);
+the views glob every run's folder, which at 1,000 runs cost more than the new run's own rows
+(docs/lake.md, incremental fit)."""
 
 
 def load_tau_points(
@@ -26,10 +32,15 @@ def load_tau_points(
     of runs that have chunk markers in their slices but no chunk rows yet, segmented in memory
     with each run's rule; of `run_ids` only when given (only their chunks and slices are read).
     Returns (rows, run ids segmented here)."""
-    frame = queries.measured_chunk_tau(con, run_ids)
+    root = lake.stored_root(con)
+    per_run = root is not None and run_ids is not None and len(run_ids) <= PER_RUN_SCANS_UP_TO
+    if per_run:
+        frame, unchunked = _lake_runs_tau(con, root, list(run_ids))
+    else:
+        frame = queries.measured_chunk_tau(con, run_ids)
     segmented: list[str] = []
-    if segment:
-        extra = _segment_unchunked(con, run_ids)
+    if segment and (not per_run or unchunked):
+        extra = _segment_unchunked(con, unchunked if per_run else run_ids)
         if extra.height:
             segmented = sorted(extra["run_id"].unique().to_list())
             frame = pl.concat([frame, extra], how="diagonal_relaxed")
@@ -38,6 +49,27 @@ def load_tau_points(
     if schedule:
         frame = frame.filter(pl.col("schedule") == schedule)
     return frame, segmented
+
+
+def _lake_runs_tau(
+    con: duckdb.DuckDBPyConnection, root: Path, run_ids: list[str]
+) -> tuple[pl.DataFrame, list[str]]:
+    """`int_chunk_tau` rows of `run_ids` (measured runs only) from their own lake folders, and
+    those of them that have chunk markers in their host slices but no chunk rows."""
+    if not run_ids:
+        return queries.measured_chunk_tau(con, []), []
+
+    chunks = queries.union_rows(con, [lake.run_scan(root, "chunks", r) for r in run_ids])
+    runs = queries.union_rows(con, [lake.run_scan(root, "runs", r) for r in run_ids])
+    frame = chunk_tau_of(chunks, runs)
+    chunked = set(chunks["run_id"].unique().to_list())
+    bare = [run_id for run_id in run_ids if run_id not in chunked]
+    unchunked = (
+        queries.runs_with_markers_in(con, [lake.run_scan(root, "slices", r) for r in bare])
+        if bare
+        else []
+    )
+    return frame, unchunked
 
 
 def _segment_unchunked(
@@ -54,12 +86,20 @@ def _segment_unchunked(
 
 
 def chunk_tau_of(chunks: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
-    """`int_chunk_tau` (measured runs) over chunk and run rows held in memory: they are written
-    to a scratch in-memory warehouse whose views are built from sql/ as everywhere else."""
-    scratch = warehouse.connect(":memory:")
+    """`int_chunk_tau` (measured runs) over chunk and run rows held in memory: the frames stand
+    in for the `chunks` and `runs` tables of a scratch DuckDB, conformed to the canonical
+    columns, where int_chunk_tau and what it reads are built from sql/ as everywhere else (only
+    those: building every view took ~0.1 s, docs/lake.md)."""
+    from pipelines import sql_functions
+    from pipelines.canonical_schema import ddl_text
+
+    scratch = duckdb.connect()
     try:
-        warehouse.insert_frame(scratch, "runs", runs)
-        warehouse.insert_frame(scratch, "chunks", chunks)
+        for table, frame in (("runs", runs), ("chunks", chunks)):
+            scratch.execute(ddl_text(table))
+            warehouse.insert_frame(scratch, table, frame)
+        sql_functions.register(scratch)
+        sql_runner.build(scratch, ["int_chunk_tau"], temporary=True)
         return queries.measured_chunk_tau(scratch)
     finally:
         scratch.close()
