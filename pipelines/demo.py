@@ -296,7 +296,8 @@ def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
         report.timings["compare_s"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        changes, series = find_changes(con, build=report.comparison is None)
+        scan = find_changes(con, build=report.comparison is None)
+        changes, series = scan.changes, scan.series
         history = config.campaign.history
         report.regressions = RegressionCheck(
             changes, series, history.expected_regression(), history.first_night

@@ -10,7 +10,12 @@ import numpy as np
 import polars as pl
 
 from pipelines import warehouse_queries
-from pipelines.analysis.changepoints import DEFAULT_MIN_MAGNITUDE, detect_change_points
+from pipelines.analysis.changepoints import (
+    DEFAULT_MIN_MAGNITUDE,
+    SPIKE_WINDOW,
+    detect_change_points,
+    isolated_nights,
+)
 from pipelines.analysis.run_metrics import CONFIG_KEYS, METRICS, build_marts, check_metrics
 from pipelines.selectors import parse_selector, require_runs
 
@@ -47,6 +52,31 @@ class HistoryChange:
         return {**self.__dict__, "config": dict(self.config)}
 
 
+@dataclass(frozen=True)
+class ScreenedNight:
+    """A single-night spike set aside before change-point detection (docs/regressions.md): the
+    night's run and how far it sat from the median of its neighbours."""
+
+    config: dict[str, object]
+    metric: str
+    run_id: str
+    collected_at: str
+    deviation: float  # value / median of the up-to-SPIKE_WINDOW nights on each side - 1
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.__dict__, "config": dict(self.config)}
+
+
+@dataclass(frozen=True)
+class ChangeScan:
+    """What `find_changes` found: change points, how many series (configuration x metric) were
+    examined, and the single-night spikes screened out of them."""
+
+    changes: list[HistoryChange]
+    series: int
+    spikes: list[ScreenedNight]
+
+
 def find_changes(
     con: duckdb.DuckDBPyConnection,
     selector: str | None = None,
@@ -55,9 +85,9 @@ def find_changes(
     since: str | None = None,
     min_magnitude: float = DEFAULT_MIN_MAGNITUDE,
     build: bool = True,
-) -> tuple[list[HistoryChange], int]:
-    """Change points per configuration and metric over collected_at; and how many series were
-    examined. SelectorError / UnknownMetricError on bad input."""
+) -> ChangeScan:
+    """Change points per configuration and metric over collected_at, how many series were
+    examined and the spikes screened out. SelectorError / UnknownMetricError on bad input."""
     chosen = check_metrics(metrics, DEFAULT_HISTORY_METRICS)
     if metrics is None:
         chosen = [*chosen, *FALLBACK_HISTORY_METRICS]
@@ -69,6 +99,7 @@ def find_changes(
     if metrics is None:
         values = _default_metrics_per_config(values)
     changes: list[HistoryChange] = []
+    spikes: list[ScreenedNight] = []
     series = 0
     for key, group in values.group_by([*CONFIG_KEYS, "metric"], maintain_order=True):
         series += 1
@@ -77,6 +108,7 @@ def find_changes(
         y = group["value"].to_numpy().astype(float)
         runs = group["run_id"].to_list()
         when = [str(t)[:19] for t in group["collected_at"].to_list()]
+        spikes += _spikes(config, metric, y, runs, when)
         for cp in detect_change_points(np.asarray(y), min_magnitude=min_magnitude):
             worse = (cp.magnitude > 0) == METRICS[metric].lower_is_better
             changes.append(
@@ -97,7 +129,28 @@ def find_changes(
                     p_value=cp.p_value,
                 )
             )
-    return changes, series
+    return ChangeScan(changes, series, spikes)
+
+
+def _spikes(
+    config: dict[str, object], metric: str, y: np.ndarray, runs: list[str], when: list[str]
+) -> list[ScreenedNight]:
+    """The nights of one series that `detect_change_points` screens out as single spikes (its
+    indices count finite values, as here)."""
+    finite = np.flatnonzero(np.isfinite(y))
+    values = y[finite]
+    out = []
+    for i in np.flatnonzero(isolated_nights(values)):
+        neighbours = np.concatenate(
+            [values[max(0, i - SPIKE_WINDOW) : i], values[i + 1 : i + 1 + SPIKE_WINDOW]]
+        )
+        row = int(finite[i])
+        out.append(
+            ScreenedNight(
+                config, metric, runs[row], when[row], float(values[i] / np.median(neighbours) - 1)
+            )
+        )
+    return out
 
 
 def _default_metrics_per_config(values: pl.DataFrame) -> pl.DataFrame:

@@ -87,13 +87,14 @@ def run(args: argparse.Namespace) -> int:
     explanations = {}
     try:
         with warehouse.session(args.warehouse, wait_s=args.wait) as con:
-            changes, series = find_changes(
+            scan = find_changes(
                 con,
                 args.selector,
                 args.metric,
                 since=args.since,
                 min_magnitude=args.min_magnitude / 100,
             )
+            changes, series = scan.changes, scan.series
             for i, ch in enumerate(changes):
                 if ch.is_regression:
                     before, after = runs_around(con, ch)
@@ -117,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
             f"no change points in {series} series (configuration x metric); a series needs at "
             "least 10 runs with collected_at"
         )
+        _print_spikes(scan.spikes)
         return ExitCode.OK
     from pipelines.cli.explain import format_explanation
 
@@ -125,4 +127,33 @@ def run(args: argparse.Namespace) -> int:
     for i, explanation in explanations.items():
         print(f"\n{_config(changes[i].config)} {changes[i].metric}:")
         print(format_explanation(explanation))
+    _print_spikes(scan.spikes)
     return ExitCode.CHECK_FAILED if regressed else ExitCode.OK
+
+
+SPIKES_SHOWN = 10
+
+
+def _print_spikes(spikes: list) -> None:
+    """The single-night spikes set aside before the search (none is a change point)."""
+    if not spikes:
+        return
+    from pipelines.analysis.changepoints import DEFAULT_SPIKE_SIGMAS
+
+    print(
+        f"\n{len(spikes)} single-night spike(s) set aside, not change points (beyond"
+        f" {DEFAULT_SPIKE_SIGMAS} robust sigma of the nights on both sides):"
+    )
+    rows = [
+        {
+            "configuration": _config(s.config),
+            "metric": s.metric,
+            "night": f"{s.collected_at[:10]} {s.run_id}",
+            "off": f"{s.deviation:+.1%}",
+        }
+        for s in spikes[:SPIKES_SHOWN]
+    ]
+    columns = [("configuration", "configuration"), ("metric", "metric"), ("night", "night")]
+    print(table([*columns, ("off", "off its neighbours")], rows))
+    if len(spikes) > SPIKES_SHOWN:
+        print(f"... and {len(spikes) - SPIKES_SHOWN} more")

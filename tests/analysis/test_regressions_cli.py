@@ -84,3 +84,21 @@ def test_compare_flags_the_step_and_exits_1(history, capsys, metric):
     out = capsys.readouterr().out
     assert rc == 1
     assert "regressed" in out and "Holm" in out and "MatMulV3" in out
+
+
+def test_a_single_night_spike_is_listed_but_is_no_change_point(tmp_path, capsys):
+    """Otava raises a change point at a lone slow night; here it is set aside and named."""
+    path = tmp_path / "warehouse.duckdb"
+    con = warehouse.connect(path)
+    rng = np.random.default_rng(7)
+    for night in range(30):
+        write_run(
+            con, f"s-n{night:02d}", night, model="s", scale=1.10 if night == 17 else 1.0, rng=rng
+        )
+    con.close()
+    rc = main(["regressions", "--warehouse", str(path), "--metric", "ttft_ns"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "no change points in 1 series" in out
+    assert "1 single-night spike(s) set aside" in out
+    (line,) = [x for x in out.splitlines() if "s-n17" in x]
+    assert "ttft_ns" in line and "+" in line.split()[-1]

@@ -104,7 +104,8 @@ def change_points(
 ) -> dg.MaterializeResult:
     with warehouse.connect(read_only=True) as con:
         try:
-            changes, series = find_changes(con)
+            scan = find_changes(con)
+            changes, series = scan.changes, scan.series
         except SelectorError as exc:
             context.log.warning(str(exc))
             changes, series = [], 0
@@ -135,7 +136,7 @@ def dashboard_site(
 
     with warehouse.connect(read_only=True) as con:
         try:
-            changes, _ = find_changes(con)
+            changes = find_changes(con).changes
             site = build_site(con, None, paths.site_dir(), change_point_frame(changes))
         except SelectorError as exc:
             context.log.warning(str(exc))

@@ -21,7 +21,7 @@ def no_confirmed_regression(warehouse: WarehouseResource) -> dg.AssetCheckResult
     if warehouse.file.exists():
         with warehouse.connect(read_only=True) as con:
             try:
-                changes, _ = find_changes(con)
+                changes = find_changes(con).changes
             except SelectorError:
                 changes = []
     regressions = [ch for ch in changes if ch.is_regression]
