@@ -27,7 +27,9 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def replicate_rank(out: Path, ranks: int, source: Path = DEFAULT_RANK) -> Path:
-    """`out`/rank<r>_ascend_pt for r in 0..ranks-1, made of `source`; returns `out`."""
+    """`out`/rank<r>_ascend_pt for r in 0..ranks-1, made of `source`; returns `out` (what it
+    held before is removed first: a rerun in the same --workdir starts clean)."""
+    shutil.rmtree(out, ignore_errors=True)
     infos = sorted(source.glob("profiler_info*.json"))
     if len(infos) != 1:
         raise ValueError(f"{source}: expected one profiler_info*.json, found {len(infos)}")
