@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.ingest.discover import RunInput
+from pipelines.ingest.discover import RankInput, RunInput
 from pipelines.ingest.dropped import merged as merged_counts
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames, RunFrames
@@ -47,11 +47,10 @@ RANK_TABLES = ("slices", "kernels", "comm_ops", "step_breakdown")
 _CHUNK = 1 << 20
 _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracereplay-hash")
 # the rank folders of one run are read side by side (DuckDB scans and Polars release the GIL;
-# measured in docs/bench_ingest.md), unless together they are large enough that reading them at once
-# could multiply the memory peak: then one at a time, the streamed reader's budget applies
-_RANK_READERS = ThreadPoolExecutor(
-    max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="tracereplay-rank"
-)
+# docs/bench_ingest.md "Many small runs"), unless together they are large enough that reading
+# them at once could multiply the memory peak: then one at a time, under the streamed budget
+RANK_READ_WORKERS = max(1, min(4, os.cpu_count() or 1))
+_RANK_READERS = ThreadPoolExecutor(RANK_READ_WORKERS, thread_name_prefix="tracereplay-rank")
 PARALLEL_RANKS_MAX_SHARE = 8  # side by side only while the ranks' bytes <= memory budget / this
 
 
@@ -284,7 +283,7 @@ class RunAssembler:
             self._read_summary(list(self.run.topology_files), "topology", "read_topology")
 
     def _ranks_side_by_side(self) -> bool:
-        if len(self.run.ranks) < 2 or _RANK_READERS._max_workers < 2:
+        if len(self.run.ranks) < 2 or RANK_READ_WORKERS < 2:
             return False
         from pipelines.ingest import memory
 
@@ -294,7 +293,9 @@ class RunAssembler:
             return False  # the serial path reports the unreadable file
         return size <= memory.max_memory() // PARALLEL_RANKS_MAX_SHARE
 
-    def _read_rank(self, rank: Any) -> tuple[Any, list[Quarantined], list[tuple[str, str]]]:
+    def _read_rank(
+        self, rank: RankInput
+    ) -> tuple[RankFrames | None, list[Quarantined], list[tuple[str, str]]]:
         """Read one rank folder without touching this assembler (safe on a worker thread):
         (RankFrames or None, inputs set aside, inputs skipped)."""
         module = "ascend_text" if rank.reader == "ascend_text" else "ascend_db"
@@ -309,7 +310,10 @@ class RunAssembler:
         return frames, quarantined, []
 
     def _keep(
-        self, frames: Any, quarantined: list[Quarantined], skipped: list[tuple[str, str]]
+        self,
+        frames: RankFrames | None,
+        quarantined: list[Quarantined],
+        skipped: list[tuple[str, str]],
     ) -> None:
         self.quarantined.extend(quarantined)
         self.skipped.extend(skipped)

@@ -53,16 +53,17 @@ def read_step_trace_time(path: Path) -> StepTrace:
         # (docs/bench_ingest.md); the cells go back to columns in Polars
         cells = con.sql(
             f"""
-            select row_number() over () as row_no,
-                   {as_int_sql(pick(headers, "Step"))} as step,
-                   {as_int_sql(pick(headers, "Device_id"))} as device_id,
-                   {trimmed(pick(headers, "Step"))} as step_text,
-                   unnest([{", ".join(f"'{key}'" for key in found)}]) as key,
-                   unnest([{", ".join(trimmed(present[key]) for key in found)}]) as text
-            from st
+            with cells as (
+                select row_number() over () as row_no,
+                       {as_int_sql(pick(headers, "Step"))} as step,
+                       {as_int_sql(pick(headers, "Device_id"))} as device_id,
+                       {trimmed(pick(headers, "Step"))} as step_text,
+                       unnest([{", ".join(f"'{key}'" for key in found)}]) as key,
+                       unnest([{", ".join(trimmed(present[key]) for key in found)}]) as text
+                from st)
+            select *, {us_text_to_ns_sql("text")} as ns from cells
             """
-        )
-        cells = con.sql(f"select *, {us_text_to_ns_sql('text')} as ns from cells").pl()
+        ).pl()
     finally:
         con.close()
     unparsable = cells.filter(
