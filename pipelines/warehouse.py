@@ -256,34 +256,12 @@ def insert_frame(
 
 def _insert_lazy(con: duckdb.DuckDBPyConnection, table: str, frame: pl.LazyFrame) -> int:
     """A LazyFrame (a streamed trace's slices over its Parquet spill) appended in row-group
-    batches as Polars' streaming engine produces them: the whole table is never in memory, and
-    neither are the blocks DuckDB has written (`_bounded_buffer`)."""
+    batches as Polars' streaming engine produces them. Not bounded yet: the slices' plan over
+    the spill holds ~0.55 MB per MB of trace while it is collected (docs/bench_ingest.md)."""
     rows = 0
-    with _bounded_buffer(con):
-        for part in frame.collect_batches(chunk_size=INSERT_BATCH_ROWS):
-            rows += insert_frame(con, table, part)
+    for part in frame.collect_batches(chunk_size=INSERT_BATCH_ROWS):
+        rows += insert_frame(con, table, part)
     return rows
-
-
-@contextmanager
-def _bounded_buffer(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """While a streamed trace is inserted into a warehouse file, DuckDB's buffer pool is held to
-    a quarter of the ingest memory budget: without a limit (DuckDB's default is 80 % of RAM) the
-    blocks it writes stay cached, and the peak RSS grew with the trace (883 MB at 500 MB, 1,977 MB
-    at 2 GB; docs/bench_ingest.md). An in-memory database is left alone (it has nowhere to evict
-    to)."""
-    from pipelines.ingest import memory
-
-    if queries.database_file(con) is None:
-        yield
-        return
-    before = queries.setting(con, "memory_limit")
-    limit_mb = max(256, memory.max_memory() // 4 // (1 << 20))
-    con.execute(f"set memory_limit = '{limit_mb}MiB'")
-    try:
-        yield
-    finally:
-        con.execute(f"set memory_limit = '{before}'")
 
 
 def delete_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:

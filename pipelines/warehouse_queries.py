@@ -296,19 +296,6 @@ def fit_inputs_of(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -> pl.Da
     return fit_inputs(con, "(" + " union all ".join(f"select * from {s}" for s in scans) + ")")
 
 
-def database_file(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The file of the connection's main database, None when it is in memory."""
-    row = con.execute(
-        "select path from duckdb_databases() where database_name = current_database()"
-    ).fetchone()
-    return row[0] if row and row[0] else None
-
-
-def setting(con: duckdb.DuckDBPyConnection, name: str) -> str:
-    """A DuckDB setting's current value, as text."""
-    return str(con.execute("select current_setting(?)", [name]).fetchone()[0])
-
-
 def union_rows(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -> pl.DataFrame:
     """Rows of the union of `scans` (relations of one table's rows, pipelines.lake.run_scan)."""
     return con.execute(" union all ".join(f"select * from {s}" for s in scans)).pl()
