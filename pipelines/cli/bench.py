@@ -12,9 +12,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
+
+if TYPE_CHECKING:
+    from pipelines.bench.scale import IncrementalProbe
 
 INGEST_DESCRIPTION = """\
 Generate a trace_view.json of --size-mb MB by replicating the real events of the msinsight
@@ -272,6 +276,17 @@ def run_startup(args: argparse.Namespace) -> int:
 INCREMENTAL_TARGET = 1.5
 
 
+def _ratio_json(probe: IncrementalProbe) -> dict:
+    """An incremental probe (ingest or fit, small vs large history) as the JSON of `bench scale`."""
+    return {
+        "small": probe.small,
+        "large": probe.large,
+        "wall_s": {str(k): round(v, 3) for k, v in probe.wall_s.items()},
+        "ratio": round(probe.ratio, 3),
+        "target": INCREMENTAL_TARGET,
+    }
+
+
 def run_scale(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -301,22 +316,10 @@ def run_scale(args: argparse.Namespace) -> int:
             )
     inc = incremental_probe(work / "incremental", args.small, args.large)
     ok &= inc.ratio <= INCREMENTAL_TARGET
-    out["incremental"] = {
-        "small": inc.small,
-        "large": inc.large,
-        "wall_s": {str(k): round(v, 3) for k, v in inc.wall_s.items()},
-        "ratio": round(inc.ratio, 3),
-        "target": INCREMENTAL_TARGET,
-    }
+    out["incremental"] = _ratio_json(inc)
     fit = fit_probe(work / "fit", args.small, args.large)
     ok &= fit.ratio <= INCREMENTAL_TARGET
-    out["fit"] = {
-        "small": fit.small,
-        "large": fit.large,
-        "wall_s": {str(k): round(v, 3) for k, v in fit.wall_s.items()},
-        "ratio": round(fit.ratio, 3),
-        "target": INCREMENTAL_TARGET,
-    }
+    out["fit"] = _ratio_json(fit)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
