@@ -235,23 +235,27 @@ def insert_frame(
         return _insert_lazy(con, table, frame)
     if frame.is_empty():
         return 0
-    columns = table_columns(con, table)
+    # A canonical table's columns are its DDL's (create_schema adds any an older file lacks), so
+    # no catalog query is needed: `describe` costs ~15 ms in a warehouse of many views, ~0.2 s a
+    # run over its tables (docs/bench_ingest.md "Many small runs").
+    declared = canonical_tables().get(table)
+    columns = (
+        [c.name for c in declared.columns] if declared is not None else table_columns(con, table)
+    )
     unknown = set(frame.columns) - set(columns)
     if unknown:
         raise ValueError(f"{table}: columns not in the schema: {sorted(unknown)}")
-    aligned = frame.select(
-        [pl.col(c) if c in frame.columns else pl.lit(None).alias(c) for c in columns]
-    )
     # Arrow string views are Polars' own layout, so no string is copied; one row group per
     # statement bounds DuckDB's working memory (986k slices with 200 MB of args, bench ingest:
     # +140 MB during the insert instead of +380 MB, +600 MB with plain Arrow strings).
-    for part in aligned.iter_slices(INSERT_BATCH_ROWS):
+    # By name: the table's other columns get NULL, whatever order an older file holds them in.
+    for part in frame.iter_slices(INSERT_BATCH_ROWS):
         con.register("_incoming", part.to_arrow(compat_level=pl.CompatLevel.newest()))
         try:
-            con.execute(f"insert into {table} select * from _incoming")
+            con.execute(f"insert into {table} by name select * from _incoming")
         finally:
             con.unregister("_incoming")
-    return aligned.height
+    return frame.height
 
 
 def _insert_lazy(con: duckdb.DuckDBPyConnection, table: str, frame: pl.LazyFrame) -> int:

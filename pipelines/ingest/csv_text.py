@@ -19,10 +19,19 @@ NUMBER = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$"
 MISSING = ("", "N/A", "NA", "None", "null")
 
 
+# A file up to this size is parsed once into an in-memory Arrow table (about its own size) that
+# the reader's queries scan; a larger one stays a view over read_csv, parsed again by each query,
+# so memory stays bounded. Parsing (and sniffing) a small file three times was a third of its
+# read (12 KB kernel_details.csv: 60 -> 32 ms with the missing-value pattern below;
+# docs/bench_ingest.md "Many small runs").
+PARSE_ONCE_BYTES = 32 << 20
+
+
 def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]:
     """Register `path` as view `view` (all VARCHAR); returns the header names. Raises
     QuarantineError for empty, binary or unparsable files."""
     try:
+        size = path.stat().st_size
         with path.open("rb") as handle:
             head = handle.read(4096)
     except OSError as exc:
@@ -37,8 +46,11 @@ def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]
             " delim = ',', quote = '\"', escape = '\"', null_padding = true)"
         )
         columns = list(relation.columns)
-        con.register(view, relation)
-        con.sql(f"select count(*) from {view}").fetchone()  # force a full parse now
+        if size <= PARSE_ONCE_BYTES:
+            con.register(view, relation.to_arrow_table())  # parsed (and checked) here, once
+        else:
+            con.register(view, relation)
+            con.sql(f"select count(*) from {view}").fetchone()  # force a full parse now
     except duckdb.Error as exc:
         raise QuarantineError("csv_parse_error", str(exc).splitlines()[0][:300]) from exc
     return [c.strip() for c in columns]
@@ -49,11 +61,16 @@ def quoted(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
 
 
+# One full-match pattern for the missing-value spellings: DuckDB plans `cell in ('', 'N/A', ...)`
+# as a chain of comparisons, ~1 ms a query per use, which made the per-file fixed cost of a small
+# CSV (docs/bench_ingest.md "Many small runs"); the pattern is one compiled regex.
+_MISSING_PATTERN = "|".join(MISSING)
+
+
 def trimmed(column: str) -> str:
     """SQL for a trimmed cell, NULL when it is one of the missing-value spellings."""
     cell = f"trim({quoted(column)}, ' \t\r\n\"')"
-    missing = ", ".join(f"'{m}'" for m in MISSING)
-    return f"case when {cell} in ({missing}) then null else {cell} end"
+    return f"case when regexp_full_match({cell}, '{_MISSING_PATTERN}') then null else {cell} end"
 
 
 def check_time_columns(

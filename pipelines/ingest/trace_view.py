@@ -43,7 +43,7 @@ import polars as pl
 from pipelines.ingest import dropped as drop
 from pipelines.ingest import flows as flow_links
 from pipelines.ingest import memory
-from pipelines.ingest.duck import private_connection, sql_string
+from pipelines.ingest.duck import private_connection, scratch_connection, sql_string
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.intervals import assign_steps
@@ -393,19 +393,24 @@ def streams(path: Path, budget: int) -> bool:
     return form == "array" and not _NUMERIC_TS.search(head)
 
 
+# One thread: a single JSON array is parsed no faster by two, which only doubles the CPU
+# (500 MB trace here: 2.7-3.0 s CPU on one thread vs 5.0-5.7 s on two; bench ingest).
+# Strings leave DuckDB as Arrow string views, Polars' own layout (~50 MB less RSS per 500 MB).
+_SCAN_SETTINGS = (
+    f"set threads = {_SCAN_THREADS}",
+    "set arrow_output_version = '1.4'",
+    "set produce_arrow_string_view = true",
+)
+
+
 def _configure(con: duckdb.DuckDBPyConnection) -> None:
-    # One thread: a single JSON array is parsed no faster by two, which only doubles the CPU
-    # (500 MB trace here: 2.7-3.0 s CPU on one thread vs 5.0-5.7 s on two; bench ingest).
-    con.execute(f"set threads = {_SCAN_THREADS}")
-    # Strings leave DuckDB as Arrow string views, Polars' own layout (~50 MB less RSS per 500 MB).
-    con.execute("set arrow_output_version = '1.4'")
-    con.execute("set produce_arrow_string_view = true")
+    for statement in _SCAN_SETTINGS:
+        con.execute(statement)
 
 
 def _read_trace_view(path: Path, max_object: int) -> TraceView:
     """One in-memory read with a given DuckDB object-size limit."""
-    con = private_connection()
-    _configure(con)
+    con = scratch_connection(_SCAN_SETTINGS)
     try:
         raw = _raw_relation(con, path, max_object)
         con.register("raw", raw)
