@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -112,16 +112,52 @@ def index_html(title: str, intro: str, links: list[tuple[str, str, str]]) -> str
     )
 
 
-def write_page(path: Path, title: str, sections: list[Section], intro: str = "") -> list[Path]:
+class PngWriter:
+    """Renders each chart's PNG on a thread pool and writes it, while the caller goes on
+    building the next page: vl-convert renders outside the GIL, chart building needs it, so the
+    two overlap (docs/dashboards.md "Build time"). Leaving the `with` block waits for every PNG
+    and raises the first render error."""
+
+    def __init__(self, threads: int = PNG_THREADS) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tracereplay-png")
+        self._pending: list[Future] = []
+
+    def submit(self, path: Path, spec: dict) -> None:
+        self._pending.append(self._pool.submit(_write_png, path, spec))
+
+    def __enter__(self) -> PngWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            for future in self._pending:
+                future.result()
+        finally:
+            self._pool.shutdown(cancel_futures=True)
+
+
+def _write_png(path: Path, spec: dict) -> None:
+    path.write_bytes(vlc.vegalite_to_png(spec, scale=1))
+
+
+def write_page(
+    path: Path,
+    title: str,
+    sections: list[Section],
+    intro: str = "",
+    pngs: PngWriter | None = None,
+) -> list[Path]:
     """Write the page and one PNG per section beside it (<page stem>-<slug>.png); returns the
-    PNG paths."""
+    PNG paths. With `pngs` the PNGs are only queued there (written when it closes), else
+    written before this returns."""
+    if pngs is None:
+        with PngWriter() as own:
+            return write_page(path, title, sections, intro, own)
     path.parent.mkdir(parents=True, exist_ok=True)
-    specs = [chart_spec(section.chart) for section in sections]
+    paths, specs = [], []
+    for section in sections:  # each PNG queued as soon as its spec is made
+        paths.append(path.with_name(f"{path.stem}-{section.slug}.png"))
+        specs.append(chart_spec(section.chart))
+        pngs.submit(paths[-1], specs[-1])
     path.write_text(page_html(title, sections, intro, specs), encoding="utf-8")
-    pngs = [path.with_name(f"{path.stem}-{section.slug}.png") for section in sections]
-    # vl-convert renders outside the GIL: two at a time on 2 cores (docs/dashboards.md)
-    with ThreadPoolExecutor(max_workers=PNG_THREADS) as pool:
-        images = pool.map(lambda spec: vlc.vegalite_to_png(spec, scale=1), specs)
-        for png, image in zip(pngs, images, strict=True):
-            png.write_bytes(image)
-    return pngs
+    return paths

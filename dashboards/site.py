@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import polars as pl
 
 from dashboards import data
 from dashboards.breakdown import breakdown_chart
-from dashboards.pages import Section, index_html, write_page
+from dashboards.pages import PngWriter, Section, index_html, write_page
 from dashboards.replay import replay_chart
 from dashboards.schedules import schedule_chart
 from dashboards.tau import tau_chart
@@ -111,14 +112,17 @@ def _breakdown_runs(
 
 def _family_sections(
     con: duckdb.DuckDBPyConnection, run_ids: list[str], change_points: pl.DataFrame | None
-) -> dict[str, tuple[str, list[Section] | str]]:
-    """name -> (what it shows, sections, or why there is nothing)."""
-    out: dict[str, tuple[str, list[Section] | str]] = {}
+) -> Iterator[tuple[str, tuple[str, list[Section] | str]]]:
+    """(name, (what it shows, sections, or why there is nothing)) per page, each as soon as it
+    is built (the caller writes it, and its PNGs render, while the next is built)."""
     curves = data.tau_curves(con, run_ids)
     tau_sections = _tau_sections(curves)
-    out["tau"] = (
-        "τ_k per model, configuration and virtual stage: points over repeats, fit, 95% band",
-        tau_sections or "no run with chunks (run `tracereplay chunks`, or add chunk markers)",
+    yield (
+        "tau",
+        (
+            "τ_k per model, configuration and virtual stage: points over repeats, fit, 95% band",
+            tau_sections or "no run with chunks (run `tracereplay chunks`, or add chunk markers)",
+        ),
     )
     workload = data.timeline_workload(con, run_ids)
     if workload:
@@ -129,9 +133,9 @@ def _family_sections(
         runs = ", ".join(f"{s}: {r}" for s, r in workload["runs"].items())
         chart = timeline_chart(spans, f"Schedule timelines: {label} (bubbles in red)")
         section = Section("timeline", label, chart, f"runs {runs}{note}")
-        out["timeline"] = ("schedule timelines of one workload, bubbles in red", [section])
+        yield "timeline", ("schedule timelines of one workload, bubbles in red", [section])
     else:
-        out["timeline"] = ("schedule timelines", "no run with chunks and a schedule")
+        yield "timeline", ("schedule timelines", "no run with chunks and a schedule")
     breakdown_ids, which = _breakdown_runs(con, run_ids, workload)
     breakdown = data.rank_breakdown(con, breakdown_ids)
     if breakdown.height:
@@ -144,25 +148,31 @@ def _family_sections(
                 " summed over steps; origin in the tooltip",
             )
         ]
-        out["breakdown"] = (
-            "step breakdown per rank: computing / exposed comm / bubble / free",
-            sections,
+        yield (
+            "breakdown",
+            (
+                "step breakdown per rank: computing / exposed comm / bubble / free",
+                sections,
+            ),
         )
     else:
-        out["breakdown"] = ("step breakdown per rank", "no step breakdown rows")
+        yield "breakdown", ("step breakdown per rank", "no step breakdown rows")
     summary = data.schedule_summary(con, run_ids)
-    out["schedules"] = (
-        "computing / bubble / exposed comm per schedule, mean and 95% t interval over repeats",
-        [
-            Section(
-                "schedules",
-                "per workload",
-                schedule_chart(summary),
-                "n runs per bar in the tooltip; no interval with one run",
-            )
-        ]
-        if summary.height and summary["schedule"].n_unique() > 1
-        else "no workload among the selected runs under two or more schedules",
+    yield (
+        "schedules",
+        (
+            "computing / bubble / exposed comm per schedule, mean and 95% t interval over repeats",
+            [
+                Section(
+                    "schedules",
+                    "per workload",
+                    schedule_chart(summary),
+                    "n runs per bar in the tooltip; no interval with one run",
+                )
+            ]
+            if summary.height and summary["schedule"].n_unique() > 1
+            else "no workload among the selected runs under two or more schedules",
+        ),
     )
     trend_sections = []
     for metric in TREND_METRICS:
@@ -176,22 +186,29 @@ def _family_sections(
                     "nightly mean, 95% t interval over the night's runs",
                 )
             )
-    out["trends"] = (
-        "key metrics over the nightly runs, change points marked",
-        trend_sections
-        or f"no configuration with runs on at least {data.MIN_NIGHTS} nights (collected_at)",
+    yield (
+        "trends",
+        (
+            "key metrics over the nightly runs, change points marked",
+            trend_sections
+            or f"no configuration with runs on at least {data.MIN_NIGHTS} nights (collected_at)",
+        ),
     )
     pairs = data.replay_pairs(con, run_ids)
-    out["replay"] = (
-        "replay (simulated rerun) vs measured TTFT and bubble, identity line",
-        [
-            Section(m, m, replay_chart(pairs, m), "measured: mean (min..max) of the measured runs")
-            for m in pairs["metric"].unique(maintain_order=True)
-        ]
-        if pairs.height
-        else "no rerun of a selected run with measured runs of its schedule (tracereplay replay)",
+    yield (
+        "replay",
+        (
+            "replay (simulated rerun) vs measured TTFT and bubble, identity line",
+            [
+                Section(
+                    m, m, replay_chart(pairs, m), "measured: mean (min..max) of the measured runs"
+                )
+                for m in pairs["metric"].unique(maintain_order=True)
+            ]
+            if pairs.height
+            else "no rerun of a selected run with measured runs of its schedule (tracereplay replay)",
+        ),
     )
-    return out
 
 
 def _freshness_html(con: duckdb.DuckDBPyConnection, selector: Selector, run_ids: list[str]) -> str:
@@ -220,13 +237,14 @@ def build_site(
     out_dir.mkdir(parents=True, exist_ok=True)
     intro = _freshness_html(con, selector, run_ids)
     report = SiteReport(out_dir, out_dir / "index.html", selector.text, run_ids)
-    for name, (what, content) in _family_sections(con, run_ids, change_points).items():
-        if isinstance(content, str):
-            report.skipped[name] = content
-            continue
-        path = out_dir / f"{name}.html"
-        pngs = write_page(path, f"tracereplay · {name}", content, intro)
-        report.pages.append(Page(name, path, what, tuple(pngs)))
+    with PngWriter() as png_writer:  # a page's PNGs render while the next page is built
+        for name, (what, content) in _family_sections(con, run_ids, change_points):
+            if isinstance(content, str):
+                report.skipped[name] = content
+                continue
+            path = out_dir / f"{name}.html"
+            pngs = write_page(path, f"tracereplay · {name}", content, intro, png_writer)
+            report.pages.append(Page(name, path, what, tuple(pngs)))
     links = [(p.name, p.path.name, p.what) for p in report.pages]
     skipped = "".join(
         f"<li>{html.escape(n)}: {html.escape(why)}</li>" for n, why in report.skipped.items()

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -125,12 +126,14 @@ def connect(
             time.sleep(_POLL_S)
     try:
         if read_only:
-            # a file written by an older version may lack (or hold older) derived views: this
-            # connection sees the current sql/ definitions as temp views
+            # a file written by an older version may lack (or hold older) derived views: unless
+            # its views were built from these sql/ files (views_signature), this connection sees
+            # the current definitions as temp views
             if root is not None:
                 lake.attach(con, root, temporary=True)
             sql_functions.register(con)
-            sql_runner.build(con, temporary=True)
+            if root is not None or not views_current(con, views_signature()):
+                sql_runner.build(con, temporary=True)
         else:
             create_schema(con, root)
     except Exception:
@@ -170,18 +173,41 @@ def declared_columns(table: str) -> tuple[tuple[str, str], ...]:
     return tuple((c.name, c.duckdb_type) for c in canonical_tables()[table].columns)
 
 
-VIEWS_SIGNATURE_TABLE = "lake_views_signature"
-"""A lake's warehouse file: the signature (lake_views_signature) its stored views were built for."""
+VIEWS_SIGNATURE_TABLE = "views_signature"
+"""The signature (views_signature) the warehouse file's stored views were built for."""
+_OLD_SIGNATURE_TABLE = "lake_views_signature"  # its name before plain warehouses kept one too
 
 
-def lake_views_signature(lake_root: Path) -> str:
-    """sha256 over the lake's resolved path and every file under sql/ (canonical DDL and derived
-    relations): the stored views of a lake's warehouse file are current when it matches."""
-    digest = hashlib.sha256(str(Path(lake_root).resolve()).encode())
+@cache
+def _sql_digest() -> str:
+    """sha256 over every file under sql/ (canonical DDL and derived relations), once a process."""
+    digest = hashlib.sha256()
     for path in sorted(SQL_DIR.rglob("*.sql")):
         digest.update(str(path.relative_to(SQL_DIR)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def views_signature(lake_root: Path | None = None) -> str:
+    """What a warehouse file's stored views depend on: every file under sql/ and, for a lake's
+    warehouse file, the lake's resolved path. The stored views are current when it matches, so
+    opening the warehouse rebuilds nothing: rebuilding every view cost ~0.1 s a connection,
+    which `tracereplay ingest` opens once per run (docs/bench_ingest.md "Many small runs"), and a
+    lake's views bind every run's files (O(history), docs/lake.md)."""
+    where = "file" if lake_root is None else f"lake:{Path(lake_root).resolve()}"
+    return hashlib.sha256(f"{where}\n{_sql_digest()}".encode()).hexdigest()
+
+
+def views_current(con: duckdb.DuckDBPyConnection, signature: str) -> bool:
+    """Whether the stored derived views were built for `signature` and are all there."""
+    if queries.stored_views_signature(con, VIEWS_SIGNATURE_TABLE) != signature:
+        return False
+    return set(sql_runner.project_relations()[1]) <= queries.stored_view_names(con)
+
+
+def _store_views_signature(con: duckdb.DuckDBPyConnection, signature: str) -> None:
+    con.execute(f'drop table if exists "{_OLD_SIGNATURE_TABLE}"')
+    replace_table(con, VIEWS_SIGNATURE_TABLE, pl.DataFrame({"signature": [signature]}))
 
 
 def create_schema(con: duckdb.DuckDBPyConnection, lake_root: Path | None = None) -> None:
@@ -199,25 +225,31 @@ def create_schema(con: duckdb.DuckDBPyConnection, lake_root: Path | None = None)
                 "need a warehouse file of their own (drop --warehouse: the lake keeps one)"
             )
         sql_functions.register(con)
-        signature = lake_views_signature(lake_root)
-        if queries.stored_views_signature(con, VIEWS_SIGNATURE_TABLE) == signature:
-            # the stored views read the lake's globs at query time: a new run needs no rebuild,
-            # and rebuilding binds every view over every run's files (O(history), docs/lake.md)
+        signature = views_signature(lake_root)
+        if views_current(con, signature):
+            # the stored views read the lake's globs at query time: a new run needs no rebuild
             lake.mark(con, lake_root)
             return
         lake.attach(con, lake_root)
         sql_runner.build(con)
-        replace_table(con, VIEWS_SIGNATURE_TABLE, pl.DataFrame({"signature": [signature]}))
+        _store_views_signature(con, signature)
         return
+    altered = False
     for table in CANONICAL_TABLES:
         if table not in tables:
             con.execute(ddl_text(table))
+            altered = True
             continue
         for column, kind in declared_columns(table):
             if (table, column) not in existing:
                 con.execute(f'alter table {table} add column "{column}" {kind}')
+                altered = True
     sql_functions.register(con)
+    signature = views_signature()
+    if not altered and views_current(con, signature):
+        return  # built by these sql/ files over these tables
     sql_runner.build(con)
+    _store_views_signature(con, signature)
 
 
 def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:

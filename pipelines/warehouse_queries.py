@@ -313,6 +313,14 @@ def runs_with_markers_in(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -
     return sorted(r[0] for r in rows)
 
 
+def stored_view_names(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The names of the views stored in the connection's database (temporary ones left out)."""
+    rows = con.execute(
+        "select view_name from duckdb_views() where not internal and not temporary"
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
 def stored_views_signature(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
     """The signature held in `table` (pipelines.warehouse.lake_views_signature), else None."""
     if not relation_exists(con, table):

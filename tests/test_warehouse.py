@@ -47,3 +47,34 @@ def test_insert_frame_spanning_several_row_groups_keeps_every_row_in_order(wareh
         " from slices"
     ).fetchone()
     assert rows == (n, n, 0, n - 1, n)
+
+
+def test_reopening_rebuilds_no_view_unless_sql_or_tables_changed(tmp_path, monkeypatch):
+    from pipelines import sql_runner
+
+    path = tmp_path / "w.duckdb"
+    wh.connect(path).close()
+    builds = []
+    real_build = sql_runner.build
+    monkeypatch.setattr(
+        sql_runner, "build", lambda con, *a, **k: builds.append(k) or real_build(con, *a, **k)
+    )
+    wh.connect(path).close()
+    wh.connect(path, read_only=True).close()
+    assert builds == []  # the stored views were built from these sql/ files
+    con = wh.connect(path)
+    con.execute(f"update {wh.VIEWS_SIGNATURE_TABLE} set signature = 'older sql/'")
+    con.execute("drop view int_chunk_tau")
+    con.close()
+    reader = wh.connect(path, read_only=True)  # older views: this connection gets temp ones
+    assert builds == [{"temporary": True}]
+    assert reader.execute("select count(*) from int_chunk_tau").fetchone() == (0,)
+    reader.close()
+    wh.connect(path).close()  # a writer rebuilds them and stores the signature
+    assert builds[-1] == {}
+    con = wh.connect(path)
+    assert wh.views_current(con, wh.views_signature())
+    con.execute("alter table runs drop column segmentation")  # a file from before the column
+    con.close()
+    wh.connect(path).close()  # column added back: views that read runs are rebuilt
+    assert len(builds) == 3

@@ -102,13 +102,27 @@ def choose_test(n_baseline: int, n_candidate: int) -> tuple[str, str]:
 
 
 def test_difference(baseline: np.ndarray, candidate: np.ndarray, test: str) -> float:
-    """Two-sided p-value of `test` for a difference between the two samples."""
+    """Two-sided p-value of `test` for a difference between the two samples. A side without
+    spread (a metric the schedule fixes, e.g. a simulated run's exposed communication): with
+    both, no test is needed (1.0 when they hold the same value, else 0.0); with one, Welch's t
+    is the one-sample t of the other side against that value (its variance term and degrees of
+    freedom are the other side's), computed so, since scipy's two-sample form warns of precision
+    loss on a constant sample."""
+    baseline, candidate = np.asarray(baseline, float), np.asarray(candidate, float)
+    flat_b = len(baseline) > 0 and np.ptp(baseline) == 0
+    flat_c = len(candidate) > 0 and np.ptp(candidate) == 0
+    if flat_b and flat_c:
+        return 1.0 if baseline[0] == candidate[0] else 0.0
     if test == "mann_whitney_u":
         return float(stats.mannwhitneyu(candidate, baseline, alternative="two-sided").pvalue)
-    if np.any(baseline <= 0) or np.any(candidate <= 0):
-        p = stats.ttest_ind(candidate, baseline, equal_var=False).pvalue
+    if not (np.any(baseline <= 0) or np.any(candidate <= 0)):
+        baseline, candidate = np.log(baseline), np.log(candidate)
+    if flat_b:
+        p = stats.ttest_1samp(candidate, baseline[0]).pvalue
+    elif flat_c:
+        p = stats.ttest_1samp(baseline, candidate[0]).pvalue
     else:
-        p = stats.ttest_ind(np.log(candidate), np.log(baseline), equal_var=False).pvalue
+        p = stats.ttest_ind(candidate, baseline, equal_var=False).pvalue
     return float(p) if math.isfinite(p) else 1.0
 
 

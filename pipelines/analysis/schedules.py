@@ -126,8 +126,17 @@ def _welch_interval(base: np.ndarray, cand: np.ndarray) -> tuple[float, float, f
     delta = float(cand.mean() - base.mean())
     if min(len(base), len(cand)) < 2:
         return delta, math.nan, math.nan
-    if base.std() == 0 and cand.std() == 0:  # identical repeats (a deterministic part): exact
+    flat_base, flat_cand = np.ptp(base) == 0, np.ptp(cand) == 0
+    if flat_base and flat_cand:  # identical repeats (a deterministic part): exact
         return delta, delta, delta
+    # one side without spread: Welch's interval is the other side's one-sample t interval,
+    # shifted by the fixed value (scipy's two-sample form warns of precision loss there)
+    if flat_base:
+        ci = stats.ttest_1samp(cand, base[0]).confidence_interval(0.95)
+        return delta, float(ci.low - base[0]), float(ci.high - base[0])
+    if flat_cand:
+        ci = stats.ttest_1samp(base, cand[0]).confidence_interval(0.95)
+        return delta, float(cand[0] - ci.high), float(cand[0] - ci.low)
     ci = stats.ttest_ind(cand, base, equal_var=False).confidence_interval(0.95)
     return delta, float(ci.low), float(ci.high)
 

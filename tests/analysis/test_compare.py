@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from scipy import stats
 
 from pipelines.analysis.compare import compare_samples
 
@@ -46,6 +49,23 @@ def test_tight_equal_samples_are_unchanged():
     assert row.verdict == "unchanged"
     assert row.test == "mann_whitney_u"  # 10 a side: the rank test
     assert -0.01 <= row.effect_lo <= row.effect <= row.effect_hi <= 0.01
+
+
+def test_samples_without_spread_are_judged_without_a_warning():
+    # a metric the schedule fixes (a simulated run's exposed communication): equal on both sides
+    # is unchanged, a fixed difference a change; scipy's t-test warned of precision loss here
+    same = [4.35237048e9] * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (row,) = compare_samples({"exposed_comm_ns": (same, same)}, {"exposed_comm_ns": True})
+        assert row.verdict == "unchanged" and row.p_value == 1.0
+        (row,) = compare_samples({"exposed_comm_ns": (same, [5e9] * 3)}, {"exposed_comm_ns": True})
+        assert row.verdict == "regressed" and row.p_value == 0.0
+        varied = [4.6e9, 4.4e9, 4.5e9]
+        (row,) = compare_samples({"exposed_comm_ns": (same, varied)}, {"exposed_comm_ns": True})
+    # one side fixed: Welch's t is the other side's one-sample t against the fixed value
+    expected = stats.ttest_1samp(np.log(varied), np.log(same[0])).pvalue
+    assert row.test == "welch_t_log" and row.p_value == pytest.approx(expected)
 
 
 def test_significant_change_below_the_minimum_is_not_flagged():

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from pipelines import warehouse
 from pipelines.analysis.chunk_store import extract_chunks
-from pipelines.analysis.schedules import _versus, compare_schedules
+from pipelines.analysis.schedules import _versus, _welch_interval, compare_schedules
 from pipelines.cli import ExitCode, main
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.run import simulate
@@ -127,3 +130,15 @@ def test_cli_table_fits_and_json(built, capsys):
 def test_cli_bad_selector_is_exit_2(built, capsys):
     assert main(["schedules", "--warehouse", str(built), "model=nope"]) == ExitCode.BAD_INPUT
     assert "no run matches" in capsys.readouterr().err
+
+
+def test_welch_interval_with_one_side_fixed_is_scipys_without_the_warning():
+    fixed, varied = np.array([16.0, 16.0, 16.0]), np.array([15.9, 16.7, 16.4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy's precision-loss warning on the fixed side
+        ci = stats.ttest_ind(varied, fixed, equal_var=False).confidence_interval(0.95)
+        back = stats.ttest_ind(fixed, varied, equal_var=False).confidence_interval(0.95)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _welch_interval(fixed, varied)[1:] == pytest.approx((ci.low, ci.high))
+        assert _welch_interval(varied, fixed)[1:] == pytest.approx((back.low, back.high))
