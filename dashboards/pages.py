@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import html
 import json
-import os
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import altair as alt
-import vl_convert as vlc
+
+from dashboards.png_render import script_bundle
+from dashboards.png_writer import PngWriter
 
 
 @dataclass(frozen=True)
@@ -25,14 +24,22 @@ class Section:
     note: str = ""
 
 
-@cache
+_bundle: list[str] = []  # vega_bundle(), once made in this process
+
+
 def vega_bundle() -> str:
-    """vega + vega-lite + vega-embed as one script (vl-convert's bundle; ~0.9 MB, built once per
-    process). `</script` is escaped so the bundle cannot close its own tag."""
-    return vlc.javascript_bundle().replace("</script", "<\\/script")
+    """vega + vega-lite + vega-embed as one script (vl-convert's bundle; ~0.9 MB, ~2.5 s to make,
+    made once per process, by a PngWriter's worker when there is one)."""
+    if not _bundle:
+        _bundle.append(script_bundle())
+    return _bundle[0]
 
 
-PNG_THREADS = max(1, min(4, os.cpu_count() or 1))
+def png_writer() -> PngWriter:
+    """A PngWriter whose first worker also makes vega_bundle() when this process has none yet."""
+    return PngWriter(bundle=not _bundle)
+
+
 CONTENTS_FROM = 6  # pages with more charts than this list them at the top
 
 _STYLE = (
@@ -67,11 +74,15 @@ def chart_spec(chart: alt.TopLevelMixin) -> dict:
 
 
 def page_html(
-    title: str, sections: list[Section], intro: str = "", specs: list[dict] | None = None
+    title: str,
+    sections: list[Section],
+    intro: str = "",
+    specs: list[dict] | None = None,
+    bundle: str | None = None,
 ) -> str:
     """A page: title, intro paragraph (HTML), then each section's chart rendered by Vega-Embed
     (SVG renderer) from its spec inlined in the page (`specs`: the sections' specs when the
-    caller has made them already)."""
+    caller has made them already; `bundle`: vega_bundle())."""
     if specs is None:
         specs = [chart_spec(s.chart) for s in sections]
     specs = {f"chart-{s.slug}": spec for s, spec in zip(sections, specs, strict=True)}
@@ -92,7 +103,7 @@ def page_html(
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
-        f"<script>{vega_bundle()}</script></head><body>"
+        f"<script>{bundle or vega_bundle()}</script></head><body>"
         f"<p><a href='index.html'>index</a></p><h1>{html.escape(title)}</h1>{intro}{body}"
         f"<script>{_EMBED % payload}</script></body></html>"
     )
@@ -112,34 +123,6 @@ def index_html(title: str, intro: str, links: list[tuple[str, str, str]]) -> str
     )
 
 
-class PngWriter:
-    """Renders each chart's PNG on a thread pool and writes it, while the caller goes on
-    building the next page: vl-convert renders outside the GIL, chart building needs it, so the
-    two overlap (docs/dashboards.md "Build time"). Leaving the `with` block waits for every PNG
-    and raises the first render error."""
-
-    def __init__(self, threads: int = PNG_THREADS) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tracereplay-png")
-        self._pending: list[Future] = []
-
-    def submit(self, path: Path, spec: dict) -> None:
-        self._pending.append(self._pool.submit(_write_png, path, spec))
-
-    def __enter__(self) -> PngWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            for future in self._pending:
-                future.result()
-        finally:
-            self._pool.shutdown(cancel_futures=True)
-
-
-def _write_png(path: Path, spec: dict) -> None:
-    path.write_bytes(vlc.vegalite_to_png(spec, scale=1))
-
-
 def write_page(
     path: Path,
     title: str,
@@ -151,7 +134,7 @@ def write_page(
     PNG paths. With `pngs` the PNGs are only queued there (written when it closes), else
     written before this returns."""
     if pngs is None:
-        with PngWriter() as own:
+        with png_writer() as own:
             return write_page(path, title, sections, intro, own)
     path.parent.mkdir(parents=True, exist_ok=True)
     paths, specs = [], []
@@ -159,5 +142,7 @@ def write_page(
         paths.append(path.with_name(f"{path.stem}-{section.slug}.png"))
         specs.append(chart_spec(section.chart))
         pngs.submit(paths[-1], specs[-1])
+    if not _bundle and (made := pngs.bundle()) is not None:  # made by a worker meanwhile
+        _bundle.append(made)
     path.write_text(page_html(title, sections, intro, specs), encoding="utf-8")
     return paths

@@ -16,7 +16,7 @@ import polars as pl
 
 from dashboards import data
 from dashboards.breakdown import breakdown_chart
-from dashboards.pages import PngWriter, Section, index_html, write_page
+from dashboards.pages import Section, index_html, png_writer, write_page
 from dashboards.replay import replay_chart
 from dashboards.schedules import schedule_chart
 from dashboards.tau import tau_chart
@@ -206,7 +206,8 @@ def _family_sections(
                 for m in pairs["metric"].unique(maintain_order=True)
             ]
             if pairs.height
-            else "no rerun of a selected run with measured runs of its schedule (tracereplay replay)",
+            else "no rerun of a selected run with measured runs of its schedule"
+            " (tracereplay replay)",
         ),
     )
 
@@ -237,13 +238,13 @@ def build_site(
     out_dir.mkdir(parents=True, exist_ok=True)
     intro = _freshness_html(con, selector, run_ids)
     report = SiteReport(out_dir, out_dir / "index.html", selector.text, run_ids)
-    with PngWriter() as png_writer:  # a page's PNGs render while the next page is built
+    with png_writer() as writer:  # a page's PNGs render while the next page is built
         for name, (what, content) in _family_sections(con, run_ids, change_points):
             if isinstance(content, str):
                 report.skipped[name] = content
                 continue
             path = out_dir / f"{name}.html"
-            pngs = write_page(path, f"tracereplay · {name}", content, intro, png_writer)
+            pngs = write_page(path, f"tracereplay · {name}", content, intro, writer)
             report.pages.append(Page(name, path, what, tuple(pngs)))
     links = [(p.name, p.path.name, p.what) for p in report.pages]
     skipped = "".join(
