@@ -267,16 +267,7 @@ def insert_frame(
         return _insert_lazy(con, table, frame)
     if frame.is_empty():
         return 0
-    # A canonical table's columns are its DDL's (create_schema adds any an older file lacks), so
-    # no catalog query is needed: `describe` costs ~15 ms in a warehouse of many views, ~0.2 s a
-    # run over its tables (docs/bench_ingest.md "Many small runs").
-    declared = canonical_tables().get(table)
-    columns = (
-        [c.name for c in declared.columns] if declared is not None else table_columns(con, table)
-    )
-    unknown = set(frame.columns) - set(columns)
-    if unknown:
-        raise ValueError(f"{table}: columns not in the schema: {sorted(unknown)}")
+    _check_columns(con, table, frame.columns)
     # Arrow string views are Polars' own layout, so no string is copied; one row group per
     # statement bounds DuckDB's working memory (986k slices with 200 MB of args, bench ingest:
     # +140 MB during the insert instead of +380 MB, +600 MB with plain Arrow strings).
@@ -290,14 +281,54 @@ def insert_frame(
     return frame.height
 
 
+def _check_columns(con: duckdb.DuckDBPyConnection, table: str, names: list[str]) -> None:
+    """ValueError naming the columns of `names` that `table` lacks. A canonical table's columns
+    are its DDL's (create_schema adds any an older file lacks), so no catalog query is needed:
+    `describe` costs ~15 ms in a warehouse of many views, ~0.2 s a run over its tables
+    (docs/bench_ingest.md "Many small runs")."""
+    declared = canonical_tables().get(table)
+    columns = (
+        [c.name for c in declared.columns] if declared is not None else table_columns(con, table)
+    )
+    unknown = set(names) - set(columns)
+    if unknown:
+        raise ValueError(f"{table}: columns not in the schema: {sorted(unknown)}")
+
+
+@contextmanager
+def _memory_limited(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB's memory limit lowered to a quarter of the ingest budget for the block, when the
+    database is a file (it then spills to the file's temp folder; an in-memory one could not)."""
+    from pipelines.ingest import memory
+
+    if queries.database_path(con) is None:
+        yield
+        return
+    old = queries.setting(con, "memory_limit")
+    con.execute(f"set memory_limit = '{max(64, memory.max_memory() // (4 << 20))}MiB'")
+    try:
+        yield
+    finally:
+        con.execute(f"set memory_limit = '{old}'")
+
+
 def _insert_lazy(con: duckdb.DuckDBPyConnection, table: str, frame: pl.LazyFrame) -> int:
-    """A LazyFrame (a streamed trace's slices over its Parquet spill) appended in row-group
-    batches as Polars' streaming engine produces them. Not bounded yet: the slices' plan over
-    the spill holds ~0.55 MB per MB of trace while it is collected (docs/bench_ingest.md)."""
-    rows = 0
-    for part in frame.collect_batches(chunk_size=INSERT_BATCH_ROWS):
-        rows += insert_frame(con, table, part)
-    return rows
+    """A LazyFrame (a streamed trace's slices over its Parquet spill): Polars' streaming engine
+    writes it to a Parquet file in a spill folder (released with the run's other spills), then
+    one DuckDB statement appends that file under _memory_limited. Appending Arrow batches
+    instead kept every batch in the transaction's local storage until commit: a 4 GB trace's
+    insert grew by 2.5 GB (docs/bench_ingest.md "Where the streamed RSS grows")."""
+    from pipelines.ingest import memory
+    from pipelines.ingest.duck import sql_string
+
+    _check_columns(con, table, frame.collect_schema().names())
+    path = memory.new_spill_dir() / f"{table}.parquet"
+    frame.sink_parquet(path)
+    with _memory_limited(con):
+        (rows,) = con.execute(
+            f"insert into {table} by name select * from read_parquet({sql_string(path)})"
+        ).fetchone()
+    return int(rows)
 
 
 def delete_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
@@ -338,6 +369,11 @@ def write_run(
     except Exception:
         con.execute("rollback")
         raise
+    if any(isinstance(frame, pl.LazyFrame) for frame in tables.values()):
+        # a streamed trace's rows are checkpointed now, under the limit: left to the close,
+        # the checkpoint of a 4 GB trace's slices took the process from 0.6 to 4.0 GB
+        with _memory_limited(con):
+            con.execute("checkpoint")
     return counts
 
 

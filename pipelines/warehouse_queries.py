@@ -313,6 +313,20 @@ def runs_with_markers_in(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -
     return sorted(r[0] for r in rows)
 
 
+def database_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The file of the connection's current database (None: in memory)."""
+    row = con.execute(
+        "select path from duckdb_databases() where database_name = current_database()"
+    ).fetchone()
+    return row[0] if row else None
+
+
+def setting(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    """A DuckDB setting's current value, as text (e.g. memory_limit '18.8 GiB'). `name` is a
+    setting's name, never user text (no bound parameter: binding one imports pandas)."""
+    return con.execute(f"select current_setting('{name}')").fetchone()[0]
+
+
 def stored_view_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     """The names of the views stored in the connection's database (temporary ones left out)."""
     rows = con.execute(

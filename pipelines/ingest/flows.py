@@ -157,15 +157,15 @@ def _next(flows: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
 
 def merge_links(frame: pl.DataFrame | pl.LazyFrame, links: pl.DataFrame):
     """`frame` (with `_row` and args) with each linked row's args extended by its flow_links,
-    `_row` dropped. A row-wise lookup, no join: a LazyFrame stays streamable."""
+    `_row` dropped. A left join with the links in frame order, which a LazyFrame streams (a
+    `replace_strict` against them would be run in memory over the whole trace)."""
     if links.is_empty():
         return frame.drop(ROW)
-    extra = pl.col(ROW).replace_strict(
-        links.get_column(ROW),
-        links.get_column(FLOW_LINKS_KEY),
-        default=None,
-        return_dtype=pl.String,
-    )
+    right = links.select(ROW, pl.col(FLOW_LINKS_KEY).alias("_extra"))
+    if isinstance(frame, pl.LazyFrame):
+        right = right.lazy()
+    joined = frame.join(right, on=ROW, how="left", maintain_order="left")
+    extra = pl.col("_extra")
     args = pl.col("args").str.strip_chars()
     merged = (
         pl.when(extra.is_null())
@@ -176,4 +176,4 @@ def merge_links(frame: pl.DataFrame | pl.LazyFrame, links: pl.DataFrame):
         .then(args.str.head(-1) + "," + extra.str.tail(-1))
         .otherwise(pl.col("args"))  # args that are not an object keep no link
     )
-    return frame.with_columns(merged.alias("args")).drop(ROW)
+    return joined.with_columns(merged.alias("args")).drop(ROW, "_extra")

@@ -474,17 +474,40 @@ def _meta(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _lazy_steps(frame: pl.LazyFrame, steps: pl.DataFrame) -> pl.LazyFrame:
-    """`intervals.assign_steps` as a lazy expression, with the same rule: the latest window
-    starting at or before `start_ns`, if `start_ns` is before that window's end."""
+    """`intervals.assign_steps` as a streamable plan, with the same rule: the latest window
+    starting at or before `start_ns`, if `start_ns` is before that window's end. The window is
+    found by binning start_ns at the windows' starts (elementwise) and joining the small window
+    table: `search_sorted` against a literal, like `replace_strict`, is a whole-column function
+    that Polars' streaming engine runs in memory, holding every row of the trace, args and all,
+    at the multiplexer in front of it (docs/bench_ingest.md "Where the streamed RSS grows")."""
     if steps.is_empty():
         return frame.with_columns(pl.lit(None, dtype=pl.Int32).alias("step"))
-    windows = steps.sort("start_ns", maintain_order=True)
-    starts = pl.lit(windows["start_ns"].cast(pl.Int64))
-    index = starts.search_sorted(pl.col("start_ns"), side="right").cast(pl.Int64) - 1
-    at = index.clip(0, windows.height - 1)
-    inside = (index >= 0) & (pl.col("start_ns") < pl.lit(windows["end_ns"]).gather(at))
-    number = pl.lit(windows["step"].cast(pl.Int32)).gather(at)
-    return frame.with_columns(pl.when(inside).then(number).alias("step"))
+    # starts strictly ascending: of windows starting together the last in order wins, as in
+    # search_sorted(side="right") - 1
+    windows = steps.sort("start_ns", maintain_order=True).unique(
+        "start_ns", keep="last", maintain_order=True
+    )
+    table = windows.select(
+        pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).alias("_bin"),
+        pl.col("end_ns").alias("_end"),
+        pl.col("step").cast(pl.Int32).alias("_step"),
+    )
+    bins = pl.col("start_ns").bin_intervals(windows["start_ns"].to_list(), labels=False)
+    return (
+        frame.with_columns(bins.alias("_bin"))
+        .join(table.lazy(), on="_bin", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("start_ns") < pl.col("_end")).then(pl.col("_step")).alias("step")
+        )
+        .drop("_bin", "_end", "_step")
+    )
+
+
+def _lookup(frame, table: pl.DataFrame, on: str):
+    """`frame` (a frame or LazyFrame) left-joined with a small table, in frame order: a join
+    streams, a `replace_strict` against a literal mapping does not (see _lazy_steps)."""
+    right = table.lazy() if isinstance(frame, pl.LazyFrame) else table
+    return frame.join(right, on=on, how="left", maintain_order="left")
 
 
 def _derivable(slices: pl.LazyFrame) -> pl.DataFrame:
@@ -540,20 +563,15 @@ def _view(
         .unique("key", keep="first", maintain_order=True)
     )
     lanes = dict(zip(process["pid"], process["lane"], strict=True))
-    thread_names = dict(zip(threads["key"], threads["value"], strict=True))
     slices = slices.with_row_index(flow_links.ROW)
     links, flow_counts = flow_links.bind(slices.lazy(), flows)
     slices = flow_links.merge_links(slices, links)
-    slices = slices.with_columns(
-        pl.col("pid")
-        .replace_strict(lanes, default="other", return_dtype=pl.String)
-        .fill_null("other")
-        .alias("lane"),
-        (pl.col("pid") + "/" + pl.col("tid"))
-        .replace_strict(thread_names, default=None, return_dtype=pl.String)
-        .fill_null(pl.col("tid"))
-        .alias("thread"),
-    )
+    slices = _lookup(slices, process.select("pid", "lane"), "pid")
+    slices = _lookup(
+        slices.with_columns((pl.col("pid") + "/" + pl.col("tid")).alias("key")),
+        threads.select("key", pl.col("value").alias("thread")),
+        "key",
+    ).with_columns(pl.col("lane").fill_null("other"), pl.col("thread").fill_null(pl.col("tid")))
     host_pids = [pid for pid, lane in lanes.items() if lane == "host"]
     windows = slices.filter(
         pl.col("name").str.starts_with(STEP_PREFIX) & pl.col("pid").is_in(host_pids)

@@ -65,6 +65,27 @@ def test_streamed_read_equals_in_memory_read(real_dir: Path) -> None:
         memory.release_spills()
 
 
+# Polars' physical-plan graph colours a node that its streaming engine hands to the in-memory
+# engine (which holds all of that node's input: every row of the trace, args included)
+FALLBACK = 'fillcolor="0.0 0.3 1.0"'
+
+
+def _fallbacks(plan: pl.LazyFrame) -> int:
+    graph = plan.show_graph(engine="streaming", plan_stage="physical", raw_output=True)
+    return graph.count(FALLBACK)
+
+
+def test_streamed_slices_plan_has_no_in_memory_fallback(real_dir: Path) -> None:
+    streamed = read_trace_view(real_dir / B1_RANK0 / TRACE, max_memory=TINY)
+    try:
+        assert _fallbacks(streamed.slices) == 0
+        # the check can fail: a lookup by replace_strict, as the plan once had, is a fallback
+        lookup = pl.col("lane").replace_strict({"host": "h"}, default="other")
+        assert _fallbacks(streamed.slices.with_columns(lookup.alias("lane_code"))) == 1
+    finally:
+        memory.release_spills()
+
+
 def _counts(path: Path) -> dict[str, int]:
     con = duckdb.connect(str(path), read_only=True)
     try:
