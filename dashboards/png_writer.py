@@ -24,11 +24,13 @@ class _Worker:
     """One `python -m dashboards.png_render` process and the thread that reads its replies."""
 
     def __init__(self, on_reply) -> None:
+        # a file, so a chatty worker can never block on a full pipe; closed in close()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115
         self.process = subprocess.Popen(
             [sys.executable, "-m", "dashboards.png_render"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self.stderr,
             text=True,
             encoding="utf-8",
         )
@@ -49,7 +51,10 @@ class _Worker:
         self.process.stdin.close()
         self.process.wait()
         self.reader.join()
-        return self.process.stderr.read()[-2000:]
+        self.stderr.seek(0)
+        tail = self.stderr.read()[-2000:].decode("utf-8", "replace")
+        self.stderr.close()
+        return tail
 
 
 class PngWriter:
