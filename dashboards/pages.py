@@ -74,15 +74,11 @@ def chart_spec(chart: alt.TopLevelMixin) -> dict:
 
 
 def page_html(
-    title: str,
-    sections: list[Section],
-    intro: str = "",
-    specs: list[dict] | None = None,
-    bundle: str | None = None,
+    title: str, sections: list[Section], intro: str = "", specs: list[dict] | None = None
 ) -> str:
     """A page: title, intro paragraph (HTML), then each section's chart rendered by Vega-Embed
     (SVG renderer) from its spec inlined in the page (`specs`: the sections' specs when the
-    caller has made them already; `bundle`: vega_bundle())."""
+    caller has made them already)."""
     if specs is None:
         specs = [chart_spec(s.chart) for s in sections]
     specs = {f"chart-{s.slug}": spec for s, spec in zip(sections, specs, strict=True)}
@@ -103,7 +99,7 @@ def page_html(
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
-        f"<script>{bundle or vega_bundle()}</script></head><body>"
+        f"<script>{vega_bundle()}</script></head><body>"
         f"<p><a href='index.html'>index</a></p><h1>{html.escape(title)}</h1>{intro}{body}"
         f"<script>{_EMBED % payload}</script></body></html>"
     )

@@ -305,7 +305,7 @@ def _memory_limited(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
         return
     old = queries.setting(con, "memory_limit")
-    con.execute(f"set memory_limit = '{max(64, memory.max_memory() // (4 << 20))}MiB'")
+    con.execute(f"set memory_limit = '{memory.duckdb_limit_mib()}MiB'")
     try:
         yield
     finally:

@@ -55,6 +55,13 @@ def max_memory(value: str | int | None = None) -> int:
     return parse_size(env) if env else DEFAULT_MAX_MEMORY
 
 
+def duckdb_limit_mib(budget: int | None = None) -> int:
+    """DuckDB's memory limit within an ingest budget (`budget`, else max_memory()): a quarter of
+    it, in MiB, at least 64; the streamed trace scan and the warehouse append of its slices
+    both run under it."""
+    return max(64, (max_memory() if budget is None else budget) // (4 << 20))
+
+
 def new_spill_dir() -> Path:
     """A fresh folder for one trace's on-disk slices (under $TRACEREPLAY_SPILL_DIR or the system
     temp folder), removed by `release_spills` or at interpreter exit."""

@@ -434,7 +434,7 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
     target = spill / "trace_view.parquet"
     con = private_connection()
     _configure(con)
-    con.execute(f"set memory_limit = '{max(64, budget // (4 << 20))}MiB'")
+    con.execute(f"set memory_limit = '{memory.duckdb_limit_mib(budget)}MiB'")
     con.execute(f"set temp_directory = {sql_string(spill)}")
     con.execute("set preserve_insertion_order = false")
     try:
