@@ -201,7 +201,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="a scheduler step carries chunks of several requests: each step's --chunk token "
         "budget goes to the running requests in queue order (8 x 4K prompts in 16K steps: 2 "
-        "steps, not 8); cpp, vpp, vpp_async only (default: one request per step)",
+        "steps, not 8); under dcpp the step's time budget (the predictor's target) is shared "
+        "too, so a long prompt's late chunks shrink as alone; not vpp_pack (default: one request "
+        "per step)",
     )
     parser.add_argument(
         "--max-running",

@@ -13,6 +13,11 @@ each piece's attention and cached-prefix work counted with its own prefix, the p
 part (`fixed` = the cost's intercept in tokens: layer launches and the small-chunk GEMM term of
 LayeredCost, estimated as 2 f(1) - f(2), exact for every term linear in c) paid once.
 
+`pack_dcpp_steps` is the same for DCPP: the step's token budget C and its time budget, the
+predictor's target T, are shared by its pieces (vLLM-Ascend's profiling-chunk scheduler), so a
+step of short prompts fills up to C tokens while a long prompt's late chunks shrink as in
+`chunking.dynamic_chunks`.
+
 `length_mix` draws prompt lengths from a log-normal fitted to GSM8K-like chat prompts (module
 constants, their source below) for a closed batch of `count` requests queued at t=0.
 """
@@ -24,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from pipelines.sim.chunking import DcppConfig, QuadraticFit, next_chunk
 from pipelines.sim.costs import StageCost
 
 Piece = tuple[int, int, int]  # (request index, tokens, prefix tokens)
@@ -85,6 +91,53 @@ def pack_steps(
                 break
             take = min(left[i], room)
             pieces.append((i, take, done[i]))
+            left[i] -= take
+            done[i] += take
+            room -= take
+        steps.append(pieces)
+    return steps
+
+
+def pack_dcpp_steps(
+    prompt_tokens: Sequence[int],
+    budget: int,
+    fit: QuadraticFit,
+    cfg: DcppConfig,
+    max_running: int | None = None,
+) -> list[list[Piece]]:
+    """DCPP's steps when a step may carry several requests, as vLLM-Ascend's profiling-chunk
+    scheduler shares one time budget per step: the step starts with the target T = f(C) - f(0)
+    (the profiled stage-0 fit `fit`, C = `budget`) and `budget` tokens; the running requests, in
+    queue order, each take a piece: a request's first chunk (prefix 0) is not predicted and takes
+    min(tokens left, tokens of the step left); a later chunk is the rule's size for the time left
+    (`chunking.next_chunk`: smoothing, floor, alignment), capped by the tokens left in the request
+    and in the step. Each piece spends its predicted time f(L + x) - f(L). A step ends when its
+    tokens or its time are spent (this project's reading: with no time left the predictor would
+    fall back to the full T, which would overfill the step). With one request the chunks are
+    `chunking.dynamic_chunks`' (offline)."""
+    if budget < 1:
+        raise ValueError("budget must be at least 1")
+    if max_running is not None and max_running < 1:
+        raise ValueError("max_running must be at least 1")
+    target = fit(budget) - fit(0)
+    left = [int(n) for n in prompt_tokens]
+    done = [0] * len(left)
+    steps: list[list[Piece]] = []
+    while any(left):
+        room, time_left = budget, target
+        pieces: list[Piece] = []
+        running = [i for i, n in enumerate(left) if n > 0]
+        if max_running is not None:
+            running = running[:max_running]
+        for i in running:
+            if room == 0 or time_left <= 0:
+                break
+            if done[i] == 0:
+                take = min(left[i], room)
+            else:
+                take = min(next_chunk(fit, done[i], time_left, cfg, budget), left[i], room)
+            pieces.append((i, take, done[i]))
+            time_left -= fit(done[i] + take) - fit(done[i])
             left[i] -= take
             done[i] += take
             room -= take

@@ -146,6 +146,13 @@ def _next_vllm(fit: QuadraticFit, prefix: int, target: float, cfg: DcppConfig, b
     return math.ceil(s / align) * align
 
 
+def next_chunk(fit: QuadraticFit, prefix: int, target: float, cfg: DcppConfig, base: int) -> int:
+    """The rule's next chunk size after `prefix` tokens for a step-time target (ns): solved from
+    the profiled fit, smoothed, floored and aligned; not yet capped by the token budget."""
+    step = _next_sglang if cfg.rule == "sglang" else _next_vllm
+    return step(fit, prefix, target, cfg, base)
+
+
 def _history_chunk(coef: np.ndarray, history: int, target: float, cfg: DcppConfig) -> int | None:
     """Solve a x² + (aH + b) x + (bH + c - T) = 0 (vLLM-Ascend predict_with_history)."""
     a, b, c = (float(v) for v in coef)
@@ -167,7 +174,6 @@ def dynamic_chunks(
     """DCPP chunk sizes for one prompt under `cfg`'s rule; `stage0` is PP rank 0's latency."""
     fit = profile(stage0, cfg.rule, chunk_size)
     target = fit(chunk_size) - fit(0)
-    step = _next_sglang if cfg.rule == "sglang" else _next_vllm
     chunks: list[int] = []
     prefix = 0
     samples: list[tuple[int, int, float]] = []  # (chunk, history, measured ns)
@@ -185,7 +191,7 @@ def dynamic_chunks(
                     align = cfg.align
                     size = math.ceil(size / align) * align
             if size is None:
-                size = step(fit, prefix, target, cfg, chunk_size)
+                size = next_chunk(fit, prefix, target, cfg, chunk_size)
         size = min(size, chunk_size, left)
         if cfg.online and cfg.rule == "vllm_ascend":
             measured = float(stage0(np.array([size]), np.array([prefix]))[0])

@@ -22,8 +22,14 @@ import numpy as np
 import polars as pl
 
 from pipelines.sim import presets
-from pipelines.sim.batching import Piece, pack_steps, packed_stage_ns
-from pipelines.sim.chunking import DcppConfig, dynamic_chunks, fixed_chunks
+from pipelines.sim.batching import Piece, pack_dcpp_steps, pack_steps, packed_stage_ns
+from pipelines.sim.chunking import (
+    DcppConfig,
+    StageLatency,
+    dynamic_chunks,
+    fixed_chunks,
+    profile,
+)
 from pipelines.sim.comm import CollectiveModel, CommModel
 from pipelines.sim.costs import StageCost
 from pipelines.sim.disturbance import Disturbance, disturbed_durations
@@ -194,6 +200,24 @@ def _release(plan: Plan) -> np.ndarray:
     return np.where(rel >= 0, arrivals[np.maximum(rel, 0)], 0)
 
 
+def _stage0_latency(
+    cost: StageCost, layout: StageLayout, collectives: CollectiveModel | None
+) -> StageLatency:
+    """Stage-0 step time as DCPP's predictor measures it: compute, call overhead and the
+    blocking collectives of the call."""
+    lo, hi = layout.layer_ranges[0]
+
+    def stage0(tokens: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+        n = len(tokens)
+        lo_, hi_ = np.full(n, lo), np.full(n, hi)
+        ns = cost.stage_ns(tokens, prefix, lo_, hi_) + cost.call_overhead_ns
+        if collectives is not None and collectives.blocking:
+            ns = ns + sum(collectives.parts_ns(tokens, lo_, hi_).values())
+        return ns
+
+    return stage0
+
+
 def _chunk_requests(
     frame: pl.DataFrame,
     base: str,
@@ -203,18 +227,7 @@ def _chunk_requests(
     layout: StageLayout,
     collectives: CollectiveModel | None = None,
 ) -> list[ChunkedRequest]:
-    lo, hi = layout.layer_ranges[0]
-
-    def stage0(tokens: np.ndarray, prefix: np.ndarray) -> np.ndarray:
-        """Stage-0 step time as DCPP's predictor measures it: compute, call overhead and the
-        blocking collectives of the call."""
-        n = len(tokens)
-        lo_, hi_ = np.full(n, lo), np.full(n, hi)
-        ns = cost.stage_ns(tokens, prefix, lo_, hi_) + cost.call_overhead_ns
-        if collectives is not None and collectives.blocking:
-            ns = ns + sum(collectives.parts_ns(tokens, lo_, hi_).values())
-        return ns
-
+    stage0 = _stage0_latency(cost, layout, collectives)
     out = []
     for rid, arrival, prompt in frame.iter_rows():
         if base == "dcpp":
@@ -301,8 +314,8 @@ def prepare(
     plan then runs one batch whose chunk k is step k, and meta["request_steps"] lists the steps'
     (request index, tokens, prefix) pieces."""
     base, dcpp = _resolve_schedule(schedule, dcpp)
-    if pack_requests and base in ("dcpp", "vpp_pack"):
-        raise ValueError(f"packed requests need fixed-budget steps: not {base}")
+    if pack_requests and base == "vpp_pack":
+        raise ValueError("vpp_pack packs requests into drain windows: not with packed steps")
     is_vpp = base.startswith("vpp")
     vp = vp if vp is not None else (2 if is_vpp else 1)
     if not is_vpp and vp != 1:
@@ -313,11 +326,15 @@ def prepare(
     coll = _resolve_collectives(collectives, model, hardware, tp) if comm is not None else None
     layout = fold_back_layout(cost.num_layers, pp, vp, layer_split)
     frame = requests_frame(requests)
-    steps = (
-        pack_steps(frame["prompt_tokens"].to_list(), chunk_size, max_running)
-        if (pack_requests)
-        else None
-    )
+    prompts = frame["prompt_tokens"].to_list()
+    steps = None
+    if pack_requests and base == "dcpp":
+        cfg = dcpp or DcppConfig()
+        fit = profile(_stage0_latency(cost, layout, coll), cfg.rule, chunk_size)
+        steps = pack_dcpp_steps(prompts, chunk_size, fit, cfg, max_running)
+        dcpp = replace(cfg, online=False)  # packed steps use the profiled predictor only
+    elif pack_requests:
+        steps = pack_steps(prompts, chunk_size, max_running)
     if steps is not None:
         tokens = tuple(sum(piece[1] for piece in step) for step in steps)
         chunked = [ChunkedRequest(BATCH_REQUEST, int(frame["arrival_ns"].max()), tokens)]

@@ -9,7 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.sim.batching import length_mix, pack_steps
+from pipelines.sim.batching import length_mix, pack_dcpp_steps, pack_steps
+from pipelines.sim.chunking import DcppConfig, dynamic_chunks, profile
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 
@@ -41,8 +42,45 @@ def test_packed_run_steps_and_ttft() -> None:
     d0 = int((c0["end_ns"] - c0["start_ns"]).sum())
     d1 = int((c1["end_ns"] - c1["start_ns"]).sum())
     assert d0 < d1
-    with pytest.raises(ValueError, match="fixed-budget"):
-        simulate([4096] * 8, "dcpp", chunk_size=16384, pack_requests=True)
+    with pytest.raises(ValueError, match="drain windows"):
+        simulate([4096] * 8, "vpp_pack", chunk_size=16384, pack_requests=True)
+
+
+def _quadratic_stage0(tokens: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+    """A stage-0 latency whose profiled fit is exactly f(l) = 2e-3 l^2 + 40 l + 5e5 ns."""
+    length = np.asarray(tokens, dtype=float) + np.asarray(prefix, dtype=float)
+    return 2e-3 * length**2 + 40.0 * length + 5e5
+
+
+@pytest.mark.parametrize("rule", ["vllm_ascend", "sglang"])
+def test_packed_dcpp_steps_share_the_step_time_budget(rule: str) -> None:
+    cfg = DcppConfig(rule=rule)
+    fit = profile(_quadratic_stage0, rule, 16384)
+    # one request: the packed steps are dynamic_chunks' chunks
+    alone = pack_dcpp_steps([131072], 16384, fit, cfg)
+    assert [p[1] for (p,) in alone] == dynamic_chunks(131072, 16384, _quadratic_stage0, cfg)
+    assert len(alone) > 131072 // 16384  # late chunks shrink
+    # first chunks are not predicted: eight 4K prompts fill 16K steps, 2 steps
+    assert [len(s) for s in pack_dcpp_steps([4096] * 8, 16384, fit, cfg)] == [4, 4]
+    # a late chunk that spends the step's time leaves nothing to the next request, though
+    # tokens are left (the fixed-budget rule would hand them out)
+    two = pack_dcpp_steps([131072, 131072], 16384, fit, cfg)
+    late = two[1]
+    assert [p[0] for p in late] == [0] and late[0][1] < 16384
+    assert pack_steps([131072, 131072], 16384)[1] == [(0, 16384, 16384)]
+    # a short remainder leaves time: the next request's first piece rides in the same step
+    tail = pack_dcpp_steps([20000, 8000], 16384, fit, cfg)
+    assert tail[1] == [(0, 3616, 16384), (1, 8000, 0)]
+    assert sum(p[1] for s in two for p in s if p[0] == 1) == 131072
+
+
+def test_packed_dcpp_run() -> None:
+    one = summarize(simulate([262144], "dcpp", chunk_size=16384))
+    packed = summarize(simulate([262144], "dcpp", chunk_size=16384, pack_requests=True))
+    assert packed["scheduling_steps"] == one["scheduling_steps"] == 53
+    assert packed["makespan_ns"] == pytest.approx(one["makespan_ns"], rel=1e-9)
+    mix = summarize(simulate([4096] * 8, "dcpp", chunk_size=16384, pack_requests=True))
+    assert mix["scheduling_steps"] == 2
 
 
 def test_length_mix_is_gsm8k_like_and_seeded() -> None:
@@ -114,3 +152,31 @@ def test_packed_steps_segment_into_every_requests_chunk(tmp_path, detail) -> Non
             ).get_column("start_ns")
         ).sum()
         assert mine["busy_ns"].sum() == step_busy
+
+
+def test_packed_dcpp_steps_segment_into_every_requests_chunk(tmp_path) -> None:
+    """A packed DCPP run (a long prompt's shrinking chunks, then short prompts sharing its last
+    step) written as torch_npu folders segments into every request's chunks."""
+    from pipelines.analysis.segment import segment_chunks
+    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.sim.writers_ascend import write_ascend_pt
+
+    prompts = [65536, 4096, 2048]
+    result = simulate(prompts, "dcpp", model="llama3-8b", chunk_size=16384, pack_requests=True)
+    steps = result.meta["request_steps"]
+    assert len(steps) > 65536 // 16384 and any(len(step) > 1 for step in steps)
+    slices = []
+    for folder in write_ascend_pt(result, tmp_path / "raw"):
+        frames = read_rank(folder)
+        slices.append(
+            frames.tables["slices"].with_columns(
+                pl.lit(frames.rank, pl.Int32).alias("rank"), pl.lit("p").alias("run_id")
+            )
+        )
+    chunks, unassigned = segment_chunks(pl.concat(slices, how="vertical_relaxed"), "p")
+    assert unassigned["unassigned_ns"].sum() == 0
+    ids = result.requests["request_id"].to_list()
+    for rank in (0, 1):
+        mine = chunks.filter(pl.col("rank") == rank)
+        tokens = dict(mine.group_by("request_id").agg(pl.col("tokens").sum()).iter_rows())
+        assert tokens == dict(zip(ids, prompts, strict=True))
