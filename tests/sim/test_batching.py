@@ -116,26 +116,12 @@ def test_packed_steps_segment_into_every_requests_chunk(tmp_path, detail) -> Non
     """A packed step's pieces each get their own chunk marker: ingested and segmented, every
     request of a packed run has its chunks (tokens summing to its prompt), and the pieces of a
     step tile the step's compute exactly."""
-    from pipelines.analysis.segment import segment_chunks
-    from pipelines.ingest.ascend_text import read_rank
-    from pipelines.sim.writers_ascend import write_ascend_pt
-
     prompts = [4096, 16384, 6144, 2048]
     result = simulate(prompts, "cpp", model="llama3-8b", chunk_size=16384, pp=2, pack_requests=True)
     steps = result.meta["request_steps"]
     # request 1 spans both steps: its chunk 1 has the 12K prefix of its chunk 0
     assert steps == [[[0, 4096, 0], [1, 12288, 0]], [[1, 4096, 12288], [2, 6144, 0], [3, 2048, 0]]]
-    folders = write_ascend_pt(result, tmp_path / "raw", detail=detail)
-    slices = []
-    for folder in folders:
-        frames = read_rank(folder)
-        slices.append(
-            frames.tables["slices"].with_columns(
-                pl.lit(frames.rank, pl.Int32).alias("rank"), pl.lit("p").alias("run_id")
-            )
-        )
-    chunks, unassigned = segment_chunks(pl.concat(slices, how="vertical_relaxed"), "p")
-    assert unassigned["unassigned_ns"].sum() == 0
+    chunks = _written_and_segmented(result, tmp_path, detail)
     ids = result.requests["request_id"].to_list()
     for rank in (0, 1):
         mine = chunks.filter(pl.col("rank") == rank)
@@ -157,16 +143,27 @@ def test_packed_steps_segment_into_every_requests_chunk(tmp_path, detail) -> Non
 def test_packed_dcpp_steps_segment_into_every_requests_chunk(tmp_path) -> None:
     """A packed DCPP run (a long prompt's shrinking chunks, then short prompts sharing its last
     step) written as torch_npu folders segments into every request's chunks."""
-    from pipelines.analysis.segment import segment_chunks
-    from pipelines.ingest.ascend_text import read_rank
-    from pipelines.sim.writers_ascend import write_ascend_pt
-
     prompts = [65536, 4096, 2048]
     result = simulate(prompts, "dcpp", model="llama3-8b", chunk_size=16384, pack_requests=True)
     steps = result.meta["request_steps"]
     assert len(steps) > 65536 // 16384 and any(len(step) > 1 for step in steps)
+    chunks = _written_and_segmented(result, tmp_path, "tasks")
+    ids = result.requests["request_id"].to_list()
+    for rank in (0, 1):
+        mine = chunks.filter(pl.col("rank") == rank)
+        tokens = dict(mine.group_by("request_id").agg(pl.col("tokens").sum()).iter_rows())
+        assert tokens == dict(zip(ids, prompts, strict=True))
+
+
+def _written_and_segmented(result, tmp_path, detail: str) -> pl.DataFrame:
+    """The run written as torch_npu folders, read back and segmented; no device time may be left
+    unassigned."""
+    from pipelines.analysis.segment import segment_chunks
+    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.sim.writers_ascend import write_ascend_pt
+
     slices = []
-    for folder in write_ascend_pt(result, tmp_path / "raw"):
+    for folder in write_ascend_pt(result, tmp_path / "raw", detail=detail):
         frames = read_rank(folder)
         slices.append(
             frames.tables["slices"].with_columns(
@@ -175,8 +172,4 @@ def test_packed_dcpp_steps_segment_into_every_requests_chunk(tmp_path) -> None:
         )
     chunks, unassigned = segment_chunks(pl.concat(slices, how="vertical_relaxed"), "p")
     assert unassigned["unassigned_ns"].sum() == 0
-    ids = result.requests["request_id"].to_list()
-    for rank in (0, 1):
-        mine = chunks.filter(pl.col("rank") == rank)
-        tokens = dict(mine.group_by("request_id").agg(pl.col("tokens").sum()).iter_rows())
-        assert tokens == dict(zip(ids, prompts, strict=True))
+    return chunks
