@@ -25,6 +25,7 @@ from pipelines.ingest.hccl import group_hash, is_p2p_expr, op_type_expr
 from pipelines.ingest.profiler_info import (
     ProfilerInfo,
     ProfilerMetadata,
+    collected_at_from_names,
     find_profiler_info,
     groups_by_hash,
     read_profiler_info,
@@ -183,7 +184,7 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
             "comm_ops": comm_ops,
             "step_breakdown": step_breakdown,
         },
-        info=_info(con, columns, profiler_info, metadata),
+        info=_info(con, columns, profiler_info, metadata, rank_folder),
         dropped=drop.merged(dropped, dropped_host),
     )
 
@@ -283,8 +284,10 @@ def _info(
     columns: dict[str, list[str]],
     profiler_info: ProfilerInfo | None,
     metadata: ProfilerMetadata | None,
+    rank_folder: Path,
 ) -> dict[str, Any]:
-    """Run-level facts: hardware, software versions, collection time, profiler settings, groups."""
+    """Run-level facts: hardware, software versions, collection time (the session start, else
+    profiler_info's collection end, else the folder names' stamp), profiler settings, groups."""
     info: dict[str, Any] = {"export_type": "db"}
     if _has(columns, "NPU_INFO"):
         row = con.execute("select name from NPU_INFO limit 1").fetchone()
@@ -302,6 +305,8 @@ def _info(
             info["collected_at"] = datetime.fromtimestamp(row[0] / 1e9, tz=UTC).replace(tzinfo=None)
     if "collected_at" not in info and profiler_info and profiler_info.collected_at:
         info["collected_at"] = profiler_info.collected_at
+    if "collected_at" not in info and (named := collected_at_from_names(rank_folder)):
+        info["collected_at"] = named
     if profiler_info and profiler_info.profiler_level:
         info["profiler_level"] = profiler_info.profiler_level
     if _has(columns, "HOST_INFO"):

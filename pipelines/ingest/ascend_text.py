@@ -43,6 +43,7 @@ from pipelines.ingest.profiler_info import (
     ParallelGroup,
     ProfilerInfo,
     ProfilerMetadata,
+    collected_at_from_names,
     find_profiler_info,
     group_by_suffix,
     groups_by_hash,
@@ -286,6 +287,8 @@ def read_rank(rank_dir: Path) -> RankFrames:
     if breakdown.height:
         tables["step_breakdown"] = breakdown
     run_info = _info(info, metadata)
+    if "collected_at" not in run_info and (named := collected_at_from_names(rank_dir)):
+        run_info["collected_at"] = named
     dropped = drop.merged(*(r.dropped for r in (trace, kernels) if r is not None))
     return RankFrames(
         rank=rank,

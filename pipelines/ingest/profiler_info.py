@@ -192,6 +192,39 @@ def group_by_suffix(groups: list[ParallelGroup], suffix: str) -> ParallelGroup |
     return next(iter(matches.values())) if len(matches) == 1 else None
 
 
+_RANK_FOLDER_STAMP = re.compile(r"_(\d{14}|\d{17})_ascend_pt$")
+_PROF_FOLDER_STAMP = re.compile(r"^PROF_\d+_(\d{14}|\d{17})_")
+
+
+def _stamp_time(digits: str) -> datetime | None:
+    try:
+        when = datetime.strptime(digits[:14], "%Y%m%d%H%M%S")
+    except ValueError:
+        return None
+    if len(digits) == 17:
+        when = when.replace(microsecond=int(digits[14:]) * 1000)
+    return when if 2000 <= when.year <= 2100 else None
+
+
+def collected_at_from_names(rank_dir: Path) -> datetime | None:
+    """The collection time torch_npu writes into folder names, for exports whose
+    profiler_info has no `collectionTimeEnd`: `<host>_<pid>_<YYYYmmddHHMMSS[mmm]>_ascend_pt`,
+    else the first `PROF_<n>_<YYYYmmddHHMMSS[mmm]>_<rand>` inside it (docs/ascend_formats.md).
+    The stamp is the collecting host's local time, so it can be hours off UTC: good enough to
+    order nights, not to compare with UTC clocks. None when no name carries a valid stamp."""
+    match = _RANK_FOLDER_STAMP.search(rank_dir.name)
+    names = [match.group(1)] if match else []
+    for sub in sorted(rank_dir.glob("PROF_*")):
+        found = _PROF_FOLDER_STAMP.match(sub.name)
+        if found and sub.is_dir():
+            names.append(found.group(1))
+    for digits in names:
+        when = _stamp_time(digits)
+        if when is not None:
+            return when
+    return None
+
+
 def find_profiler_info(rank_dir: Path) -> Path | None:
     """The profiler_info[_N].json of a rank folder, if any."""
     found = sorted(p for p in rank_dir.glob("profiler_info*.json") if _INFO_NAME.match(p.name))

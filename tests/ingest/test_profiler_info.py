@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.profiler_info import (
+    collected_at_from_names,
     double_hash,
     group_by_suffix,
     read_profiler_info,
@@ -78,3 +80,49 @@ def test_metadata_convention_keys(tmp_path: Path) -> None:
     path.write_text(json.dumps({"model": "qwen3", "chunk_size": "4096", "pp": "2", "x": "y"}))
     meta = read_profiler_metadata(path)
     assert meta.conventions == {"model": "qwen3", "chunk_size": "4096", "pp": "2"}
+
+
+@pytest.mark.parametrize(
+    ("folders", "expected"),
+    [
+        # the two real naming forms (docs/ascend_formats.md): 14-digit and 17-digit (ms) stamps
+        (
+            ["localhost.localdomain_139247_20230628101435_ascend_pt"],
+            datetime(2023, 6, 28, 10, 14, 35),
+        ),
+        (
+            ["liteserver-c001-4_3508133_20260806080527522_ascend_pt"],
+            datetime(2026, 8, 6, 8, 5, 27, 522000),
+        ),
+        # a renamed rank folder: the PROF_<n>_<stamp>_<rand> folder inside it
+        (
+            ["rank0_ascend_pt", "PROF_000001_20251127140712345_ABCDEF"],
+            datetime(2025, 11, 27, 14, 7, 12, 345000),
+        ),
+        (["rank0_ascend_pt"], None),
+        (["host_1_20261399000000_ascend_pt"], None),  # month 13: not a stamp
+    ],
+)
+def test_collected_at_from_folder_names(tmp_path: Path, folders, expected) -> None:
+    rank_dir = tmp_path / folders[0]
+    for sub in folders[1:]:
+        (rank_dir / sub).mkdir(parents=True)
+    rank_dir.mkdir(exist_ok=True)
+    assert collected_at_from_names(rank_dir) == expected
+
+
+def test_a_text_export_without_collection_end_takes_the_folder_stamp(tmp_path: Path) -> None:
+    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.sim.run import simulate
+    from pipelines.sim.writers_ascend import write_ascend_pt
+
+    (folder, _) = write_ascend_pt(simulate([32768], "cpp", chunk_size=16384), tmp_path / "raw")
+    assert read_rank(folder).info["collected_at"].year == 2026  # profiler_info's collection end
+    for info_file in folder.glob("profiler_info*.json"):
+        content = json.loads(info_file.read_text())
+        content.pop("end_info", None)
+        info_file.write_text(json.dumps(content))
+    renamed = folder.rename(folder.parent / "rank0_ascend_pt")  # as upstream test data
+    assert "collected_at" not in read_rank(renamed).info
+    named = renamed.rename(folder.parent / "node7_4242_20251203021500123_ascend_pt")
+    assert read_rank(named).info["collected_at"] == datetime(2025, 12, 3, 2, 15, 0, 123000)
