@@ -64,7 +64,9 @@ def test_pooling_few_runs_fits_the_mean_curve_and_bootstraps_runs() -> None:
     )
     assert pooled.balance_method == "parametric(runs) line"
     assert pooled.balance_lo <= pooled.balance_est <= pooled.balance_hi
-    assert pooled.vpp_bubble_lo <= pooled.vpp_bubble_pred <= pooled.vpp_bubble_hi
+    # every draw of an affine curve leaves 1/(N+1) up to rounding (the point estimate can lie an
+    # ulp outside the draws' percentiles)
+    assert pooled.vpp_bubble_lo - 1e-12 <= pooled.vpp_bubble_pred <= pooled.vpp_bubble_hi + 1e-12
     single = fit_curve(*curves[0], n_boot=200)
     assert single.balance_method == "parametric(shape) line"
     # an affine curve with a >= b leaves exactly the drain, 1/(N+1): both intervals hold it
