@@ -17,7 +17,13 @@ Order of the decision (thresholds in `Thresholds`, defaults justified in docs/ta
    interval lies within +-1/`offset_ratio_min` (|a/b| at least `offset_ratio_min`).
 4. ``linear``: slope significantly different from zero, relative CI half-width at most
    `max_slope_rel_halfwidth`, R^2 at least `min_r2`.
-5. otherwise ``too_noisy``.
+5. When the line fails those tests, a shape that explains the curve strongly is named rather than
+   called noise: the candidate with the largest BIC gain, if that gain is at least
+   `noisy_line_min_dbic` (strong evidence on Kass & Raftery's scale), its p < `noisy_line_alpha`
+   and it matters (step 2's floor). With one run the AR(1) noise is estimated from the line's
+   residuals, so a real bend inflates it and its test alone can miss alpha; the line has then
+   already failed, so the looser level trades no `linear` verdict away.
+6. otherwise ``too_noisy``.
 
 Outlier chunks (pipelines.analysis.outliers) never enter the tests; they, the Durbin-Watson
 statistic and the covariance used are appended to every verdict's evidence.
@@ -48,6 +54,8 @@ class Thresholds:
     offset_ratio_min: float = 10.0
     max_slope_rel_halfwidth: float = 0.5
     min_r2: float = 0.8
+    noisy_line_alpha: float = 0.05
+    noisy_line_min_dbic: float = 6.0
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -89,7 +97,8 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
     context = _context(fit)
     shape = "convex" if fit.curvature > 0 else "concave"
     candidates = []  # (dBIC, label, text, matters)
-    if fit.breakpoint_p < th.alpha and fit.breakpoint_dbic > 0:
+    shapes = []  # (dBIC, p, label, text, matters): every shape with a BIC gain, for step 5
+    if fit.breakpoint_dbic > 0:
         text = (
             f"break at k={fit.breakpoint_k:.0f} (slope {_ms(fit.slope_before)} -> "
             f"{_ms(fit.slope_after)} ms/chunk, p_adj={_fmt(fit.breakpoint_p)}, "
@@ -97,14 +106,15 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
             f"dBIC={fit.breakpoint_dbic:.1f})"
         )
         matters = _matters(fit.breakpoint_effect, fit.breakpoint_bubble_pp, th)
-        candidates.append((fit.breakpoint_dbic, "kinked", text, matters))
-    if fit.curvature_p < th.alpha and fit.curvature_dbic > 0:
+        shapes.append((fit.breakpoint_dbic, fit.breakpoint_p, "kinked", text, matters))
+    if fit.curvature_dbic > 0:
         text = (
             f"{shape} quadratic term p={_fmt(fit.curvature_p)}, effect "
             f"{fit.curvature_effect:.1%}, VPP bubble {fit.curvature_bubble_pp:+.2f} pp"
         )
         matters = _matters(fit.curvature_effect, fit.curvature_bubble_pp, th)
-        candidates.append((fit.curvature_dbic, shape, text, matters))
+        shapes.append((fit.curvature_dbic, fit.curvature_p, shape, text, matters))
+    candidates += [(d, label, text, m) for d, p, label, text, m in shapes if p < th.alpha]
     if fit.step_p < th.alpha and fit.step_dbic > 0 and fit.step_effect >= th.min_drift_effect:
         text = (
             f"level step x{1 + fit.step_rel:.3f} from k={fit.step_k:.0f} inside the run "
@@ -151,6 +161,16 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
         why.append(f"slope CI half-width {_fmt(rel)} of the slope")
     if fit.r2 < th.min_r2:
         why.append(f"R2 {fit.r2:.2f} < {th.min_r2}")
+    strong = [c for c in shapes if c[1] < th.noisy_line_alpha and c[4]]
+    strong = [c for c in strong if c[0] >= th.noisy_line_min_dbic]
+    if strong:
+        _, _, label, text, _ = max(strong, key=lambda c: c[0])
+        return Verdict(
+            label,
+            f"{text}; named at p < {th.noisy_line_alpha:g} with dBIC >= "
+            f"{th.noisy_line_min_dbic:g} as the line fails ({'; '.join(why)}){context}",
+            fit.breakpoint_k if label == "kinked" else None,
+        )
     return Verdict("too_noisy", f"{'; '.join(why)}: {line_text}{below}{context}")
 
 
