@@ -60,6 +60,7 @@ METRICS: dict[str, Metric] = {
         Metric("bubble_ns", "ns", True, "bubble per rank"),
         Metric("exposed_comm_ns", "ns", True, "exposed communication per rank"),
         Metric("total_ns", "ns", True, "compute + bubble + exposed comm per rank"),
+        Metric("bubble_ratio", "ratio", True, "bubble / (compute + bubble + exposed comm)"),
         Metric("overlap_ratio", "ratio", False, "overlapped / communication time"),
         Metric("n_steps", "count", True, "scheduling steps"),
         Metric("tau_slope_ns", "ns", True, "tau_k slope b (per chunk of prefix)"),

@@ -93,7 +93,8 @@ def format_comparison(result) -> str:
         "",
         table(COLUMNS, rows),
         "",
-        f"{result.correction} correction across {len(result.metrics)} metrics; flagged only when "
+        f"{result.correction} correction across {len(result.metrics)} "
+        f"metric{'s' if len(result.metrics) != 1 else ''}; flagged only when "
         f"significant (p adj < 0.05) and the interval lies beyond +-{result.min_effect:.1%}",
     ]
     reasons = sorted({(m.test, m.test_reason) for m in result.metrics if m.test != "none"})

@@ -144,7 +144,7 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
         "fct_run_metrics",
         "plausible_ratios_and_bounds",
         E,
-        "0 <= overlap_ratio <= 1 and mean TTFT <= longest TTFT <= makespan",
+        "0 <= overlap and bubble ratios <= 1, mean TTFT <= longest TTFT <= makespan",
     ),
     ("fct_config_metrics", "n_at_least_one", E, "every configuration x metric row has n >= 1"),
     (

@@ -41,6 +41,7 @@ from (
             bubble_ns::double as bubble_ns,
             exposed_comm_ns::double as exposed_comm_ns,
             total_ns::double as total_ns,
+            bubble_ratio::double as bubble_ratio,
             overlap_ratio::double as overlap_ratio,
             n_steps::double as n_steps,
             tau_slope_ns::double as tau_slope_ns,

@@ -79,7 +79,8 @@ select
     t.tau_intercept_ns,
     t.tau_ab,
     q.prompt_tokens / nullif(s.makespan_ns / 1e9, 0) as throughput_tok_s,
-    k.compute_ns + k.bubble_ns + k.exposed_comm_ns as total_ns
+    k.compute_ns + k.bubble_ns + k.exposed_comm_ns as total_ns,
+    k.bubble_ns / nullif(k.compute_ns + k.bubble_ns + k.exposed_comm_ns, 0) as bubble_ratio
 from runs as r
 left join requests as q on r.run_id = q.run_id
 left join span as s on r.run_id = s.run_id
