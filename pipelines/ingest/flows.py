@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipelines.ingest.lookups import left_lookup
+
 FLOW_LINKS_KEY = "flow_links"
 """The args key under which a slice carries the links of the flows bound to it."""
 
@@ -157,14 +159,11 @@ def _next(flows: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:
 
 def merge_links(frame: pl.DataFrame | pl.LazyFrame, links: pl.DataFrame):
     """`frame` (with `_row` and args) with each linked row's args extended by its flow_links,
-    `_row` dropped. A left join with the links in frame order, which a LazyFrame streams (a
-    `replace_strict` against them would be run in memory over the whole trace)."""
+    `_row` dropped. A left join with the links in frame order, which a LazyFrame streams
+    (pipelines.ingest.lookups)."""
     if links.is_empty():
         return frame.drop(ROW)
-    right = links.select(ROW, pl.col(FLOW_LINKS_KEY).alias("_extra"))
-    if isinstance(frame, pl.LazyFrame):
-        right = right.lazy()
-    joined = frame.join(right, on=ROW, how="left", maintain_order="left")
+    joined = left_lookup(frame, links.select(ROW, pl.col(FLOW_LINKS_KEY).alias("_extra")), ROW)
     extra = pl.col("_extra")
     args = pl.col("args").str.strip_chars()
     merged = (

@@ -45,6 +45,7 @@ from pipelines.ingest import flows as flow_links
 from pipelines.ingest import memory
 from pipelines.ingest.duck import private_connection, scratch_connection, sql_string
 from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.lookups import left_lookup
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.intervals import assign_steps
 from pipelines.profiler_names import PROFILER_STEP_PREFIX as STEP_PREFIX
@@ -494,20 +495,12 @@ def _lazy_steps(frame: pl.LazyFrame, steps: pl.DataFrame) -> pl.LazyFrame:
     )
     bins = pl.col("start_ns").bin_intervals(windows["start_ns"].to_list(), labels=False)
     return (
-        frame.with_columns(bins.alias("_bin"))
-        .join(table.lazy(), on="_bin", how="left", maintain_order="left")
+        left_lookup(frame.with_columns(bins.alias("_bin")), table, "_bin")
         .with_columns(
             pl.when(pl.col("start_ns") < pl.col("_end")).then(pl.col("_step")).alias("step")
         )
         .drop("_bin", "_end", "_step")
     )
-
-
-def _lookup(frame, table: pl.DataFrame, on: str):
-    """`frame` (a frame or LazyFrame) left-joined with a small table, in frame order: a join
-    streams, a `replace_strict` against a literal mapping does not (see _lazy_steps)."""
-    right = table.lazy() if isinstance(frame, pl.LazyFrame) else table
-    return frame.join(right, on=on, how="left", maintain_order="left")
 
 
 def _derivable(slices: pl.LazyFrame) -> pl.DataFrame:
@@ -566,8 +559,8 @@ def _view(
     slices = slices.with_row_index(flow_links.ROW)
     links, flow_counts = flow_links.bind(slices.lazy(), flows)
     slices = flow_links.merge_links(slices, links)
-    slices = _lookup(slices, process.select("pid", "lane"), "pid")
-    slices = _lookup(
+    slices = left_lookup(slices, process.select("pid", "lane"), "pid")
+    slices = left_lookup(
         slices.with_columns((pl.col("pid") + "/" + pl.col("tid")).alias("key")),
         threads.select("key", pl.col("value").alias("thread")),
         "key",
