@@ -161,8 +161,9 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
         why.append(f"slope CI half-width {_fmt(rel)} of the slope")
     if fit.r2 < th.min_r2:
         why.append(f"R2 {fit.r2:.2f} < {th.min_r2}")
-    strong = [c for c in shapes if c[1] < th.noisy_line_alpha and c[4]]
-    strong = [c for c in strong if c[0] >= th.noisy_line_min_dbic]
+    strong = [
+        c for c in shapes if c[0] >= th.noisy_line_min_dbic and c[1] < th.noisy_line_alpha and c[4]
+    ]
     if strong:
         _, _, label, text, _ = max(strong, key=lambda c: c[0])
         return Verdict(

@@ -24,6 +24,7 @@ constants, their source below) for a closed batch of `count` requests queued at 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -73,29 +74,7 @@ def pack_steps(
 ) -> list[list[Piece]]:
     """Steps of (request index, tokens, prefix) pieces under a `budget` per step (module
     docstring); `max_running` caps the requests a step may serve (None: no cap)."""
-    if budget < 1:
-        raise ValueError("budget must be at least 1")
-    if max_running is not None and max_running < 1:
-        raise ValueError("max_running must be at least 1")
-    left = [int(n) for n in prompt_tokens]
-    done = [0] * len(left)
-    steps: list[list[Piece]] = []
-    while any(left):
-        room = budget
-        pieces: list[Piece] = []
-        running = [i for i, n in enumerate(left) if n > 0]
-        if max_running is not None:
-            running = running[:max_running]
-        for i in running:
-            if room == 0:
-                break
-            take = min(left[i], room)
-            pieces.append((i, take, done[i]))
-            left[i] -= take
-            done[i] += take
-            room -= take
-        steps.append(pieces)
-    return steps
+    return _pack(prompt_tokens, budget, max_running, None)
 
 
 def pack_dcpp_steps(
@@ -115,11 +94,23 @@ def pack_dcpp_steps(
     tokens or its time are spent (this project's reading: with no time left the predictor would
     fall back to the full T, which would overfill the step). With one request the chunks are
     `chunking.dynamic_chunks`' (offline)."""
+    return _pack(prompt_tokens, budget, max_running, (fit, cfg))
+
+
+def _pack(
+    prompt_tokens: Sequence[int],
+    budget: int,
+    max_running: int | None,
+    predictor: tuple[QuadraticFit, DcppConfig] | None,
+) -> list[list[Piece]]:
+    """The steps of both rules: `predictor` None, the token budget alone (pack_steps); else
+    DCPP's profiled fit and rule, whose time budget the step's pieces share too."""
     if budget < 1:
         raise ValueError("budget must be at least 1")
     if max_running is not None and max_running < 1:
         raise ValueError("max_running must be at least 1")
-    target = fit(budget) - fit(0)
+    fit, cfg = predictor if predictor is not None else (None, None)
+    target = fit(budget) - fit(0) if fit is not None else math.inf
     left = [int(n) for n in prompt_tokens]
     done = [0] * len(left)
     steps: list[list[Piece]] = []
@@ -132,12 +123,12 @@ def pack_dcpp_steps(
         for i in running:
             if room == 0 or time_left <= 0:
                 break
-            if done[i] == 0:
-                take = min(left[i], room)
-            else:
-                take = min(next_chunk(fit, done[i], time_left, cfg, budget), left[i], room)
+            take = min(left[i], room)
+            if fit is not None:
+                if done[i] > 0:  # a request's first chunk is not predicted
+                    take = min(take, next_chunk(fit, done[i], time_left, cfg, budget))
+                time_left -= fit(done[i] + take) - fit(done[i])
             pieces.append((i, take, done[i]))
-            time_left -= fit(done[i] + take) - fit(done[i])
             left[i] -= take
             done[i] += take
             room -= take
