@@ -214,6 +214,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default: no cap)",
     )
     parser.add_argument(
+        "--decode-streams",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N running decode streams ride along the prefill steps, one token each per step of "
+        "their group (seed 001's decode-first batching under pipeline parallelism; "
+        "pipelines/sim/decode.py); the summary adds their inter-token latency (ITL p50 / p90 / "
+        "p99 / max) (default: 0, prefill only as in the paper)",
+    )
+    parser.add_argument(
+        "--decode-context",
+        type=int,
+        default=4096,
+        metavar="TOKENS",
+        help="KV context of each decode stream (default: 4096)",
+    )
+    parser.add_argument(
+        "--decode-groups",
+        type=int,
+        default=None,
+        metavar="G",
+        help="micro-batch groups the decode streams are split into, one per step in turn "
+        "(vLLM's pp virtual engines); a step waits for its group's previous token (default: the "
+        "fewest the schedule's step order allows, from --ranks up)",
+    )
+    parser.add_argument(
         "--length-mix",
         type=int,
         default=None,
@@ -303,6 +329,11 @@ def simulate_single_from_args(args: argparse.Namespace) -> tuple[SimResult, dict
         )
     if args.ranks not in (None, 1):
         raise ArgumentError("--schedule single runs on one device: --ranks must be 1")
+    if args.decode_streams or args.decode_groups is not None:
+        raise ArgumentError(
+            "--decode-* apply to the pipeline schedules; --schedule single always runs seed "
+            "001's 48 decode streams at 4K context"
+        )
     if args.vp not in (None, 1):
         raise ArgumentError("--schedule single has no virtual stages: --vp must be 1")
     wl = Workload()
@@ -368,6 +399,17 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
     if args.max_running is not None and (args.max_running < 1 or not args.pack_requests):
         raise ArgumentError("--max-running needs --pack-requests and a value of at least 1")
     options: dict[str, Any] = {"model": model, "pp": args.ranks or 2, "vp": vp, "tp": args.tp}
+    if args.decode_streams:
+        from pipelines.sim.decode import DecodeLoad
+
+        try:
+            options["decode"] = DecodeLoad(
+                args.decode_streams, args.decode_context, args.decode_groups
+            )
+        except ValueError as exc:
+            raise ArgumentError(f"--decode-*: {exc}") from exc
+    elif args.decode_groups is not None:
+        raise ArgumentError("--decode-groups needs --decode-streams")
     if args.pack_requests:
         options |= {"pack_requests": True, "max_running": args.max_running}
     if args.schedule in ("dcpp", "dcpp_vllm_ascend"):

@@ -148,9 +148,14 @@ def packed_stage_ns(
         p = np.array([p[2] for p in pieces], dtype=np.int64)
         n = len(pieces)
         parts = cost.stage_ns(c, p, np.full(n, a), np.full(n, b))
-        ones = cost.stage_ns(
-            np.array([1, 2]), np.zeros(2, dtype=np.int64), np.full(2, a), np.full(2, b)
-        )
-        fixed = max(2.0 * float(ones[0]) - float(ones[1]), 0.0)
-        out[j] = float(np.sum(parts)) - (n - 1) * fixed
+        out[j] = float(np.sum(parts)) - (n - 1) * fixed_ns(cost, a, b)
     return out
+
+
+def fixed_ns(cost: StageCost, lo: int, hi: int) -> float:
+    """The per-call fixed part of `cost` on layers [lo, hi): its intercept in tokens, 2 f(1) -
+    f(2) at prefix 0 (module docstring), which a call pays once however many pieces it runs."""
+    ones = cost.stage_ns(
+        np.array([1, 2]), np.zeros(2, dtype=np.int64), np.full(2, lo), np.full(2, hi)
+    )
+    return max(2.0 * float(ones[0]) - float(ones[1]), 0.0)

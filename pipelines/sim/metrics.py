@@ -97,7 +97,7 @@ def ttft_percentile(ttft: pl.Series, q: float) -> float:
 def summarize(result: SimResult) -> dict[str, Any]:
     """Run-level metrics: makespan, throughput, scheduling steps, compute/bubble/exposed comm
     (mean over ranks, ns) with ratios, overlap ratio, TTFT mean / p50 / p90 / p99 / max, plus the
-    run's meta."""
+    run's meta; with decode streams, their ITL p50 / p90 / p99 / max and decode tokens/s."""
     ranks = ranks_frame(result)
     n_ranks = ranks.height
     window = int(ranks["window_ns"][0])
@@ -155,4 +155,20 @@ def summarize(result: SimResult) -> dict[str, Any]:
             "ttft_max_ns": int(ttft.max()),
         }
     )
+    if "decode_tokens" in result.meta:  # decode streams rode along (pipelines.sim.decode)
+        for key in DECODE_KEYS:
+            out[key] = result.meta.get(key)
+        out["decode_tok_s"] = result.meta["decode_tokens"] / (window / 1e9)
     return out
+
+
+DECODE_KEYS = (
+    "decode_streams",
+    "decode_context",
+    "decode_groups",
+    "decode_tokens",
+    "itl_p50_ns",
+    "itl_p90_ns",
+    "itl_p99_ns",
+    "itl_max_ns",
+)

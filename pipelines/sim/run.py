@@ -32,6 +32,7 @@ from pipelines.sim.chunking import (
 )
 from pipelines.sim.comm import CollectiveModel, CommModel
 from pipelines.sim.costs import StageCost
+from pipelines.sim.decode import DecodeLoad, attach, decode_ns, itl_metrics
 from pipelines.sim.disturbance import Disturbance, disturbed_durations
 from pipelines.sim.engine import evaluate
 from pipelines.sim.layout import StageLayout, fold_back_layout
@@ -307,12 +308,14 @@ def prepare(
     collectives: CollectiveModel | str | None = "preset",
     pack_requests: bool = False,
     max_running: int | None = None,
+    decode: DecodeLoad | None = None,
 ) -> tuple[Plan, np.ndarray, dict[str, Any], StageCost, CommModel | None, CollectiveModel | None]:
     """Chunk, lay out and compile a run: (plan, noise-free durations, meta, cost, comm,
     collectives). `pack_requests`: a scheduler step carries chunks of several requests
     (batching.pack_steps with budget `chunk_size`, at most `max_running` requests per step); the
     plan then runs one batch whose chunk k is step k, and meta["request_steps"] lists the steps'
-    (request index, tokens, prefix) pieces."""
+    (request index, tokens, prefix) pieces. `decode`: decode streams ride along the steps
+    (pipelines.sim.decode); meta["decode_plan"] says where."""
     base, dcpp = _resolve_schedule(schedule, dcpp)
     if pack_requests and base == "vpp_pack":
         raise ValueError("vpp_pack packs requests into drain windows: not with packed steps")
@@ -348,7 +351,13 @@ def prepare(
     )
     orders = rank_orders(chunked, layout, windows, reorder)
     plan = build_plan(chunked, layout, orders, comm_model and comm_model.mode)
+    decode_plan = None
+    if decode is not None:
+        plan, decode_plan = attach(plan, orders, decode)
     dur = stage_durations(plan, cost, comm_model, collectives=coll, steps=steps)
+    if decode_plan is not None:
+        ranges = np.array(layout.layer_ranges, dtype=np.int64)
+        dur = dur + decode_ns(plan, decode_plan, cost, decode, ranges)
     model_name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
     meta: dict[str, Any] = {
         "model": model_name,
@@ -376,6 +385,10 @@ def prepare(
     if steps is not None:
         meta["request_steps"] = [[list(piece) for piece in step] for step in steps]
         meta["max_running"] = max_running
+    if decode_plan is not None:
+        meta["decode_plan"] = decode_plan
+        meta["decode_streams"] = decode.streams
+        meta["decode_context"] = decode.context
     return plan, dur, meta, cost, comm_model, coll
 
 
@@ -401,6 +414,7 @@ def simulate(
     noise: float = 0.0,
     seed: int = 0,
     disturbance: Disturbance | None = None,
+    decode: DecodeLoad | None = None,
 ) -> SimResult:
     """Simulate one run of `requests` under `schedule` and return its task and request tables.
 
@@ -413,6 +427,8 @@ def simulate(
     pack_requests: one scheduler step carries chunks of several requests (prepare); the task
     table then has one `batch` request (chunk k = step k, prefix 0) and the request table one row
     per request, its first token at the end of the step holding its last piece.
+    decode: running decode streams ride along the steps (pipelines.sim.decode); meta then holds
+    their inter-token latency (itl_p50_ns ... itl_max_ns) and decode_tokens.
     """
     plan, dur, meta, _, _, coll = prepare(
         requests,
@@ -432,6 +448,7 @@ def simulate(
         collectives=collectives,
         pack_requests=pack_requests,
         max_running=max_running,
+        decode=decode,
     )
     if disturbance is None:
         durations = _noisy(dur, noise, seed)
@@ -439,6 +456,9 @@ def simulate(
         durations = disturbed_durations(plan, dur, noise, seed, disturbance)
     start, end = evaluate(plan.graph, durations, _release(plan))
     meta.update(seed=seed, noise=noise)
+    decode_plan = meta.pop("decode_plan", None)
+    if decode_plan is not None:
+        meta.update(itl_metrics(decode_plan, end))
     parts = collective_parts(plan, coll)
     tasks = task_table(plan, start, end, parts, coll is None or coll.blocking)
     if "request_steps" in meta:
