@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
+from pipelines.cli._format import duration
 
 if TYPE_CHECKING:  # polars loads when a simulation runs, not when the parser is built
     from pipelines.sim.result import SimResult
@@ -576,11 +577,15 @@ def _print_summary(report: dict[str, Any]) -> None:
                 f"{row['scheduling_steps']:>5}  {row['ttft_p50_ns'] / 1e9:>8.3f} s  "
                 f"{row['ttft_p99_ns'] / 1e9:>8.3f} s{mark}"
             )
-    keys = [k for k in report if k not in ("written", "budget_sweep")]
-    width = max(len(k) for k in keys)
-    for key in keys:
+    rows = []
+    for key in (k for k in report if k not in ("written", "budget_sweep")):
         value = report[key]
-        text = f"{value:.6g}" if isinstance(value, float) else str(value)
-        print(f"{key:<{width}}  {text}")
+        if key.endswith("_ns") and isinstance(value, int | float) and not isinstance(value, bool):
+            rows.append((key[: -len("_ns")], duration(value, 2)))  # --json keeps the ns
+        else:
+            rows.append((key, f"{value:.6g}" if isinstance(value, float) else str(value)))
+    width = max(len(label) for label, _ in rows)
+    for label, text in rows:
+        print(f"{label:<{width}}  {text}")
     for path in report["written"]:
         print(f"wrote {path}")
