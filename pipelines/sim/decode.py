@@ -22,7 +22,7 @@ sees the gaps between consecutive ones. Percentiles are over streams x gaps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -80,8 +80,6 @@ def _steps(plan: Plan, orders: list[list[Task]]) -> tuple[list[int], list[int]]:
 def attach(plan: Plan, orders: list[list[Task]], load: DecodeLoad) -> tuple[Plan, DecodePlan]:
     """`plan` with each step's stage-0 call waiting for its group's previous token, and where
     the groups ride. Raises ValueError when `load.groups` is set and the order cannot honour it."""
-    from dataclasses import replace
-
     entry, exit_ = _steps(plan, orders)
     n_steps = len(entry)
     if load.groups is not None:
