@@ -64,6 +64,10 @@ class DecodePlan:
     step_of_node: np.ndarray  # compute nodes: scheduler step, else -1
     token_nodes: np.ndarray  # per step: its last-stage compute node
 
+    def streams(self, steps: np.ndarray) -> np.ndarray:
+        """Decode streams (tokens) carried by each of `steps`: its group's size."""
+        return np.asarray(self.sizes, dtype=np.int64)[np.asarray(steps) % self.groups]
+
 
 def _steps(plan: Plan, orders: list[list[Task]]) -> tuple[list[int], list[int]]:
     """(stage-0 node, last-stage node) per scheduler step, in the first rank's program order."""
@@ -120,9 +124,7 @@ def decode_ns(
     nodes = np.flatnonzero(decode.step_of_node >= 0)
     if not len(nodes):
         return extra
-    tokens = np.array(
-        [decode.sizes[decode.step_of_node[n] % decode.groups] for n in nodes], dtype=np.int64
-    )
+    tokens = decode.streams(decode.step_of_node[nodes])
     lo_hi = ranges[plan.stage[nodes]]
     keys = np.column_stack([tokens, lo_hi])
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
@@ -147,7 +149,7 @@ def itl_metrics(decode: DecodePlan, end: np.ndarray) -> dict[str, Any]:
         if decode.sizes[g] and len(times) > 1:
             gaps.append(np.diff(times))
             weights.append(np.full(len(times) - 1, decode.sizes[g]))
-    tokens = int(sum(decode.sizes[j % decode.groups] for j in range(len(token_end))))
+    tokens = int(decode.streams(np.arange(len(token_end))).sum())
     out: dict[str, Any] = {"decode_groups": decode.groups, "decode_tokens": tokens}
     if not gaps:
         return out | dict.fromkeys(("itl_p50_ns", "itl_p90_ns", "itl_p99_ns", "itl_max_ns"))

@@ -22,6 +22,12 @@ def _compute(result) -> pl.DataFrame:
     return result.tasks.filter(pl.col("kind") == "compute")
 
 
+def _call_ns(result) -> tuple[int, int]:
+    """(shortest, longest) compute call of a run."""
+    calls = _compute(result)["end_ns"] - _compute(result)["start_ns"]
+    return int(calls.min()), int(calls.max())
+
+
 def test_a_step_waits_for_its_groups_previous_token() -> None:
     result = simulate(
         128 * K, "cpp", model="deepseek-v3.1", chunk_size=16 * K, decode=DecodeLoad(48)
@@ -39,18 +45,17 @@ def test_itl_is_the_groups_token_period() -> None:
     # equal steps: stage time t, pp = 2, two groups: a group's token every 2 t
     cost = FittedCost(alpha_ns=1000.0, beta_ns=0.0, num_layers=4)
     result = simulate([8 * K], "cpp", model=cost, chunk_size=K, comm=None, decode=DecodeLoad(10, 0))
-    tasks = _compute(result)
-    step = int((tasks["end_ns"] - tasks["start_ns"]).max())
-    assert int((tasks["end_ns"] - tasks["start_ns"]).min()) == step
+    shortest, step = _call_ns(result)
+    assert shortest == step
     assert result.meta["itl_p50_ns"] == result.meta["itl_max_ns"] == 2 * step
     plain = simulate([8 * K], "cpp", model=cost, chunk_size=K, comm=None)
-    plain_step = int((_compute(plain)["end_ns"] - _compute(plain)["start_ns"]).max())
+    plain_step = _call_ns(plain)[1]
     assert step > plain_step  # the decode tokens cost time on every call
     # one group: every step waits for the previous step's token, so nothing overlaps
     serial = simulate(
         [8 * K], "cpp", model=cost, chunk_size=K, comm=None, decode=DecodeLoad(10, 0, groups=1)
     )
-    serial_step = int((_compute(serial)["end_ns"] - _compute(serial)["start_ns"]).max())
+    serial_step = _call_ns(serial)[1]
     assert serial_step > step  # all 10 streams in every step
     assert summarize(serial)["makespan_ns"] == 8 * 2 * serial_step
     assert serial.meta["itl_p50_ns"] == 2 * serial_step
