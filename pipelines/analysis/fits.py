@@ -29,6 +29,7 @@ import statsmodels.api as sm
 from scipy import stats
 
 from pipelines.analysis.bubble_pred import (
+    EMPTY_PREDICTION,
     StageCurve,
     percentile_interval,
     predict_bubbles,
@@ -544,9 +545,8 @@ def fit_stage(
         level=level,
     )
     empty = {f: NAN for f in CurveFit.__dataclass_fields__ if f not in base}
-    empty.update(
-        balance_method="none", ci_method="none", n_outliers=0, outliers="", vpp_basis="none"
-    )
+    empty.update(balance_method="none", ci_method="none", n_outliers=0, outliers="")
+    empty.update(asdict(EMPTY_PREDICTION))
     if len(k_grid) < 3 or n < 4:
         return CurveFit(**{**empty, **base}), None
 
@@ -663,13 +663,7 @@ def fit_stage(
         balance_hi=hi,
         balance_method=f"{stage.method} {shape_kind}",
         balance_floor=floor,
-        vpp_bubble_pred=NAN,
-        vpp_bubble_lo=NAN,
-        vpp_bubble_hi=NAN,
-        vpp_gain_pred=NAN,
-        vpp_gain_lo=NAN,
-        vpp_gain_hi=NAN,
-        vpp_basis="none",
+        **asdict(EMPTY_PREDICTION),  # filled in per configuration (with_prediction)
         curvature=curvature,
         curvature_p=curvature_p,
         curvature_effect=curvature_effect,
