@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from pipelines import warehouse
+from pipelines.ingest.load import ingest_paths
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
+from pipelines.sim.writers_ascend import write_ascend_pt
 
 K = 1024
 # seconds: compute, bubble, exposed comm, total (seed 000 §3 table and §7.4 table 2)
@@ -113,8 +116,38 @@ def test_ablation_side_by_side(ablation: dict[str, dict]) -> None:
 
 
 @pytest.mark.xfail(
-    strict=True, reason="the wait left after the swap sits in posted receives (comm)"
+    strict=True,
+    reason="the simulator's own accounting (one window for all ranks, a wait inside a posted "
+    "receive is communication) leaves 1.6 % after the swap; the product's metric meets it below",
 )
 def test_ablation_async_and_pack_bubbles_at_8_3_and_2_4_percent(ablation: dict[str, dict]) -> None:
     assert ablation["vpp_async"]["bubble_ratio"] == pytest.approx(0.083, rel=0.15)
     assert ablation["vpp_pack"]["bubble_ratio"] == pytest.approx(0.024, rel=0.15)
+
+
+def test_ablation_bubbles_by_the_products_metric(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The same three runs written as torch_npu folders, ingested, and read from
+    fct_run_metrics: bubble_ratio as docs/metrics.md defines it (each rank over its own window,
+    the wait inside a send or receive counted as bubble, as a profiler timeline of one device
+    shows it) is within 15 % of the paper's 11.0 / 8.3 / 2.4 %."""
+    root = tmp_path_factory.mktemp("ablation")
+    requests = [256 * K] * 3
+    runs = {s: simulate(requests, s, chunk_size=32 * K) for s in ("vpp", "vpp_async")}
+    runs["vpp_pack"] = simulate(requests, "vpp_pack", chunk_size=32 * K, pack_window=None)
+    for s, result in runs.items():
+        write_ascend_pt(result, root / s)
+    folders = [root / s for s in runs]
+    con = warehouse.connect(root / "warehouse.duckdb")
+    try:
+        ingest_paths(folders, con, progress=False)
+        measured = dict(
+            con.execute("select schedule, bubble_ratio from fct_run_metrics").fetchall()
+        )
+    finally:
+        con.close()
+    print(f"\n{'variant':10s} {'bubble (fct_run_metrics)':>24s} {'paper':>7s}")
+    for s, (paper, _) in ABLATION_PAPER.items():
+        print(f"{s:10s} {measured[s]:24.2%} {paper:7.1%}")
+    assert set(measured) == set(ABLATION_PAPER)
+    for s, (paper, _) in ABLATION_PAPER.items():
+        assert measured[s] == pytest.approx(paper, rel=0.15), s
