@@ -227,9 +227,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--decode-context",
         type=int,
-        default=4096,
+        default=None,
         metavar="TOKENS",
-        help="KV context of each decode stream (default: 4096)",
+        help="with --decode-streams: KV context of each decode stream (default: 4096)",
     )
     parser.add_argument(
         "--decode-groups",
@@ -330,7 +330,7 @@ def simulate_single_from_args(args: argparse.Namespace) -> tuple[SimResult, dict
         )
     if args.ranks not in (None, 1):
         raise ArgumentError("--schedule single runs on one device: --ranks must be 1")
-    if args.decode_streams or args.decode_groups is not None:
+    if args.decode_streams or args.decode_groups is not None or args.decode_context is not None:
         raise ArgumentError(
             "--decode-* apply to the pipeline schedules; --schedule single always runs seed "
             "001's 48 decode streams at 4K context"
@@ -404,13 +404,12 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
         from pipelines.sim.decode import DecodeLoad
 
         try:
-            options["decode"] = DecodeLoad(
-                args.decode_streams, args.decode_context, args.decode_groups
-            )
+            context = DecodeLoad.context if args.decode_context is None else args.decode_context
+            options["decode"] = DecodeLoad(args.decode_streams, context, args.decode_groups)
         except ValueError as exc:
             raise ArgumentError(f"--decode-*: {exc}") from exc
-    elif args.decode_groups is not None:
-        raise ArgumentError("--decode-groups needs --decode-streams")
+    elif args.decode_groups is not None or args.decode_context is not None:
+        raise ArgumentError("--decode-groups and --decode-context need --decode-streams")
     if args.pack_requests:
         options |= {"pack_requests": True, "max_running": args.max_running}
     if args.schedule in ("dcpp", "dcpp_vllm_ascend"):

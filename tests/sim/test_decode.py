@@ -99,6 +99,10 @@ def test_cli_prints_itl_and_refuses_misuse(capsys: pytest.CaptureFixture[str]) -
     report = json.loads(capsys.readouterr().out)
     assert report["decode_streams"] == 8 and report["itl_p50_ns"] > 0
     assert main(["simulate", "--decode-groups", "2"]) == 2
-    assert "--decode-groups needs --decode-streams" in capsys.readouterr().err
+    assert "need --decode-streams" in capsys.readouterr().err
+    assert main(["simulate", "--decode-context", "8192"]) == 2
+    assert "need --decode-streams" in capsys.readouterr().err
+    assert main(["simulate", "--decode-streams", "-3"]) == 2
+    assert "decode streams must be >= 1" in capsys.readouterr().err
     assert main(["simulate", "--schedule", "single", "--decode-streams", "8"]) == 2
     assert "pipeline schedules" in capsys.readouterr().err
