@@ -260,20 +260,24 @@ def _curvature(k, y, w, groups, line, k_grid, scale, noise):
     centre = k.mean()
     X = np.column_stack([np.ones_like(k), k - centre, (k - centre) ** 2])
     res = _shape_fit(X, y, w, groups, noise)
-    grid = np.column_stack([np.ones_like(k_grid), k_grid - centre, (k_grid - centre) ** 2])
+
+    def design(g: np.ndarray) -> np.ndarray:
+        return np.column_stack([np.ones_like(g), g - centre, (g - centre) ** 2])
+
     line_grid = line.params[0] + line.params[1] * k_grid
-    effect = _effect(k_grid, grid @ res.params, line_grid, scale)
-    bubble = _bubble_change(k_grid, grid @ res.params, line_grid)
+    effect = _effect(k_grid, design(k_grid) @ res.params, line_grid, scale)
+    bubble = _bubble_change(k_grid, design, res.params, line.params)
     dbic = _bic(float(line.ssr), len(y), 2) - _bic(float(res.ssr), len(y), 3)
     return float(res.params[2]), float(res.pvalues[2]), effect, dbic, float(res.ssr), bubble
 
 
-def _bubble_change(k_grid: np.ndarray, shape: np.ndarray, line: np.ndarray) -> float:
-    """Predicted VPP bubble ratio of the fitted shape minus that of the fitted line, in
-    percentage points (NaN when the chunk indices are not contiguous)."""
-    if not np.all(np.diff(k_grid) == 1):
-        return NAN
-    return 100 * (vpp_bubble_ratio(shape) - vpp_bubble_ratio(line))
+def _bubble_change(k_grid: np.ndarray, design, params: np.ndarray, line_params) -> float:
+    """Predicted VPP bubble ratio of the fitted shape (`design(k) @ params`) minus that of the
+    fitted line, in percentage points, over every chunk index from the first to the last
+    observed: an outlier chunk left out of the fit, or one missing from the trace, still ran."""
+    span = np.arange(k_grid.min(), k_grid.max() + 1.0)
+    line_span = line_params[0] + line_params[1] * span
+    return 100 * (vpp_bubble_ratio(design(span) @ params) - vpp_bubble_ratio(line_span))
 
 
 def _breakpoint(k, y, w, groups, line, k_grid, scale, noise, step=False):
@@ -320,7 +324,11 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, noise, step=False):
     kb, sse_hinge = best
     X = np.column_stack([np.ones_like(k), k, term(k, kb)])
     res = _shape_fit(X, y, w, groups, noise)
-    grid = np.column_stack([np.ones_like(k_grid), k_grid, term(k_grid, kb)])
+
+    def design(g: np.ndarray) -> np.ndarray:
+        return np.column_stack([np.ones_like(g), g, term(g, kb)])
+
+    grid = design(k_grid)
     line_grid = line.params[0] + line.params[1] * k_grid
     if step:
         out.update(
@@ -333,7 +341,7 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, noise, step=False):
         )
         return out
     out.update(
-        breakpoint_bubble_pp=_bubble_change(k_grid, grid @ res.params, line_grid),
+        breakpoint_bubble_pp=_bubble_change(k_grid, design, res.params, line.params),
         breakpoint_k=float(kb),
         slope_before=float(res.params[1]),
         slope_after=float(res.params[1] + res.params[2]),

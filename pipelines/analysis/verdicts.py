@@ -81,6 +81,11 @@ def _ms(x_ns: float) -> str:
     return _fmt(x_ns / 1e6)
 
 
+def _pp(x: float) -> str:
+    """A change of the predicted VPP bubble in percentage points ("n/a" when not predicted)."""
+    return f"{x:+.2f} pp" if math.isfinite(x) else "n/a"
+
+
 def _context(fit: CurveFit) -> str:
     parts = [f"{fit.ci_method}, DW={fit.durbin_watson:.2f}"]
     if fit.outliers:
@@ -102,7 +107,7 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
         text = (
             f"break at k={fit.breakpoint_k:.0f} (slope {_ms(fit.slope_before)} -> "
             f"{_ms(fit.slope_after)} ms/chunk, p_adj={_fmt(fit.breakpoint_p)}, "
-            f"effect {fit.breakpoint_effect:.1%}, VPP bubble {fit.breakpoint_bubble_pp:+.2f} pp, "
+            f"effect {fit.breakpoint_effect:.1%}, VPP bubble {_pp(fit.breakpoint_bubble_pp)}, "
             f"dBIC={fit.breakpoint_dbic:.1f})"
         )
         matters = _matters(fit.breakpoint_effect, fit.breakpoint_bubble_pp, th)
@@ -110,7 +115,7 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
     if fit.curvature_dbic > 0:
         text = (
             f"{shape} quadratic term p={_fmt(fit.curvature_p)}, effect "
-            f"{fit.curvature_effect:.1%}, VPP bubble {fit.curvature_bubble_pp:+.2f} pp"
+            f"{fit.curvature_effect:.1%}, VPP bubble {_pp(fit.curvature_bubble_pp)}"
         )
         matters = _matters(fit.curvature_effect, fit.curvature_bubble_pp, th)
         shapes.append((fit.curvature_dbic, fit.curvature_p, shape, text, matters))

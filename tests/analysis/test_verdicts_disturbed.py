@@ -85,3 +85,45 @@ def test_serially_correlated_noise_is_measured_and_widens_the_slope_interval() -
 def _rho(fit) -> float:
     """The AR(1) rho the fit's noise model used (ci_method 'gls-ar1(rho=0.62, ...)')."""
     return float(fit.ci_method.split("rho=")[1].split(",")[0])
+
+
+def _pooled(curve: np.ndarray, runs: int, rel_sd: float, seed: int):
+    """`runs` noisy copies of one curve as (k, tau, run) points."""
+    k = np.arange(len(curve), dtype=float)
+    taus = [fixtures.noisy(curve, rel_sd, seed + r) for r in range(runs)]
+    return np.tile(k, runs), np.concatenate(taus), np.repeat(np.arange(runs), len(k))
+
+
+def test_a_square_root_start_keeps_its_first_chunks_and_is_flagged() -> None:
+    # the first chunk of a steep concave start is far below the line through the others: it was
+    # screened as a x0.33 outlier (then chunk 1 as x1.4), dropping the curve's steepest points
+    k = np.arange(16.0)
+    curve = MS * (600 + 7000 * np.sqrt(k / 15))
+    flagged = screened = 0
+    for seed in range(20):
+        fit = fit_curve(*_pooled(curve, 3, 0.03, 10 * seed), n_boot=0)
+        verdict = classify(fit)
+        assert "k=0 " not in fit.outliers and "nan" not in verdict.evidence, verdict.evidence
+        screened += fit.n_outliers > 0
+        flagged += verdict.label in ("kinked", "concave")
+    # measured: 1 of 20 with a chunk screened (docs/tau_k.md §3, outlier chunks: 3-19 %)
+    assert flagged == 20 and screened <= 3, (flagged, screened)
+
+
+def test_a_slow_first_chunk_is_still_an_outlier() -> None:
+    # a first step that compiles graphs or warms caches: slower than the line, screened
+    k, tau = fixtures.linear(n=16, seed=4)
+    tau[0] *= 2.0
+    fit = fit_curve(k, tau, n_boot=0)
+    assert fit.outliers.startswith("outliers: k=0 (x") and classify(fit).label == "linear"
+
+
+def test_the_vpp_bubble_of_a_shape_is_predicted_with_an_outlier_left_out() -> None:
+    # the shape is evaluated over every chunk index, the outlier's too (it ran): no NaN
+    k, tau = fixtures.kinked(n=16, seed=3)
+    tau[9] *= 1.6
+    fit = fit_curve(k, tau, n_boot=0)
+    verdict = classify(fit)
+    assert fit.outliers.startswith("outliers: k=9") and verdict.label == "kinked"
+    assert np.isfinite(fit.breakpoint_bubble_pp) and np.isfinite(fit.curvature_bubble_pp)
+    assert "VPP bubble -" in verdict.evidence or "VPP bubble +" in verdict.evidence
