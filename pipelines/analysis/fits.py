@@ -7,7 +7,10 @@ configuration, possibly pooled over several runs. Inference:
   multiplicative AR(1) noise (pipelines.analysis.serial: weights 1/tau_hat^2, rho from the runs'
   pure error when repeated, else from one run's line residuals, bias-corrected for 8-21 chunks),
   scale pooled with the runs' pure error, t on the pooled df (``ci_method``
-  ``gls-ar1(rho=..., runs|line residuals)``); the line and every shape test use it;
+  ``gls-ar1(rho=..., runs|line residuals)``); the line and every shape test use it, except
+  that from three runs whose pure error shows serial correlation the line is the mean of the
+  runs' own lines with t(G-1) (``...; run lines t(G-1), rho > se ...``,
+  pipelines.analysis.runs_line);
 * many runs: every point, OLS (line) or WLS 1/tau_hat^2 (shapes) with cluster-robust (CR1)
   covariance by run, t intervals with G-1 degrees of freedom (``ci_method='cluster(run)'``);
 * a/b and b/a: Fieller intervals from the same covariance (unbounded when the denominator is not
@@ -36,6 +39,7 @@ from pipelines.analysis.bubble_pred import (
     shrunk_curve,
 )
 from pipelines.analysis.outliers import screen_outliers
+from pipelines.analysis.runs_line import rho_standard_error, runs_line
 from pipelines.analysis.serial import (
     Noise,
     noise_model,
@@ -453,13 +457,16 @@ class _Line:
     noise: Noise | None
     line: object
     dw: float
+    method: str
 
 
 def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale: float) -> _Line:
     """Outlier chunks leave the line and the shape tests (and are reported); the balance residual
     and the VPP bubble, which a slow chunk really changes, keep them. Few runs: GLS of the mean
     curve under multiplicative AR(1) noise (pipelines.analysis.serial), rho from the runs' pure
-    error when repeated, else from one run's line residuals (bias-corrected)."""
+    error when repeated, else from one run's line residuals (bias-corrected); when three or more
+    runs show serial correlation, the mean of the runs' own lines with t(G-1)
+    (pipelines.analysis.runs_line)."""
     screen = screen_outliers(k, y)
     ks, ys, rs = k[screen.keep], y[screen.keep], runs[screen.keep]
     if n_runs >= MIN_CLUSTERS:  # many runs: every point, clusters = runs
@@ -479,7 +486,14 @@ def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale:
     if groups is None:
         noise = _noise_model(ks, ys, rs, xk, yk, cnt, first.fittedvalues, scale)
     line = _line_fit(X, yk, groups, noise)
-    return _Line(screen, ks, groups, xk, yk, cnt, X, noise, line, dw)
+    method = "cluster(run)" if groups is not None else noise.label()
+    if noise is not None and noise.source == "runs":
+        rho_se = rho_standard_error(noise.rho, ks, rs)
+        between = runs_line(ks, ys, rs) if noise.rho > rho_se else None
+        if between is not None:
+            line = between
+            method += f"; run lines t({between.df_resid}), rho > se {rho_se:.2f}"
+    return _Line(screen, ks, groups, xk, yk, cnt, X, noise, line, dw, method)
 
 
 def line_band(
@@ -565,8 +579,7 @@ def fit_stage(
     X, line, noise, shape_noise, m = prep.X, prep.line, prep.noise, None, len(prep.yk)
     dw_line = prep.dw
     runs_text = f"(mean of {n_runs} runs)" if groups is None and n_runs > 1 else ""
-    method = "cluster(run)" if groups is not None else noise.label()
-    base["ci_method"] = method + runs_text
+    base["ci_method"] = prep.method + runs_text
     tcrit = _tcrit(line, level)
     (a, b), cov = line.params, line.cov_params()
     ci = line.conf_int(alpha=1 - level)
