@@ -9,7 +9,7 @@ configuration, possibly pooled over several runs. Inference:
   scale pooled with the runs' pure error, t on the pooled df (``ci_method``
   ``gls-ar1(rho=..., runs|line residuals)``); the line and every shape test use it, except
   that from three runs whose pure error shows serial correlation the line is the mean of the
-  runs' own lines with t(G-1) (``...; run lines t(G-1), rho > se ...``,
+  runs' own lines with t(G-1) (``...(mean of G runs); run lines t(G-1), rho > se ...``,
   pipelines.analysis.runs_line);
 * many runs: every point, OLS (line) or WLS 1/tau_hat^2 (shapes) with cluster-robust (CR1)
   covariance by run, t intervals with G-1 degrees of freedom (``ci_method='cluster(run)'``);
@@ -458,6 +458,7 @@ class _Line:
     line: object
     dw: float
     method: str
+    line_note: str
 
 
 def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale: float) -> _Line:
@@ -487,13 +488,14 @@ def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale:
         noise = _noise_model(ks, ys, rs, xk, yk, cnt, first.fittedvalues, scale)
     line = _line_fit(X, yk, groups, noise)
     method = "cluster(run)" if groups is not None else noise.label()
+    note = ""
     if noise is not None and noise.source == "runs":
         rho_se = rho_standard_error(noise.rho, ks, rs)
         between = runs_line(ks, ys, rs) if noise.rho > rho_se else None
         if between is not None:
             line = between
-            method += f"; run lines t({between.df_resid}), rho > se {rho_se:.2f}"
-    return _Line(screen, ks, groups, xk, yk, cnt, X, noise, line, dw, method)
+            note = f"; run lines t({between.df_resid}), rho > se {rho_se:.2f}"
+    return _Line(screen, ks, groups, xk, yk, cnt, X, noise, line, dw, method, note)
 
 
 def line_band(
@@ -579,7 +581,7 @@ def fit_stage(
     X, line, noise, shape_noise, m = prep.X, prep.line, prep.noise, None, len(prep.yk)
     dw_line = prep.dw
     runs_text = f"(mean of {n_runs} runs)" if groups is None and n_runs > 1 else ""
-    base["ci_method"] = prep.method + runs_text
+    base["ci_method"] = prep.method + runs_text + prep.line_note
     tcrit = _tcrit(line, level)
     (a, b), cov = line.params, line.cov_params()
     ci = line.conf_int(alpha=1 - level)
