@@ -2,12 +2,17 @@
 
 Candidates come from ruptures' binary segmentation (l2 cost, minimum segment `min_segment` runs,
 penalty 2*log(n)*sigma^2 with sigma from the median absolute first difference, so one odd night
-does not inflate it). Each candidate is then tested against the whole segments on either side, as
-Otava re-tests its points: Welch's t on log values must give p <= max_pvalue and the segments'
-medians must differ by at least min_magnitude; the weakest failing point is dropped and the rest
-re-tested until all pass, and each survivor is moved to the best single split between its
-neighbours. A point with fewer than `confirm` runs after it is `pending`, never a regression,
-until later nights confirm it.
+does not inflate it), and only when the best single split of the whole series is significant
+(the gate: a series without a change raises nothing with probability 1 - max_pvalue). Each
+candidate is then tested against the whole segments on either side, as Otava re-tests its
+points: its pooled t on log values, taken as the best of every split of the joined segments
+(p from the simulated largest t of a segment without a change, pipelines.analysis.split_null),
+must give p <= max_pvalue, and the segments' medians must differ by at least min_magnitude; the
+weakest failing point is dropped and the rest re-tested until all pass, and each survivor is
+moved to the best single split between its neighbours. A point with fewer than `confirm` runs
+after it is `pending`, never a regression, until later nights confirm it; a last point that only
+stands in for a change in the last runs (a segment keeps min_segment runs after its point) is
+left to the tail test, which reports it as pending.
 
 Single-night spikes are screened out before any of this (`isolated_nights`): a night whose log
 value lies more than `spike_sigmas` robust sigmas from the median of the nights on each side of
@@ -27,9 +32,12 @@ import ruptures
 from scipy import stats
 
 from pipelines.analysis.compare import bootstrap_effect
+from pipelines.analysis.split_null import split_pvalue, split_t
 
 DEFAULT_MIN_MAGNITUDE = 0.015
-DEFAULT_MAX_PVALUE = 1e-4
+DEFAULT_MAX_PVALUE = 0.0025
+TAIL_PVALUE = 1e-4
+"""The last 2-4 runs' t test (one test per tail length, no search over positions)."""
 DEFAULT_MIN_SEGMENT = 5
 DEFAULT_CONFIRM = 5
 DEFAULT_SPIKE_SIGMAS = 3.5
@@ -56,18 +64,21 @@ class ChangePoint:
         return asdict(self)
 
 
-def _welch_log(a: np.ndarray, b: np.ndarray) -> float:
-    if len(a) < 2 or len(b) < 2:
+def _split_p(before: np.ndarray, after: np.ndarray, min_segment: int) -> float:
+    """p of the split between `before` and `after` as the best of every split of the joined
+    segment (pooled t on log values against the simulated largest t of a segment without a
+    change, pipelines.analysis.split_null)."""
+    if len(before) < 2 or len(after) < 2:
         return 1.0
-    if np.any(a <= 0) or np.any(b <= 0):
-        p = stats.ttest_ind(b, a, equal_var=False).pvalue
-    else:
-        p = stats.ttest_ind(np.log(b), np.log(a), equal_var=False).pvalue
-    return float(p) if math.isfinite(p) else 1.0
+    z = _scale(np.concatenate([before, after]))
+    shortest = min(min_segment, len(before), len(after))
+    k, t = split_t(z[None, :], shortest)
+    at = float(t[0, int(np.searchsorted(k, len(before)))])
+    return split_pvalue(at, len(z), shortest)
 
 
-def _passes(before, after, max_pvalue, min_magnitude) -> tuple[bool, float, float]:
-    p = _welch_log(before, after)
+def _passes(before, after, max_pvalue, min_magnitude, min_segment) -> tuple[bool, float, float]:
+    p = _split_p(before, after, min_segment)
     shift = float(np.median(after) / np.median(before) - 1) if np.median(before) else math.nan
     ok = p <= max_pvalue and math.isfinite(shift) and abs(shift) >= min_magnitude
     return ok, p, shift
@@ -86,11 +97,15 @@ def _tail_test(rest: np.ndarray, tail: np.ndarray) -> float:
     return float(2 * stats.t.sf(abs(t), len(a) - 1))
 
 
-def _best_split(y: np.ndarray, start: int, end: int, min_segment: int) -> int | None:
-    """The single split of y[start:end] with the least squared error (on logs)."""
+def _best_split(
+    y: np.ndarray, start: int, end: int, min_segment: int, min_after: int | None = None
+) -> int | None:
+    """The single split of y[start:end] with the least squared error (on logs), at least
+    min_segment values before it and min_after (default min_segment) after it."""
     z = np.log(y[start:end]) if np.all(y[start:end] > 0) else y[start:end]
     best, where = math.inf, None
-    for k in range(min_segment, len(z) - min_segment + 1):
+    after = min_segment if min_after is None else min_after
+    for k in range(min_segment, len(z) - after + 1):
         cost = z[:k].var() * k + z[k:].var() * (len(z) - k)
         if cost < best:
             best, where = cost, start + k
@@ -115,11 +130,11 @@ def _segments(points: list[int], n: int) -> list[tuple[int, int, int]]:
     return [(edges[i], edges[i + 1], edges[i + 2]) for i in range(len(points))]
 
 
-def _prune(y, points, max_pvalue, min_magnitude) -> list[int]:
+def _prune(y, points, max_pvalue, min_magnitude, min_segment) -> list[int]:
     points = sorted(points)
     while points:
         tests = [
-            _passes(y[s:p], y[p:e], max_pvalue, min_magnitude)
+            _passes(y[s:p], y[p:e], max_pvalue, min_magnitude, min_segment)
             for s, p, e in _segments(points, len(y))
         ]
         failing = [(t[1], i) for i, t in enumerate(tests) if not t[0]]
@@ -209,12 +224,33 @@ def detect_change_points(
     ]
 
 
+def _global_p(y: np.ndarray, min_segment: int) -> float:
+    """p of the best single split of the whole series (1 when it is too short to split)."""
+    if len(y) < 2 * min_segment:
+        return 1.0
+    _, t = split_t(_scale(y)[None, :], min_segment)
+    return split_pvalue(float(t.max()), len(y), min_segment)
+
+
+def _belongs_to_tail(y: np.ndarray, points: list[int], min_segment: int, confirm: int) -> bool:
+    """Whether the last point only stands in for a change in the last runs: a segment must keep
+    min_segment runs after its point, so a step 2-4 runs before the end is found at the earliest
+    allowed split, reported confirmed and dated too early; allowed a split 2 runs before the end,
+    the segment's least-squares split lies in the last `confirm` runs."""
+    start = points[-2] if len(points) > 1 else 0
+    where = _best_split(y, start, len(y), min_segment, min_after=2)
+    return where is not None and where > points[-1] and len(y) - where < confirm
+
+
 def _detect(y, min_magnitude, max_pvalue, min_segment, confirm) -> list[ChangePoint]:
-    points = _prune(y, _candidates(y, min_segment), max_pvalue, min_magnitude)
-    points = _prune(y, _refine(y, points, min_segment), max_pvalue, min_magnitude)
+    candidates = _candidates(y, min_segment) if _global_p(y, min_segment) <= max_pvalue else []
+    points = _prune(y, candidates, max_pvalue, min_magnitude, min_segment)
+    points = _prune(y, _refine(y, points, min_segment), max_pvalue, min_magnitude, min_segment)
+    if points and _belongs_to_tail(y, points, min_segment, confirm):
+        points = points[:-1]  # the tail test below judges it, as pending
     out = []
     for i, (s, p, e) in enumerate(_segments(points, len(y))):
-        _, pval, shift = _passes(y[s:p], y[p:e], max_pvalue, min_magnitude)
+        _, pval, shift = _passes(y[s:p], y[p:e], max_pvalue, min_magnitude, min_segment)
         status = "confirmed" if e - p >= confirm else "pending"
         out.append(_describe(y, s, p, e, pval, shift, status, seed=i))
     # the tail: a change in the last runs, too few to form a segment, is pending
@@ -228,7 +264,8 @@ def _detect(y, min_magnitude, max_pvalue, min_segment, confirm) -> list[ChangePo
         # every one of the last runs must have moved, the same way: a lone slow last night is
         # not a change (yet), and the screen cannot judge it without a night after it
         every = bool(np.all(np.sign(shifts) == np.sign(shift)))
-        ok = pval <= max_pvalue and every and float(np.min(np.abs(shifts))) >= min_magnitude
+        moved = float(np.min(np.abs(shifts))) >= min_magnitude
+        ok = pval <= TAIL_PVALUE and every and moved
         if ok and (best is None or pval < best[1]):
             best = (len(y) - tail, pval, shift)
     if best is not None:

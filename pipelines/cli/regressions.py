@@ -13,12 +13,13 @@ from pipelines.cli._report import fmt_p, fmt_pct, json_value, table
 DESCRIPTION = """\
 Find change points per configuration (model, schedule, seq_len, chunk_size, tp, pp, vp,
 hardware) and metric over collected_at, in the runs SEL selects (docs/selectors.md): ruptures'
-binary segmentation proposes points, each is kept only when Welch's t on log values between the
-segments on either side gives p <= 1e-4 and their medians differ by at least --min-magnitude
-(default 1.5 %), so noise raises nothing; a single night far off the nights on both sides of it
-(a spike) is left out before any test (docs/regressions.md). A point with fewer than 5 runs after
-it is `pending` until later nights confirm it. Exit status 1 when a
-confirmed regression is reported, 2 for a bad selector or metric, else 0."""
+binary segmentation proposes points, each is kept only when its split is significant as the
+best of every split of the segments on either side (t on log values against the simulated
+largest t of a segment without a change: p <= 0.0025, the search paid for) and their medians
+differ by at least --min-magnitude (default 1.5 %), so noise raises nothing; a single night far
+off the nights on both sides of it (a spike) is left out before any test (docs/regressions.md).
+A point with fewer than 5 runs after it is `pending` until later nights confirm it. Exit status
+1 when a confirmed regression is reported, 2 for a bad selector or metric, else 0."""
 
 COLUMNS = [
     ("config", "configuration"),

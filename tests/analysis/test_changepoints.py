@@ -36,11 +36,12 @@ def test_acceptance_campaigns_pass_in_most_seeds():
 
 def test_step_rates_over_seeded_campaigns():
     # 83 % is the best any method can do here: the least-squares split of a 1.5-sigma step
-    # lies within +-2 nights in 83.4 % of 500 series (docs/regressions.md)
+    # lies within +-2 nights in 83.4 % of 500 series (docs/regressions.md); the searched-split p
+    # finds 77 of these 100 within +-2 (Welch's single-test p <= 1e-4 found 71)
     rng = np.random.default_rng(1)
     found = [detect_change_points(_series(rng, step=0.03)) for _ in range(100)]
     near = sum(len(f) == 1 and abs(f[0].index - STEP_AT) <= 2 for f in found)
-    assert near >= 65, near
+    assert near >= 75, near
     assert all(len(f) <= 1 for f in found)
 
 
