@@ -25,7 +25,7 @@ from scipy import stats
 
 NULL_DRAWS = 20_000
 MIN_EXCEEDANCES = 20
-_BATCH = 2_000
+_BATCH_VALUES = 4_000_000  # draws x length simulated at once (about 32 MB per array)
 
 
 def split_t(z: np.ndarray, min_segment: int) -> tuple[np.ndarray, np.ndarray]:
@@ -52,9 +52,10 @@ def split_t(z: np.ndarray, min_segment: int) -> tuple[np.ndarray, np.ndarray]:
 def _null_max(length: int, min_segment: int) -> np.ndarray:
     """Sorted largest |t| over the splits of NULL_DRAWS iid normal series of `length`."""
     rng = np.random.default_rng(length * 1_000 + min_segment)
+    batch = max(1, _BATCH_VALUES // length)
     out = []
-    for start in range(0, NULL_DRAWS, _BATCH):
-        draws = rng.standard_normal((min(_BATCH, NULL_DRAWS - start), length))
+    for start in range(0, NULL_DRAWS, batch):
+        draws = rng.standard_normal((min(batch, NULL_DRAWS - start), length))
         out.append(split_t(draws, min_segment)[1].max(axis=1))
     return np.sort(np.concatenate(out))
 
