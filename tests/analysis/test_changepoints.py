@@ -46,10 +46,10 @@ def test_step_rates_over_seeded_campaigns():
 
 
 def test_clean_and_spiked_series_raise_nothing():
-    # clean series: the false-alarm rate of the thresholds (0.8 % of 1,000, docs/regressions.md);
+    # clean series: the false-alarm rate of the thresholds (6 of 3,000, docs/regressions.md);
     # spiked: the same noise with and without one +10 % night, so only what the spike itself adds
-    # is counted (3 of 400 with the spike screen, 4 of 300 without it); the spike is screened out
-    # in most series (145 of 200 here) and never becomes a point itself
+    # is counted (0 of 200 here; the old Welch rule 3 of 400, 4 of 300 without the screen); the
+    # spike is screened out in most series (145 of 200 here) and never becomes a point itself
     rng = np.random.default_rng(3)
     clean = sum(bool(detect_change_points(_series(rng))) for _ in range(200))
     added = screened = 0
