@@ -1,6 +1,9 @@
 -- one row per chunk x virtual stage with its run configuration: tau_ns = device busy time of the
 -- chunk on its stage; is_partial (int_chunk_flags) marks a request's shorter remainder chunk,
--- which curve fits leave out
+-- which curve fits leave out. The tensor-parallel ranks of a stage (one rank folder each when
+-- every device was profiled, TP8 x PP2 = 16) run the same chunk in lockstep, their collectives
+-- synchronising them: they are one measurement of the chunk, not tp repeats of it, so they make
+-- one row (tau_ns their mean busy time, tp_ranks how many; start and end span them all)
 select
     c.run_id,
     r.source,
@@ -15,16 +18,34 @@ select
     r.attention,
     r.replay_of,
     r.collected_at,
-    c.rank,
     c.vstage,
     c.request_id,
     c.chunk_idx,
-    c.tokens,
-    c.prefix_tokens,
-    c.start_ns,
-    c.end_ns,
-    c.busy_ns as tau_ns,
-    c.is_last_chunk,
-    c.is_partial
+    cast(round(avg(c.busy_ns)) as bigint) as tau_ns,
+    min(c.rank) as rank,
+    max(c.tokens) as tokens,
+    max(c.prefix_tokens) as prefix_tokens,
+    min(c.start_ns) as start_ns,
+    max(c.end_ns) as end_ns,
+    count(*) as tp_ranks,
+    bool_or(c.is_last_chunk) as is_last_chunk,
+    bool_or(c.is_partial) as is_partial
 from int_chunk_flags as c
 inner join runs as r on c.run_id = r.run_id
+group by
+    c.run_id,
+    r.source,
+    r.model,
+    r.schedule,
+    r.chunk_size,
+    r.seq_len,
+    r.tp,
+    r.pp,
+    r.vp,
+    r.hardware,
+    r.attention,
+    r.replay_of,
+    r.collected_at,
+    c.vstage,
+    c.request_id,
+    c.chunk_idx
