@@ -14,6 +14,8 @@ import json
 import shutil
 import sys
 import textwrap
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -273,6 +275,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write the traces under DIR (default: write nothing, print the summary)",
     )
     parser.add_argument(
+        "--collected-at",
+        type=_collected_at,
+        default=None,
+        metavar="WHEN",
+        help="when the run was profiled, UTC, YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS]: the traces' "
+        "clock and folder stamps start there and `ingest` files the run under that date, so "
+        "runs written night by night form a history for `tracereplay regressions` (default: "
+        "2026-01-01T00:00)",
+    )
+    parser.add_argument(
         "--overwrite",
         action="store_true",
         help="replace a run this command wrote earlier into --out (default: refuse, since "
@@ -499,6 +511,19 @@ def _remove(paths: list[Path]) -> None:
             path.unlink()
 
 
+def _collected_at(text: str) -> int:
+    """--collected-at as the epoch (ns) of the simulated t = 0."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date: YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS] (UTC)"
+        ) from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC)
+    return int(when.replace(tzinfo=UTC).timestamp()) * 1_000_000_000
+
+
 def traced_result(result: SimResult, detail: str = "tasks", tp_ranks: bool = False) -> SimResult:
     """The run as its traces show it: one ProfilerStep per scheduler step with "layers" detail,
     one rank per TP rank with `tp_ranks` (pipelines.sim.trace_shape)."""
@@ -552,6 +577,8 @@ def run(args: argparse.Namespace) -> int:
     except ArgumentError as exc:
         print(f"tracereplay simulate: error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    if args.collected_at is not None:
+        result = replace(result, meta=result.meta | {"epoch_ns": args.collected_at})
     written = []
     if args.out is not None:
         _remove(stale)

@@ -185,3 +185,29 @@ def test_comm_and_collective_options(capsys: pytest.CaptureFixture[str]) -> None
     assert report["blocking"]["makespan_ns"] > report["overlapped"]["makespan_ns"]
     code, _, err = _run(capsys, *base, "--tp", "0")
     assert code == ExitCode.BAD_INPUT and "--tp must be at least 1" in err
+
+
+def test_collected_at_dates_the_run_for_ingest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # runs written night by night form a history: the folder stamps and the ingested
+    # collected_at follow --collected-at (default 2026-01-01)
+    from pipelines import warehouse
+    from pipelines.ingest.load import ingest_paths
+
+    for night in ("2026-03-01", "2026-03-02T02:30"):
+        out = tmp_path / night
+        code, _, _ = _run(
+            capsys, "--seq-len", "32768", "--chunk", "16384", "--collected-at", night,
+            "--format", "ascend", "--out", str(out),
+        )  # fmt: skip
+        assert code == ExitCode.OK
+    assert any("20260302023000000" in p.name for p in (tmp_path / "2026-03-02T02:30").iterdir())
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    ingest_paths([tmp_path], con, progress=False)
+    stamps = con.execute("select collected_at from runs order by collected_at").fetchall()
+    # the profiler's start: the simulated t = 0 plus the run's first operation
+    assert [str(d[0])[:16] for d in stamps] == ["2026-03-01 00:00", "2026-03-02 02:30"]
+    with pytest.raises(SystemExit) as exit_:  # argparse's own refusal of a bad value
+        _run(capsys, "--collected-at", "2026-13-01")
+    assert exit_.value.code == ExitCode.BAD_INPUT and "is not a date" in capsys.readouterr().err
