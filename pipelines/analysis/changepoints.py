@@ -91,8 +91,8 @@ def _tail_test(rest: np.ndarray, tail: np.ndarray) -> float:
     a = np.log(rest) if np.all(rest > 0) and np.all(tail > 0) else rest
     b = np.log(tail) if a is not rest else tail
     sd = float(np.std(a, ddof=1))
-    if not sd > 0:
-        return 1.0
+    if not sd > 0:  # the earlier runs do not vary at all (an exact, noise-free history)
+        return 0.0 if not np.allclose(b, a.mean(), rtol=1e-12, atol=0.0) else 1.0
     t = (b.mean() - a.mean()) / (sd * math.sqrt(1 / len(a) + 1 / len(b)))
     return float(2 * stats.t.sf(abs(t), len(a) - 1))
 

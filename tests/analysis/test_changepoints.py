@@ -97,3 +97,15 @@ def test_the_spike_screen_flags_lone_nights_not_steps():
     assert [c.index for c in found] == [STEP_AT]
     # the spike counts in the index but not in the segment sizes
     assert found[0].n_before == STEP_AT - 1 and found[0].n_after == NIGHTS - STEP_AT
+
+
+def test_an_exact_history_still_dates_its_changes():
+    # noise-free nights (a simulated history without --noise): the tail test had no spread to
+    # scale by and reported nothing for a +20 % change in the last 3 nights
+    y = np.full(12, 5.0)
+    y[-3:] = 6.0
+    assert [(c.index, c.status) for c in detect_change_points(y)] == [(9, "pending")]
+    y = np.full(30, 5.0)
+    y[15:] = 5.5
+    assert [(c.index, c.status) for c in detect_change_points(y)] == [(15, "confirmed")]
+    assert detect_change_points(np.full(30, 5.0)) == []
