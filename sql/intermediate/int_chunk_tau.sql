@@ -32,20 +32,4 @@ select
     bool_or(c.is_partial) as is_partial
 from int_chunk_flags as c
 inner join runs as r on c.run_id = r.run_id
-group by
-    c.run_id,
-    r.source,
-    r.model,
-    r.schedule,
-    r.chunk_size,
-    r.seq_len,
-    r.tp,
-    r.pp,
-    r.vp,
-    r.hardware,
-    r.attention,
-    r.replay_of,
-    r.collected_at,
-    c.vstage,
-    c.request_id,
-    c.chunk_idx
+group by all
