@@ -16,7 +16,7 @@ The first and last chunk index are screened only when *slower* than predicted. T
 is an extrapolation; before the smooth bends joined the shapes, a square-root or logarithmic
 start left chunk 0 far below the line through the others, and on such curves (16 chunks, 3 runs,
 3 % noise) the screen called chunk 0 a x0.33 outlier, then chunk 1 a x1.4 one (false outliers
-on 30-95 % of square-root curves, 0-63 % of logarithmic ones, N = 8-21; 3-19 % and 1-8 % with
+on 72-100 % of square-root curves, 24.5-100 % of logarithmic ones, N = 8-21; 3-19 % and 1-8 % with
 the bends and this rule). The disturbances the screen is for (a slow kernel, an HCCL retry, a
 host stall, a first step that compiles graphs) only ever slow a chunk down, so an edge chunk
 faster than the extrapolation is left to the shape tests.
