@@ -63,11 +63,13 @@ def _null_max(length: int, min_segment: int) -> np.ndarray:
 def split_pvalue(t: float, length: int, min_segment: int) -> float:
     """p of the best split's |t| in a segment of `length` values with no change in it."""
     splits = length - 2 * min_segment + 1
-    if splits <= 0 or not math.isfinite(t):
-        return 0.0 if t == math.inf else 1.0
+    if splits <= 0 or math.isnan(t):  # no split to search, or no t
+        return 1.0
+    if t == math.inf:  # a step between two constant segments
+        return 0.0
     null = _null_max(length, min_segment)
     exceed = len(null) - int(np.searchsorted(null, t, side="left"))
+    share = (exceed + 1) / (len(null) + 1)
     if exceed >= MIN_EXCEEDANCES:
-        return (exceed + 1) / (len(null) + 1)
-    single = 2 * stats.t.sf(t, length - 2)
-    return float(min(1.0, splits * single, (exceed + 1) / (len(null) + 1)))
+        return share
+    return float(min(1.0, splits * 2 * stats.t.sf(t, length - 2), share))
