@@ -10,7 +10,9 @@ configuration, possibly pooled over several runs. Inference:
   ``gls-ar1(rho=..., runs|line residuals)``); the line and every shape test use it, except
   that from three runs whose pure error shows serial correlation the line is the mean of the
   runs' own lines with t(G-1) (``...(mean of G runs); run lines t(G-1), rho > se ...``,
-  pipelines.analysis.runs_line);
+  pipelines.analysis.runs_line), and that one run of 11 or more consecutive chunks gets its
+  line at rho's 90 % upper bound with bootstrap-t intervals (``...; line at rho ... (90 %
+  bound), bootstrap-t``, pipelines.analysis.one_run_line);
 * many runs: every point, OLS (line) or WLS 1/tau_hat^2 (shapes) with cluster-robust (CR1)
   covariance by run, t intervals with G-1 degrees of freedom (``ci_method='cluster(run)'``);
 * a/b and b/a: Fieller intervals from the same covariance (unbounded when the denominator is not
@@ -38,6 +40,7 @@ from pipelines.analysis.bubble_pred import (
     predict_bubbles,
     shrunk_curve,
 )
+from pipelines.analysis.one_run_line import one_run_line
 from pipelines.analysis.outliers import screen_outliers
 from pipelines.analysis.runs_line import rho_standard_error, runs_line
 from pipelines.analysis.serial import (
@@ -224,6 +227,8 @@ def durbin_watson_within(resid: np.ndarray, runs: np.ndarray) -> float:
 
 
 def _tcrit(result, level: float) -> float:
+    if hasattr(result, "critical"):  # a bootstrap-t line (pipelines.analysis.one_run_line)
+        return result.critical(level)
     df = getattr(result, "df_resid_inference", None) or result.df_resid
     return float(stats.t.ppf(0.5 + level / 2, df)) if df > 0 else math.inf
 
@@ -465,9 +470,10 @@ def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale:
     """Outlier chunks leave the line and the shape tests (and are reported); the balance residual
     and the VPP bubble, which a slow chunk really changes, keep them. Few runs: GLS of the mean
     curve under multiplicative AR(1) noise (pipelines.analysis.serial), rho from the runs' pure
-    error when repeated, else from one run's line residuals (bias-corrected); when three or more
-    runs show serial correlation, the mean of the runs' own lines with t(G-1)
-    (pipelines.analysis.runs_line)."""
+    error when repeated, else from one run's line residuals (bias-corrected); one run long
+    enough to bound rho: GLS at rho's upper bound with bootstrap-t intervals
+    (pipelines.analysis.one_run_line); three or more runs showing serial correlation: the mean of
+    the runs' own lines with t(G-1) (pipelines.analysis.runs_line)."""
     screen = screen_outliers(k, y)
     ks, ys, rs = k[screen.keep], y[screen.keep], runs[screen.keep]
     if n_runs >= MIN_CLUSTERS:  # many runs: every point, clusters = runs
@@ -489,7 +495,14 @@ def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale:
     line = _line_fit(X, yk, groups, noise)
     method = "cluster(run)" if groups is not None else noise.label()
     note = ""
-    if noise is not None and noise.source == "runs":
+    single = None
+    if noise is not None and noise.source == "line residuals":
+        tau_hat = np.maximum(first.fittedvalues, 0.1 * scale)
+        single = one_run_line(xk, yk, tau_hat, cnt)
+    if single is not None:
+        line = single
+        note = f"; line at rho {single.rho_u:.2f} (90 % bound), bootstrap-t"
+    elif noise is not None and noise.source == "runs":
         rho_se = rho_standard_error(noise.rho, ks, rs)
         between = runs_line(ks, ys, rs) if noise.rho > rho_se else None
         if between is not None:
