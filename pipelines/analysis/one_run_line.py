@@ -37,7 +37,7 @@ import zlib
 import numpy as np
 from scipy import stats
 
-from pipelines.analysis.serial import RHO_MAX
+from pipelines.analysis.serial import RHO_MAX, correlation
 
 UPPER_Q = 0.10
 """Probability of r at or below the observed value under rho_u: rho_u is a 90 % upper bound."""
@@ -83,8 +83,7 @@ def _ar1(index: np.ndarray, rho: float, e: np.ndarray) -> np.ndarray:
     """Unit-variance AR(1) noise at the chunk indices `index` (counted from 0) from the standard
     normal draws e (draws, max(index) + 1): e times the Cholesky factor of rho^|i - j|."""
     span = np.arange(e.shape[-1])
-    chol = np.linalg.cholesky(rho ** np.abs(span[:, None] - span[None, :]))
-    z = e @ chol.T
+    z = e @ np.linalg.cholesky(correlation(span, rho)).T
     return z if len(index) == len(span) else z[:, index]
 
 
@@ -98,9 +97,8 @@ class _Design:
         self.resid_maker = np.eye(len(k)) - Xs @ np.linalg.pinv(Xs)
         self.consecutive = (np.diff(k) == 1).astype(float)
         self.gls = []
-        distance = np.abs(k[:, None] - k[None, :])
         for rho in GRID:
-            r_inv = np.linalg.inv(rho**distance)
+            r_inv = np.linalg.inv(correlation(k, rho))
             a_inv = np.linalg.inv(Xs.T @ r_inv @ Xs)
             self.gls.append((a_inv @ Xs.T @ r_inv, r_inv, a_inv))
         # the same draws at every rho (common random numbers): r's quantiles move smoothly
