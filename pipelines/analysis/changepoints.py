@@ -31,17 +31,17 @@ import numpy as np
 import ruptures
 from scipy import stats
 
+from pipelines.analysis.changepoint_defaults import (
+    DEFAULT_CONFIRM,
+    DEFAULT_MAX_PVALUE,
+    DEFAULT_MIN_MAGNITUDE,
+    DEFAULT_MIN_SEGMENT,
+    DEFAULT_SPIKE_SIGMAS,
+    SPIKE_WINDOW,
+    TAIL_PVALUE,
+)
 from pipelines.analysis.compare import bootstrap_effect
 from pipelines.analysis.split_null import split_pvalue, split_t
-
-DEFAULT_MIN_MAGNITUDE = 0.015
-DEFAULT_MAX_PVALUE = 0.0025
-TAIL_PVALUE = 1e-4
-"""The last 2-4 runs' t test (one test per tail length, no search over positions)."""
-DEFAULT_MIN_SEGMENT = 5
-DEFAULT_CONFIRM = 5
-DEFAULT_SPIKE_SIGMAS = 3.5
-SPIKE_WINDOW = 3
 
 
 @dataclass(frozen=True)

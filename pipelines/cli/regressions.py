@@ -5,21 +5,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
+from pipelines.analysis.changepoint_defaults import (
+    DEFAULT_CONFIRM,
+    DEFAULT_MAX_PVALUE,
+    DEFAULT_MIN_MAGNITUDE,
+)
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
 from pipelines.cli._report import fmt_p, fmt_pct, json_value, table
 
-DESCRIPTION = """\
+DESCRIPTION = textwrap.fill(
+    f"""\
 Find change points per configuration (model, schedule, seq_len, chunk_size, tp, pp, vp,
 hardware) and metric over collected_at, in the runs SEL selects (docs/selectors.md): ruptures'
 binary segmentation proposes points, each is kept only when its split is significant as the
 best of every split of the segments on either side (t on log values against the simulated
-largest t of a segment without a change: p <= 0.0025, the search paid for) and their medians
-differ by at least --min-magnitude (default 1.5 %), so noise raises nothing; a single night far
-off the nights on both sides of it (a spike) is left out before any test (docs/regressions.md).
-A point with fewer than 5 runs after it is `pending` until later nights confirm it. Exit status
-1 when a confirmed regression is reported, 2 for a bad selector or metric, else 0."""
+largest t of a segment without a change: p <= {DEFAULT_MAX_PVALUE:g}, the search paid for)
+and their medians differ by at least --min-magnitude (default {DEFAULT_MIN_MAGNITUDE:.1%}), so
+noise raises nothing; a single night far off the nights on both sides of it (a spike) is left
+out before any test (docs/regressions.md). A point with fewer than {DEFAULT_CONFIRM} runs after
+it is `pending` until later nights confirm it. Exit status 1 when a confirmed regression is
+reported, 2 for a bad selector or metric, else 0.""",
+    width=96,
+)
 
 COLUMNS = [
     ("config", "configuration"),
@@ -42,7 +52,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_warehouse_option(parser)
     add_json_option(parser)
-    parser.add_argument("selector", nargs="?", default=None, metavar="SEL")
+    parser.add_argument(
+        "selector",
+        nargs="?",
+        default=None,
+        metavar="SEL",
+        help="runs to search (docs/selectors.md), e.g. model=deepseek-v3.1,schedule=vpp; "
+        "default: every run",
+    )
     parser.add_argument(
         "--metric",
         action="append",
@@ -54,9 +71,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--min-magnitude",
         type=float,
-        default=1.5,
+        default=DEFAULT_MIN_MAGNITUDE * 100,
         metavar="PCT",
-        help="smallest change of the segment medians worth reporting, percent (default 1.5)",
+        help="smallest change of the segment medians worth reporting, percent "
+        "(default %(default)g)",
     )
     parser.set_defaults(func=run)
 
