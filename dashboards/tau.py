@@ -32,7 +32,7 @@ def tau_title(fit: dict) -> list[str]:
         f"{fit['curve']}: {fit['verdict']}",
         f"slope {_ms(fit['slope'])}/chunk [{_ms(fit['slope_lo'])}, {_ms(fit['slope_hi'])}], "
         f"intercept {_ms(fit['intercept'])}, R² {fit['r2']:.3f}; n = {fit['n_runs']} runs, "
-        f"{fit['n_points']} points; {level:.0%} CI, OLS {fit['ci_method']}",
+        f"{fit['n_points']} points; {level:.0%} CI by {fit['ci_method']}",
         *_wrapped(f"evidence: {fit['evidence']}"),
     ]
 
@@ -51,7 +51,8 @@ def _wrapped(text: str, width: int = TITLE_CHARS) -> list[str]:
 
 LEGEND = (
     "dots: runs (each the mean over its requests) · dark line: mean over runs with its 95 % t "
-    "interval · dashed line and grey band: OLS fit with its 95 % band"
+    "interval · dashed line and grey band: the fitted line (the estimator named in the title) "
+    "with its 95 % band"
 )
 
 
