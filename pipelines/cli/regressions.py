@@ -11,6 +11,7 @@ from pipelines.analysis.changepoint_defaults import (
     DEFAULT_CONFIRM,
     DEFAULT_MAX_PVALUE,
     DEFAULT_MIN_MAGNITUDE,
+    DEFAULT_SPIKE_SIGMAS,
 )
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
@@ -157,8 +158,6 @@ def _print_spikes(spikes: list) -> None:
     """The single-night spikes set aside before the search (none is a change point)."""
     if not spikes:
         return
-    from pipelines.analysis.changepoints import DEFAULT_SPIKE_SIGMAS
-
     print(
         f"\n{len(spikes)} single-night spike(s) set aside, not change points (beyond"
         f" {DEFAULT_SPIKE_SIGMAS} robust sigma of the nights on both sides):"
