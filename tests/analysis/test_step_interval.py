@@ -5,24 +5,23 @@ picked now and then (about 1 % of three runs of 21 chunks at 3 % noise), and its
 which ignores the search, then missed the true slope in every such fit of the stage-curve
 harness (0 of 18, docs/tau_k.md §6.6). The interval is now the union of the line's and the step
 model's. The seeds below are straight curves on which the step model is chosen (found by drawing
-seeds 0-1,200 of this generator); the test fails loudly if a change stops choosing it there.
+seeds 0-1,000 of test_serial's generator); the test fails loudly if a change stops choosing it there.
 """
 
 import numpy as np
 import pytest
 
 from pipelines.analysis.fits import fit_stage
+from tests.analysis.test_serial import _runs
 
 INTERCEPT_NS, SLOPE_NS = 637e6, 478e6  # the DeepSeek-V3.1 16K-chunk stage curve, rounded
+CURVE = INTERCEPT_NS + SLOPE_NS * np.arange(21.0)
 FALSE_STEP_SEEDS = (56, 100, 149, 235, 321, 568)
 
 
-def straight_runs(seed: int, chunks: int = 21, runs: int = 3, noise: float = 0.03):
-    rng = np.random.default_rng(seed)
-    k = np.tile(np.arange(chunks, dtype=float), runs)
-    run = np.repeat(np.arange(runs), chunks)
-    tau = (INTERCEPT_NS + SLOPE_NS * k) * np.exp(noise * rng.standard_normal(chunks * runs))
-    return k, np.rint(tau), run
+def straight_runs(seed: int):
+    """Three runs of the 21-chunk straight curve, 3 % white multiplicative noise."""
+    return _runs(CURVE, 3, 0.0, 0.03, np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("seed", FALSE_STEP_SEEDS)
