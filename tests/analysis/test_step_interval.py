@@ -5,7 +5,8 @@ picked now and then (about 1 % of three runs of 21 chunks at 3 % noise), and its
 which ignores the search, then missed the true slope in every such fit of the stage-curve
 harness (0 of 18, docs/tau_k.md §6.6). The interval is now the union of the line's and the step
 model's. The seeds below are straight curves on which the step model is chosen (found by drawing
-seeds 0-1,000 of test_serial's generator); the test fails loudly if a change stops choosing it there.
+seeds 0-1,000 of test_serial's generator); the test fails loudly if a change stops choosing
+it there.
 """
 
 import numpy as np
