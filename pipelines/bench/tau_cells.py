@@ -166,7 +166,8 @@ def run_cells(curves: int = 40, seed: int = 0, as_json: bool = False) -> list[di
     header = f"{'cell':<15}{'N':>3}{'G':>3}  {'dense linear/drift':<24}{'slope CI covers':<24}"
     print(header + f"{'GLM flagged':<24}collapse kinked/offset")
     for row in rows:
-        parts = [_short(row[key], TARGETS[key]) for key in ("dense", "covered", "glm", "collapse")]
+        kinds = ("dense", "covered", "glm", "collapse")
+        parts = [rate_text(row[key], TARGETS[key]) for key in kinds]
         print(
             f"{row['cell']:<15}{row['n_chunks']:>3}{row['runs']:>3}  "
             + "".join(f"{p:<24}" for p in parts).rstrip()
@@ -176,10 +177,14 @@ def run_cells(curves: int = 40, seed: int = 0, as_json: bool = False) -> list[di
     return rows
 
 
-def _short(r: dict, target: tuple[float, float]) -> str:
+def rate_text(r: dict, target: tuple[float, float], counts: bool = True) -> str:
+    """`hits/n rate% [lo%,hi%]` (or `rate% [lo,hi]` to a tenth without the counts), * when the
+    rate is outside the target."""
     lo, hi = r["ci"]
     miss = "" if target[0] <= r["rate"] <= target[1] else "*"
+    if not counts:
+        return f"{100 * r['rate']:.1f}{miss} [{100 * lo:.0f},{100 * hi:.0f}]"
     return f"{r['hits']}/{r['n']} {r['rate']:.0%} [{lo:.0%},{hi:.0%}]{miss}"
 
 
-__all__ = ["CELLS", "cell_rates", "run_cells", "wilson"]
+__all__ = ["CELLS", "cell_rates", "rate_text", "run_cells", "wilson"]

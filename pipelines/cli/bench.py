@@ -116,6 +116,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="instead: the disturbance table (iid, outlier, AR(1), step x N x G), FITS per cell",
     )
     accuracy.add_argument(
+        "--stage-cells",
+        type=int,
+        metavar="FITS",
+        help="instead: the same disturbance table drawn around the simulator's noise-free stage "
+        "curves (5-10x faster, so FITS can be 200: n = 400 per cell, about +-2 points)",
+    )
+    accuracy.add_argument(
+        "--only",
+        metavar="CELLS",
+        help='with --stage-cells: the cells to run, comma-separated (e.g. "x1.05 step,AR(1) 0.7")',
+    )
+    accuracy.add_argument(
         "--vpp-fits",
         type=int,
         metavar="FITS",
@@ -230,11 +242,26 @@ def run_sim(args: argparse.Namespace) -> int:
 def run_tau_accuracy(args: argparse.Namespace) -> int:
     from pipelines.bench.tau_accuracy import run_tau_accuracy as run_report
 
-    if args.runs < 1 or any(v is not None and v < 1 for v in (args.cells, args.vpp_fits)):
+    sizes = (args.cells, args.stage_cells, args.vpp_fits)
+    if args.runs < 1 or any(v is not None and v < 1 for v in sizes):
         print(
-            "tracereplay bench tau-accuracy: --runs/--cells/--vpp-fits must be positive",
+            "tracereplay bench tau-accuracy: --runs/--cells/--stage-cells/--vpp-fits must be "
+            "positive",
             file=sys.stderr,
         )
+        return ExitCode.BAD_INPUT
+    if args.stage_cells is not None:
+        from pipelines.bench.tau_stage_cells import run_stage_cells
+
+        only = tuple(name.strip() for name in (args.only or "").split(",") if name.strip())
+        try:
+            run_stage_cells(args.stage_cells, args.seed, only, args.json)
+        except ValueError as exc:
+            print(f"tracereplay bench tau-accuracy: {exc}", file=sys.stderr)
+            return ExitCode.BAD_INPUT
+        return ExitCode.OK
+    if args.only:
+        print("tracereplay bench tau-accuracy: --only goes with --stage-cells", file=sys.stderr)
         return ExitCode.BAD_INPUT
     if args.vpp_fits is not None:
         from pipelines.bench.vpp_pred import run_vpp_pred

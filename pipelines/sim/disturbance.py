@@ -54,7 +54,7 @@ class Disturbance:
         return ", ".join(parts) or "none"
 
 
-def _ar1(n: int, rho: float, rng: np.random.Generator) -> np.ndarray:
+def ar1_sequence(n: int, rho: float, rng: np.random.Generator) -> np.ndarray:
     """A stationary AR(1) sequence of n standard-normal marginals."""
     e = rng.standard_normal(n)
     z = np.empty(n)
@@ -84,7 +84,7 @@ def disturbed_durations(
         nodes = np.flatnonzero(compute & (stage == s))
         order = nodes[np.lexsort((chunk[nodes], request[nodes]))]  # the stage's chunk sequence
         if disturbance.ar_rho:
-            z[order] = _ar1(len(order), disturbance.ar_rho, rng)
+            z[order] = ar1_sequence(len(order), disturbance.ar_rho, rng)
         if disturbance.throttle_factor != 1.0:
             first = int(np.ceil(disturbance.throttle_from * len(order)))
             factor[order[first:]] *= disturbance.throttle_factor

@@ -1,0 +1,168 @@
+"""The disturbance table on stage curves: the same cells and targets as tau_cells, 5-10x faster.
+
+    uv run tracereplay bench tau-accuracy --stage-cells 200 [--only "x1.05 step"] [--json]
+
+Where tau_cells simulates every run of every fit, this draws the disturbances around the
+simulator's noise-free stage curves (CPP, pp=2, one request of N chunks of 16K tokens, the
+DeepSeek-V3.1 and GLM-5.2 presets) and fits each stage curve with fits.fit_stage + classify,
+the functions fit_curves calls per curve. A draw of one run of a stage curve tau:
+
+    tau_k x f_k x exp(noise z_k),  rounded to integer ns
+
+with z white or AR(1) over the chunk sequence, f_k the throttle factor from chunk
+ceil(throttle_from N) on and the outlier factor at one chunk index 1..N-2 drawn per fit (the
+same index in every run of the fit), as pipelines.sim.disturbance draws them in the simulator.
+Every cell starts from the same seed; per fit, the outlier index, then per stage the dense,
+GLM-5.2 and collapse draws (the collapse curve: the dense curve with its slope halved from N/2).
+The slope target is the noise-free dense stage curve's least-squares slope.
+
+Each rate is printed with n (2 stage curves per fit) and a 95 % Wilson interval, plus how many
+fits named a step (`+step` in ci_method) and how many joined a step model's interval.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import numpy as np
+import polars as pl
+
+from pipelines.analysis.fits import fit_stage
+from pipelines.analysis.verdict_policy import FLAGGED_VERDICTS
+from pipelines.analysis.verdicts import classify
+from pipelines.bench.tau_accuracy import rate
+from pipelines.bench.tau_cells import (
+    CELLS,
+    CHUNK,
+    CHUNK_COUNTS,
+    DENSE_OK,
+    REPEATS,
+    TARGETS,
+    Cell,
+    rate_text,
+)
+from pipelines.replay.tables import chunks_frame
+from pipelines.sim.disturbance import ar1_sequence
+from pipelines.sim.run import simulate
+
+KINDS = ("dense", "covered", "glm", "collapse")
+
+
+def stage_curves(model: str, n: int) -> list[np.ndarray]:
+    """The noise-free compute time (ns) of chunk k on each virtual stage, k = 0..n-1."""
+    run = simulate(n * CHUNK, "cpp", model=model, chunk_size=CHUNK, comm=None, collectives=None)
+    frame = chunks_frame(run, "t")
+    return [
+        frame.filter(pl.col("vstage") == vs).sort("chunk_idx")["busy_ns"].to_numpy().astype(float)
+        for vs in sorted(frame["vstage"].unique().to_list())
+    ]
+
+
+def collapsed(tau: np.ndarray) -> np.ndarray:
+    """The curve with its slope (end to end) halved from chunk n // 2 on."""
+    n = len(tau)
+    slope = (tau[-1] - tau[0]) / (n - 1)
+    return tau - 0.5 * slope * np.maximum(np.arange(n, dtype=float) - n // 2, 0.0)
+
+
+def draw_runs(tau: np.ndarray, runs: int, cell: Cell, rng: np.random.Generator, outlier_k: int):
+    """(k, tau, run) of `runs` disturbed runs of one stage curve."""
+    n = len(tau)
+    d = cell.disturbance
+    rho = d.ar_rho if d is not None else 0.0
+    factor = np.ones(n)
+    if d is not None and d.throttle_factor != 1.0:
+        factor[math.ceil(d.throttle_from * n) :] *= d.throttle_factor
+    if d is not None and d.outlier_factor != 1.0:
+        factor[outlier_k] *= d.outlier_factor
+    ys = []
+    for _ in range(runs):
+        z = ar1_sequence(n, rho, rng) if rho else rng.standard_normal(n)
+        ys.append(np.rint(tau * factor * np.exp(cell.noise * z)))
+    k = np.tile(np.arange(n, dtype=float), runs)
+    return k, np.concatenate(ys), np.repeat(np.arange(runs), n)
+
+
+def stage_cell_rates(cell: Cell, n: int, runs: int, fits: int, seed: int) -> dict:
+    """The four rates of one cell over `fits` draws of the 2 stage curves."""
+    rng = np.random.default_rng(seed)
+    dense, glm = stage_curves("deepseek-v3.1", n), stage_curves("glm-5.2", n)
+    truth = [float(np.polyfit(np.arange(n, dtype=float), t, 1)[0]) for t in dense]
+    counts = dict.fromkeys(KINDS, 0)
+    named_step = joined_step = 0
+    verdicts: dict[str, dict[str, int]] = {"dense": {}, "glm": {}, "collapse": {}}
+    for _ in range(fits):
+        outlier_k = int(rng.integers(1, n - 1))
+        for s, tau in enumerate(dense):
+            for kind, curve in (("dense", tau), ("glm", glm[s]), ("collapse", collapsed(tau))):
+                fit, _ = fit_stage(*draw_runs(curve, runs, cell, rng, outlier_k), n_boot=0)
+                label = classify(fit).label
+                verdicts[kind][label] = verdicts[kind].get(label, 0) + 1
+                if kind == "dense":
+                    counts["dense"] += label in DENSE_OK
+                    counts["covered"] += fit.slope_lo <= truth[s] <= fit.slope_hi
+                    named_step += "+step" in fit.ci_method
+                    joined_step += "joined with a level step" in fit.ci_method
+                elif kind == "glm":
+                    counts["glm"] += label in FLAGGED_VERDICTS
+                else:
+                    counts["collapse"] += label in ("kinked", "linear_offset")
+    total = fits * len(dense)
+    return {
+        "cell": cell.name,
+        "n_chunks": n,
+        "runs": runs,
+        "fits": fits,
+        **{key: rate(counts[key], total) for key in KINDS},
+        "dense_step_named": named_step,
+        "dense_step_joined": joined_step,
+        "verdicts": verdicts,
+    }
+
+
+def run_stage_cells(
+    fits: int = 200, seed: int = 0, only: tuple[str, ...] = (), as_json: bool = False
+) -> list[dict]:
+    """Every cell of CELLS (or those named in `only`) x CHUNK_COUNTS x REPEATS; rows are printed
+    as they finish (a cell of 200 fits takes 30 s to 4 min on one core)."""
+    cells = [c for c in CELLS if not only or c.name in only]
+    if not cells:
+        names = ", ".join(repr(c.name) for c in CELLS)
+        raise ValueError(f"no cell named {', '.join(map(repr, only))}; cells are {names}")
+    started = time.perf_counter()
+    if not as_json:
+        print(
+            f"tau_k verdicts on stage curves under disturbances: {fits} fits x 2 stage curves per "
+            f"cell, seed {seed}\nrate % [95% Wilson CI], * = outside the target; step named/joined: "
+            "dense fits that named a drift step /\njoined the interval of a step too weak to name"
+        )
+        print(
+            f"{'cell':<15}{'N':>3}{'G':>3}{'n':>5}  {'dense lin/drift':<17}{'slope CI covers':<17}"
+            f"{'GLM flagged':<17}{'collapse':<17}step named/joined"
+        )
+    rows = []
+    for cell in cells:
+        for n in CHUNK_COUNTS:
+            for runs in REPEATS:
+                row = stage_cell_rates(cell, n, runs, fits, seed)
+                rows.append(row)
+                if not as_json:
+                    texts = [rate_text(row[key], TARGETS[key], counts=False) for key in KINDS]
+                    parts = "".join(f"{text:<17}" for text in texts)
+                    print(
+                        f"{cell.name:<15}{n:>3}{runs:>3}{row['dense']['n']:>5}  {parts}"
+                        f"{row['dense_step_named']}/{row['dense_step_joined']}",
+                        flush=True,
+                    )
+    if as_json:
+        json.dump({"fits_per_cell": fits, "seed": seed, "cells": rows}, sys.stdout, indent=1)
+        print()
+    else:
+        print(f"{time.perf_counter() - started:.1f} s")
+    return rows
+
+
+__all__ = ["collapsed", "draw_runs", "run_stage_cells", "stage_cell_rates", "stage_curves"]

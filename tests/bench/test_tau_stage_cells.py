@@ -1,0 +1,50 @@
+"""The stage-curve disturbance table draws what pipelines.sim.disturbance draws, and counts it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipelines.bench.tau_cells import CELLS, Cell
+from pipelines.bench.tau_stage_cells import collapsed, draw_runs, run_stage_cells, stage_cell_rates
+from pipelines.cli import ExitCode, main
+from pipelines.sim.disturbance import Disturbance
+
+TAU = 1e8 * (1.0 + 0.5 * np.arange(8.0))
+
+
+def test_a_throttle_multiplies_every_run_from_the_middle_chunk_on() -> None:
+    cell = Cell("x1.05 step, no noise", 0.0, Disturbance(throttle_factor=1.05))
+    k, tau, run = draw_runs(TAU, 3, cell, np.random.default_rng(0), outlier_k=2)
+    assert list(np.unique(run)) == [0, 1, 2] and list(k[:8]) == list(range(8))
+    expected = np.rint(TAU * np.where(np.arange(8) >= 4, 1.05, 1.0))
+    assert np.array_equal(tau, np.tile(expected, 3))
+
+
+def test_an_outlier_chunk_is_the_same_index_in_every_run() -> None:
+    cell = Cell("x2 chunk, no noise", 0.0, Disturbance(outlier_factor=2.0))
+    _, tau, _ = draw_runs(TAU, 2, cell, np.random.default_rng(0), outlier_k=5)
+    ratio = tau / np.tile(TAU, 2)
+    assert list(np.flatnonzero(ratio != 1.0)) == [5, 13] and ratio[5] == 2.0
+
+
+def test_the_collapse_halves_the_slope_from_the_middle() -> None:
+    slopes = np.diff(collapsed(TAU))
+    assert np.allclose(slopes[:4], 0.5e8) and np.allclose(slopes[4:], 0.25e8)
+
+
+def test_one_cell_counts_two_stage_curves_per_fit() -> None:
+    cell = next(c for c in CELLS if c.name == "iid 3%")
+    row = stage_cell_rates(cell, n=8, runs=3, fits=3, seed=0)
+    assert {row[key]["n"] for key in ("dense", "covered", "glm", "collapse")} == {6}
+    assert row["glm"]["hits"] == 6, row["verdicts"]  # GLM-5.2's bend at 3 runs is always seen
+    assert sum(row["verdicts"]["dense"].values()) == 6
+
+
+def test_an_unknown_cell_is_refused_with_the_names_that_exist(capsys) -> None:
+    with pytest.raises(ValueError, match="iid 3%"):
+        run_stage_cells(1, only=("iid 4%",))
+    argv = ["bench", "tau-accuracy", "--stage-cells", "1", "--only", "iid 4%"]
+    assert main(argv) == ExitCode.BAD_INPUT
+    assert "cells are" in capsys.readouterr().err
+    assert main(["bench", "tau-accuracy", "--only", "iid 3%"]) == ExitCode.BAD_INPUT
