@@ -136,8 +136,9 @@ def run_stage_cells(
     if not as_json:
         print(
             f"tau_k verdicts on stage curves under disturbances: {fits} fits x 2 stage curves per "
-            f"cell, seed {seed}\nrate % [95% Wilson CI], * = outside the target; step named/joined: "
-            "dense fits that named a drift step /\njoined the interval of a step too weak to name"
+            f"cell, seed {seed}\nrate % [95% Wilson CI], * = outside the target; "
+            "step named/joined: dense fits that named a drift step /\n"
+            "joined the interval of a step too weak to name"
         )
         print(
             f"{'cell':<15}{'N':>3}{'G':>3}{'n':>5}  {'dense lin/drift':<17}{'slope CI covers':<17}"
