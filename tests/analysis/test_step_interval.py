@@ -74,3 +74,13 @@ def test_without_the_join_those_intervals_miss(monkeypatch: pytest.MonkeyPatch) 
         fit, _ = fit_stage(*_throttled(seed), n_boot=0)
         assert "joined with a level step's" not in fit.ci_method
         assert not fit.slope_lo <= SLOPE_NS <= fit.slope_hi, seed
+
+
+def test_one_run_keeps_the_line_interval_under_a_step_too_weak_to_name() -> None:
+    """One run of the 21-chunk curve, x1.05 from chunk 10: the step is not ruled out (p < 0.2)
+    but one run's intervals are not joined (docs/tau_k.md §6.7: the step model's a/b interval
+    at one run cost GLM-5.2 its linear_offset flag)."""
+    k, tau, run = _runs(CURVE, 1, 0.0, 0.03, np.random.default_rng(11))
+    fit, _ = fit_stage(k, np.where(k >= 10, tau * 1.05, tau), run, n_boot=0)
+    assert fit.step_p < fits.STEP_INTERVAL_ALPHA and "+step" not in fit.ci_method
+    assert "joined" not in fit.ci_method
