@@ -40,9 +40,9 @@ from pipelines.bench.tau_cells import (
     CHUNK_COUNTS,
     DENSE_OK,
     REPEATS,
-    TARGETS,
     Cell,
     rate_text,
+    target_of,
 )
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.disturbance import ar1_sequence
@@ -151,7 +151,9 @@ def run_stage_cells(
                 row = stage_cell_rates(cell, n, runs, fits, seed)
                 rows.append(row)
                 if not as_json:
-                    texts = [rate_text(row[key], TARGETS[key], counts=False) for key in KINDS]
+                    texts = [
+                        rate_text(row[key], target_of(key, runs), counts=False) for key in KINDS
+                    ]
                     parts = "".join(f"{text:<17}" for text in texts)
                     print(
                         f"{cell.name:<15}{n:>3}{runs:>3}{row['dense']['n']:>5}  {parts}"
