@@ -68,7 +68,9 @@ def collapsed(tau: np.ndarray) -> np.ndarray:
     return tau - 0.5 * slope * np.maximum(np.arange(n, dtype=float) - n // 2, 0.0)
 
 
-def draw_runs(tau: np.ndarray, runs: int, cell: Cell, rng: np.random.Generator, outlier_k: int):
+def draw_runs(
+    tau: np.ndarray, runs: int, cell: Cell, rng: np.random.Generator, outlier_k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(k, tau, run) of `runs` disturbed runs of one stage curve."""
     n = len(tau)
     d = cell.disturbance
