@@ -162,6 +162,15 @@ def run_stage_cells(
                         f"{row['dense_step_named']}/{row['dense_step_joined']}",
                         flush=True,
                     )
+                else:  # progress on stderr, the JSON alone on stdout
+                    done = len(rows)
+                    total = len(cells) * len(CHUNK_COUNTS) * len(REPEATS)
+                    elapsed = time.perf_counter() - started
+                    print(
+                        f"cell {done}/{total} ({cell.name}, N={n}, G={runs}) {elapsed:.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     if as_json:
         json.dump({"fits_per_cell": fits, "seed": seed, "cells": rows}, sys.stdout, indent=1)
         print()

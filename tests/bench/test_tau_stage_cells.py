@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -48,3 +50,11 @@ def test_an_unknown_cell_is_refused_with_the_names_that_exist(capsys) -> None:
     assert main(argv) == ExitCode.BAD_INPUT
     assert "cells are" in capsys.readouterr().err
     assert main(["bench", "tau-accuracy", "--only", "iid 3%"]) == ExitCode.BAD_INPUT
+
+
+def test_json_goes_to_stdout_alone_and_progress_to_stderr(capsys) -> None:
+    rows = run_stage_cells(1, only=("iid 3%",), as_json=True)
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert len(rows) == len(doc["cells"]) == 9 and doc["fits_per_cell"] == 1
+    assert "cell 9/9 (iid 3%, N=21, G=5)" in err
