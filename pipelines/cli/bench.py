@@ -120,7 +120,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         metavar="FITS",
         help="instead: the same disturbance table drawn around the simulator's noise-free stage "
-        "curves (5-10x faster, so FITS can be 200: n = 400 per cell, about +-2 points)",
+        "curves, about 2x faster (FITS 200: n = 400 per cell, about +-2 points, ~75 min on "
+        "one core)",
     )
     accuracy.add_argument(
         "--only",
