@@ -379,6 +379,16 @@ def _union(first, second):
     return joined if joined.ndim > 1 else (float(joined[0]), float(joined[1]))
 
 
+def _line_intervals(model, level: float):
+    """The `level` intervals of a fitted line's intercept and slope (rows of (lo, hi)), and
+    Fieller's intervals of a/b and b/a, from the model's first two coefficients."""
+    tcrit = _tcrit(model, level)
+    (a, b), cov = model.params[:2], model.cov_params()[:2, :2]
+    ab = fieller(a, b, cov[0, 0], cov[1, 1], cov[0, 1], tcrit)
+    ba = fieller(b, a, cov[1, 1], cov[0, 0], cov[0, 1], tcrit)
+    return model.conf_int(alpha=1 - level)[:2], ab, ba
+
+
 def _step_line(X, xk, yk, a, b, step_k, groups, noise):
     """The line of tau(k) under a throttle from step_k on: (a + b k) (1 + c [k >= step_k]),
     linear in (a, b, c) with the step term built on the plain line's a and b."""
@@ -618,11 +628,8 @@ def fit_stage(
     dw_line = prep.dw
     runs_text = f"(mean of {n_runs} runs)" if groups is None and n_runs > 1 else ""
     base["ci_method"] = prep.method + runs_text + prep.line_note
-    tcrit = _tcrit(line, level)
-    (a, b), cov = line.params, line.cov_params()
-    ci = line.conf_int(alpha=1 - level)
-    ab = fieller(a, b, cov[0, 0], cov[1, 1], cov[0, 1], tcrit)
-    ba = fieller(b, a, cov[1, 1], cov[0, 0], cov[0, 1], tcrit)
+    a, b = line.params[:2]
+    ci, ab, ba = _line_intervals(line, level)
     r2 = float(line.rsquared) if groups is not None else _r2(yk, X @ line.params)
 
     # shape tests: weighted by counts/tau_hat^2 from the line (floored at a tenth of the mean)
@@ -655,25 +662,20 @@ def fit_stage(
         line = _step_line(X, xk, yk, a, b, step["step_k"], groups, shape_noise)
         kind = "cluster(run)" if groups is not None else shape_noise.label()
         base["ci_method"] = kind + runs_text + "+step, interval joined with the line's"
-        tcrit = _tcrit(line, level)
-        (a, b), cov = line.params[:2], line.cov_params()[:2, :2]
+        a, b = line.params[:2]
         # the step model was chosen by a search over its position, so a step found in noise
         # (1-1.5 % of straight curves) gives an interval that misses; the interval is the union
         # of the line's and the step model's (docs/tau_k.md §6.6)
-        ci = _union(ci, line.conf_int(alpha=1 - level)[:2])
-        ab = _union(ab, fieller(a, b, cov[0, 0], cov[1, 1], cov[0, 1], tcrit))
-        ba = _union(ba, fieller(b, a, cov[1, 1], cov[0, 0], cov[0, 1], tcrit))
+        step_ci, step_ab, step_ba = _line_intervals(line, level)
+        ci, ab, ba = _union(ci, step_ci), _union(ab, step_ab), _union(ba, step_ba)
     elif n_runs > 1 and step["step_p"] < STEP_INTERVAL_ALPHA:
         # a step too weak to name but not ruled out: the line keeps its estimate, and its
         # intervals also hold the step model's, which a throttle that is not detected would
         # otherwise leave outside. Not for one run: there the step model's wide a/b interval
         # took GLM-5.2's linear_offset flag (docs/tau_k.md §6.7)
         alt = _step_line(X, xk, yk, a, b, step["step_k"], groups, shape_noise)
-        t_alt = _tcrit(alt, level)
-        (a_alt, b_alt), c = alt.params[:2], alt.cov_params()[:2, :2]
-        ci = _union(ci, alt.conf_int(alpha=1 - level)[:2])
-        ab = _union(ab, fieller(a_alt, b_alt, c[0, 0], c[1, 1], c[0, 1], t_alt))
-        ba = _union(ba, fieller(b_alt, a_alt, c[1, 1], c[0, 0], c[0, 1], t_alt))
+        step_ci, step_ab, step_ba = _line_intervals(alt, level)
+        ci, ab, ba = _union(ci, step_ci), _union(ab, step_ab), _union(ba, step_ba)
         base["ci_method"] += f"; joined with a level step's (p={step['step_p']:.2g})"
     # relative noise variance per point for the balance floor: the best of the three shapes,
     # so that a real kink or curvature does not pass for noise

@@ -63,16 +63,21 @@ CELLS = (
 a slow kernel at a prefix length)."""
 
 
+def collapsed(tau: np.ndarray) -> np.ndarray:
+    """The curve with its slope (end to end) halved from chunk n // 2 on."""
+    n = len(tau)
+    slope = (tau[-1] - tau[0]) / (n - 1)
+    return tau - 0.5 * slope * np.maximum(np.arange(n, dtype=float) - n // 2, 0.0)
+
+
 def _collapse_cost(n: int) -> TabulatedCost:
     """DeepSeek-V3.1's noise-free chunk curve with the slope halved from chunk n/2 on."""
     run = simulate(
         n * CHUNK, "cpp", model="deepseek-v3.1", chunk_size=CHUNK, comm=None, collectives=None
     )
     frame = chunks_frame(run, "b").group_by("chunk_idx").agg(pl.col("busy_ns").sum())
-    line = frame.sort("chunk_idx")["busy_ns"].to_numpy().astype(float)
-    slope = (line[-1] - line[0]) / (n - 1)
+    tau = collapsed(frame.sort("chunk_idx")["busy_ns"].to_numpy().astype(float))
     k = np.arange(n, dtype=float)
-    tau = line - 0.5 * slope * np.maximum(k - n // 2, 0.0)
     return TabulatedCost(
         table={CHUNK: (k * CHUNK, tau)},
         fallback=FittedCost(alpha_ns=float(tau.mean()) / CHUNK, beta_ns=0.0),
@@ -193,4 +198,4 @@ def rate_text(r: dict, target: tuple[float, float] | None, counts: bool = True) 
     return f"{r['hits']}/{r['n']} {r['rate']:.0%} [{lo:.0%},{hi:.0%}]{miss}"
 
 
-__all__ = ["CELLS", "cell_rates", "rate_text", "run_cells", "target_of", "wilson"]
+__all__ = ["CELLS", "cell_rates", "collapsed", "rate_text", "run_cells", "target_of", "wilson"]

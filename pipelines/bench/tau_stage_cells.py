@@ -42,6 +42,7 @@ from pipelines.bench.tau_cells import (
     DENSE_OK,
     REPEATS,
     Cell,
+    collapsed,
     rate_text,
     target_of,
 )
@@ -60,13 +61,6 @@ def stage_curves(model: str, n: int) -> list[np.ndarray]:
         frame.filter(pl.col("vstage") == vs).sort("chunk_idx")["busy_ns"].to_numpy().astype(float)
         for vs in sorted(frame["vstage"].unique().to_list())
     ]
-
-
-def collapsed(tau: np.ndarray) -> np.ndarray:
-    """The curve with its slope (end to end) halved from chunk n // 2 on."""
-    n = len(tau)
-    slope = (tau[-1] - tau[0]) / (n - 1)
-    return tau - 0.5 * slope * np.maximum(np.arange(n, dtype=float) - n // 2, 0.0)
 
 
 def draw_runs(
@@ -180,4 +174,4 @@ def run_stage_cells(
     return rows
 
 
-__all__ = ["collapsed", "draw_runs", "run_stage_cells", "stage_cell_rates", "stage_curves"]
+__all__ = ["draw_runs", "run_stage_cells", "stage_cell_rates", "stage_curves"]

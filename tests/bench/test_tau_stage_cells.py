@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pipelines.bench.tau_cells import CELLS, Cell
-from pipelines.bench.tau_stage_cells import collapsed, draw_runs, run_stage_cells, stage_cell_rates
+from pipelines.bench.tau_cells import CELLS, Cell, collapsed
+from pipelines.bench.tau_stage_cells import draw_runs, run_stage_cells, stage_cell_rates
 from pipelines.cli import ExitCode, main
 from pipelines.sim.disturbance import Disturbance
 
