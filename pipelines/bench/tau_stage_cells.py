@@ -24,7 +24,6 @@ fits named a step (`+step` in ci_method) and how many joined a step model's inte
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 
@@ -72,7 +71,7 @@ def draw_runs(
     rho = d.ar_rho if d is not None else 0.0
     factor = np.ones(n)
     if d is not None and d.throttle_factor != 1.0:
-        factor[math.ceil(d.throttle_from * n) :] *= d.throttle_factor
+        factor[d.throttle_start(n) :] *= d.throttle_factor
     if d is not None and d.outlier_factor != 1.0:
         factor[outlier_k] *= d.outlier_factor
     ys = []
@@ -87,6 +86,7 @@ def stage_cell_rates(cell: Cell, n: int, runs: int, fits: int, seed: int) -> dic
     """The four rates of one cell over `fits` draws of the 2 stage curves."""
     rng = np.random.default_rng(seed)
     dense, glm = stage_curves("deepseek-v3.1", n), stage_curves("glm-5.2", n)
+    collapse = [collapsed(tau) for tau in dense]
     truth = [float(np.polyfit(np.arange(n, dtype=float), t, 1)[0]) for t in dense]
     counts = dict.fromkeys(KINDS, 0)
     named_step = joined_step = 0
@@ -94,7 +94,7 @@ def stage_cell_rates(cell: Cell, n: int, runs: int, fits: int, seed: int) -> dic
     for _ in range(fits):
         outlier_k = int(rng.integers(1, n - 1))
         for s, tau in enumerate(dense):
-            for kind, curve in (("dense", tau), ("glm", glm[s]), ("collapse", collapsed(tau))):
+            for kind, curve in (("dense", tau), ("glm", glm[s]), ("collapse", collapse[s])):
                 fit, _ = fit_stage(*draw_runs(curve, runs, cell, rng, outlier_k), n_boot=0)
                 label = classify(fit).label
                 verdicts[kind][label] = verdicts[kind].get(label, 0) + 1

@@ -41,6 +41,10 @@ class Disturbance:
         if not 0.0 <= self.throttle_from <= 1.0:
             raise ValueError(f"throttle_from must lie in [0, 1], got {self.throttle_from}")
 
+    def throttle_start(self, n: int) -> int:
+        """The first throttled position of a chunk sequence of length n."""
+        return int(np.ceil(self.throttle_from * n))
+
     def describe(self) -> str:
         parts = []
         if self.outlier_k is not None and self.outlier_factor != 1.0:
@@ -86,8 +90,7 @@ def disturbed_durations(
         if disturbance.ar_rho:
             z[order] = ar1_sequence(len(order), disturbance.ar_rho, rng)
         if disturbance.throttle_factor != 1.0:
-            first = int(np.ceil(disturbance.throttle_from * len(order)))
-            factor[order[first:]] *= disturbance.throttle_factor
+            factor[order[disturbance.throttle_start(len(order)) :]] *= disturbance.throttle_factor
     if disturbance.outlier_k is not None:
         factor[compute & (chunk == disturbance.outlier_k)] *= disturbance.outlier_factor
     if disturbance.run_sigma:
