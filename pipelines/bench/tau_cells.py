@@ -41,6 +41,8 @@ CHUNK = 16 * K
 CHUNK_COUNTS = (8, 16, 21)
 REPEATS = (1, 3, 5)
 DENSE_OK = ("linear", "drift")
+KINDS = ("dense", "covered", "glm", "collapse")
+"""The four rates of a cell: dense verdict, slope coverage, GLM-5.2 flagged, collapse detected."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ def cell_rates(cell: Cell, n: int, runs: int, curves: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     truth = _true_slopes(n)
     collapse = _collapse_cost(n)
-    counts = dict.fromkeys(("dense", "covered", "glm", "collapse"), 0)
+    counts = dict.fromkeys(KINDS, 0)
     totals = dict.fromkeys(counts, 0)
     verdicts: dict[str, dict[str, int]] = {"dense": {}, "glm": {}, "collapse": {}}
     for i in range(curves):
@@ -171,8 +173,7 @@ def run_cells(curves: int = 40, seed: int = 0, as_json: bool = False) -> list[di
     header = f"{'cell':<15}{'N':>3}{'G':>3}  {'dense linear/drift':<24}{'slope CI covers':<24}"
     print(header + f"{'GLM flagged':<24}collapse kinked/offset")
     for row in rows:
-        kinds = ("dense", "covered", "glm", "collapse")
-        parts = [rate_text(row[key], target_of(key, row["runs"])) for key in kinds]
+        parts = [rate_text(row[key], target_of(key, row["runs"])) for key in KINDS]
         print(
             f"{row['cell']:<15}{row['n_chunks']:>3}{row['runs']:>3}  "
             + "".join(f"{p:<24}" for p in parts).rstrip()

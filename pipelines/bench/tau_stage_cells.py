@@ -39,6 +39,7 @@ from pipelines.bench.tau_cells import (
     CHUNK,
     CHUNK_COUNTS,
     DENSE_OK,
+    KINDS,
     REPEATS,
     Cell,
     collapsed,
@@ -48,8 +49,6 @@ from pipelines.bench.tau_cells import (
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.disturbance import ar1_sequence
 from pipelines.sim.run import simulate
-
-KINDS = ("dense", "covered", "glm", "collapse")
 
 
 def stage_curves(model: str, n: int) -> list[np.ndarray]:
