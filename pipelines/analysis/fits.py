@@ -296,6 +296,46 @@ def _bubble_change(k_grid: np.ndarray, design, params: np.ndarray, line_params) 
     return 100 * (vpp_bubble_ratio(design(span) @ params) - vpp_bubble_ratio(line_span))
 
 
+def _positions(k_grid: np.ndarray) -> list[int]:
+    """Candidate positions of a kink or a step: at least two chunk indices strictly on each
+    side (a single chunk off the line is an outlier, not a kink)."""
+    return [
+        kb
+        for kb in range(int(k_grid.min()) + 1, int(k_grid.max()))
+        if (k_grid < kb).sum() >= 2 and (k_grid > kb).sum() >= 2
+    ]
+
+
+def _shape_p_beside_step(k, y, w, groups, noise, line, step_k: float) -> float:
+    """The smaller p-value of the two shapes of tau(k), each fitted together with the level step
+    at step_k: the quadratic term, and the hinge term at its best position (Bonferroni-adjusted
+    over the positions). Large when the step alone accounts for what the shapes fitted."""
+    a0, b0 = line.params[0], line.params[1]
+    base = np.column_stack([np.ones_like(k), k, (k >= step_k) * (a0 + b0 * k)])
+    centre = k.mean()
+    quad = _shape_fit(np.column_stack([base, (k - centre) ** 2]), y, w, groups, noise)
+    candidates = _positions(np.unique(k))
+    if not candidates:
+        return float(quad.pvalues[3])
+    yw = _whiten(y, w, noise)
+
+    def sse(kb: int) -> float:
+        Xw = _whiten(np.column_stack([base, _hinge(k, kb)]), w, noise)
+        coef, *_ = np.linalg.lstsq(Xw, yw, rcond=None)
+        return float(np.sum((yw - Xw @ coef) ** 2))
+
+    kb = min(candidates, key=sse)
+    hinge = _shape_fit(np.column_stack([base, _hinge(k, kb)]), y, w, groups, noise)
+    return min(float(quad.pvalues[3]), float(min(1.0, hinge.pvalues[3] * len(candidates))))
+
+
+def _slowdown_bend(step: dict, curvature: float, breakpoint: dict) -> bool:
+    """Whether the step slows the run down (a throttle) and both shapes bend up the way it
+    does (convex: the slope rises)."""
+    rising = curvature > 0 and breakpoint["slope_after"] > breakpoint["slope_before"]
+    return step["step_rel"] > 0 and rising
+
+
 def _breakpoint(k, y, w, groups, line, k_grid, scale, noise, step=False):
     """Continuous two-segment fit; breakpoint = the integer k (two or more chunk indices on
     each side) minimising the weighted SSE; its hinge term tested like the curvature and the
@@ -319,13 +359,7 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, noise, step=False):
             return (kk >= kb) * (a0 + b0 * kk)
     else:
         term = _hinge
-    # at least two chunk indices strictly on each side: a single chunk off the line is an
-    # outlier, not a kink
-    candidates = [
-        kb
-        for kb in range(int(k_grid.min()) + 1, int(k_grid.max()))
-        if (k_grid < kb).sum() >= 2 and (k_grid > kb).sum() >= 2
-    ]
+    candidates = _positions(k_grid)
     n = len(y)
     if not candidates or n < 5:
         return out
@@ -647,8 +681,22 @@ def fit_stage(
     step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise, step=True)
     step.pop("_sse")
     best_shape = max(curvature_dbic, breakpoint["breakpoint_dbic"])
-    if step["step_p"] < DRIFT_ALPHA and step["step_dbic"] > best_shape:
-        # a level step explains the curve best: test the shapes of tau(k) with it removed
+    named = step["step_p"] < DRIFT_ALPHA and step["step_dbic"] > best_shape
+    beside = NAN
+    # as for the joined interval below, not for one run: a run's own AR(1) wander fits a step
+    # and a bend alike, and one run's shape tests need no rescue (docs/tau_k.md §6.8)
+    explainable = (
+        n_runs > 1
+        and step["step_p"] < STEP_INTERVAL_ALPHA
+        and _slowdown_bend(step, curvature, breakpoint)
+    )
+    if not named and explainable:
+        beside = _shape_p_beside_step(xk, yk, w, groups, shape_noise, line_w, step["step_k"])
+    if named or beside >= DRIFT_ALPHA:
+        # a level step explains the curve best, or it is a slowdown and the shapes that beat it
+        # in BIC bend up the way it does and are not significant next to it (a hinge or a bend
+        # fitted to a throttle; a falling slope, DSA's collapse, is never explained away):
+        # test the shapes of tau(k) with the step removed (docs/tau_k.md §6.8)
         drift_free = yk / (1 + step["step_rel"] * (xk >= step["step_k"]))
         line_d = _shape_fit(X, drift_free, w, groups, shape_noise)
         curvature, curvature_p, curvature_effect, curvature_dbic, _, curvature_bubble = _curvature(
@@ -662,6 +710,8 @@ def fit_stage(
         line = _step_line(X, xk, yk, a, b, step["step_k"], groups, shape_noise)
         kind = "cluster(run)" if groups is not None else shape_noise.label()
         base["ci_method"] = kind + runs_text + "+step, interval joined with the line's"
+        if not named:
+            base["ci_method"] += f"; a rising bend the step accounts for (p={beside:.2g} beside it)"
         a, b = line.params[:2]
         # the step model was chosen by a search over its position, so a step found in noise
         # (1-1.5 % of straight curves) gives an interval that misses; the interval is the union
