@@ -581,19 +581,26 @@ def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale:
 def line_band(
     k: np.ndarray, tau: np.ndarray, runs: np.ndarray, level: float = 0.95
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(chunk indices, fitted line, lower, upper): the pointwise `level` interval of the line
-    a + b k at each observed k, from the same estimator and covariance as fit_stage."""
+    """(chunk indices, fitted line, lower, upper): the line a + b k that fit_stage reports (the
+    one under a named step) and its pointwise `level` interval at each observed k, from the
+    same estimator and covariance; where fit_stage joins intervals (a step named or not ruled
+    out) the band is the union of both lines' bands, as the slope interval is."""
     k = np.asarray(k, dtype=float)
-    y = np.asarray(tau, dtype=float)
-    runs = np.asarray(runs)
-    prep = _line_of(k, y, runs, len(np.unique(runs)), float(y.mean()))
+    _, _, lines = _fit_stage_lines(k, tau, runs, level=level, n_boot=0, seed=0)
     grid = np.unique(k)
     G = np.column_stack([np.ones_like(grid), grid])
-    fit = G @ prep.line.params
-    half = _tcrit(prep.line, level) * np.sqrt(
-        np.einsum("ij,jk,ik->i", G, prep.line.cov_params(), G)
-    )
-    return grid, fit, fit - half, fit + half
+    bands = []
+    for model in lines:
+        centre = G @ model.params[:2]
+        cov = model.cov_params()[:2, :2]
+        half = _tcrit(model, level) * np.sqrt(np.einsum("ij,jk,ik->i", G, cov, G))
+        bands.append((centre, centre - half, centre + half))
+    if not bands:
+        nan = np.full(grid.shape, NAN)
+        return grid, nan, nan, nan
+    lo = np.min([band[1] for band in bands], axis=0)
+    hi = np.max([band[2] for band in bands], axis=0)
+    return grid, bands[0][0], lo, hi
 
 
 def fit_curve(
@@ -633,6 +640,13 @@ def fit_stage(
 ) -> tuple[CurveFit, StageCurve | None]:
     """The fit of one stage curve (VPP predictions not yet filled in) and its estimated curve
     with bootstrap draws for bubble_pred.predict_bubbles."""
+    fit, stage, _ = _fit_stage_lines(k, tau, runs, level=level, n_boot=n_boot, seed=seed)
+    return fit, stage
+
+
+def _fit_stage_lines(k, tau, runs, *, level: float, n_boot: int, seed: int):
+    """fit_stage, and the fitted line models behind the reported intervals: the reported line
+    first, then the one its intervals are joined with (none for a curve too short to fit)."""
     k = np.asarray(k, dtype=float)
     y = np.asarray(tau, dtype=float)
     runs = np.zeros(len(k), dtype=int) if runs is None else np.asarray(runs)
@@ -652,7 +666,7 @@ def fit_stage(
     empty.update(balance_method="none", ci_method="none", n_outliers=0, outliers="")
     empty.update(asdict(EMPTY_PREDICTION))
     if len(k_grid) < 3 or n < 4:
-        return CurveFit(**{**empty, **base}), None
+        return CurveFit(**{**empty, **base}), None, []
 
     # outlier chunks leave the line and the shape tests (and are reported); the balance residual
     # and the VPP bubble, which a slow chunk really changes, keep them
@@ -681,6 +695,7 @@ def fit_stage(
     step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise, step=True)
     step.pop("_sse")
     best_shape = max(curvature_dbic, breakpoint["breakpoint_dbic"])
+    lines = [line]
     named = step["step_p"] < DRIFT_ALPHA and step["step_dbic"] > best_shape
     beside = NAN
     # as for the joined interval below, not for one run: a run's own AR(1) wander fits a step
@@ -707,7 +722,9 @@ def fit_stage(
         # the line of tau(k) is the one under the step: its slope and intercept from the model
         # with the step term (the line through a throttled run is not the undisturbed line),
         # under the shape tests' noise model
+        plain = line
         line = _step_line(X, xk, yk, a, b, step["step_k"], groups, shape_noise)
+        lines = [line, plain]
         kind = "cluster(run)" if groups is not None else shape_noise.label()
         base["ci_method"] = kind + runs_text + "+step, interval joined with the line's"
         if not named:
@@ -724,6 +741,7 @@ def fit_stage(
         # otherwise leave outside. Not for one run: there the step model's wide a/b interval
         # took GLM-5.2's linear_offset flag (docs/tau_k.md §6.7)
         alt = _step_line(X, xk, yk, a, b, step["step_k"], groups, shape_noise)
+        lines = [line, alt]
         step_ci, step_ab, step_ba = _line_intervals(alt, level)
         ci, ab, ba = _union(ci, step_ci), _union(ab, step_ab), _union(ba, step_ba)
         base["ci_method"] += f"; joined with a level step's (p={step['step_p']:.2g})"
@@ -800,4 +818,4 @@ def fit_stage(
         n_outliers=screen.count,
         outliers=screen.text,
     )
-    return fit, stage
+    return fit, stage, lines

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pipelines.analysis import fits
-from pipelines.analysis.fits import fit_stage
+from pipelines.analysis.fits import fit_stage, line_band
 from pipelines.analysis.verdicts import classify
 from tests.analysis.test_serial import _runs
 
@@ -130,3 +130,15 @@ def test_a_collapse_under_a_throttle_stays_kinked() -> None:
         collapse = np.where(k >= 10, 1 - 0.5 * SLOPE_NS * (k - 10) / CURVE[k.astype(int)], 1.0)
         tau = tau * collapse * np.where(k >= 10, 1.05, 1.0)
         assert classify(fit_stage(k, tau, run, n_boot=0)[0]).label == "kinked", seed
+
+
+def test_the_dashboard_band_follows_the_line_under_the_step() -> None:
+    """dashboards/data.py draws fits.line_band: under a drift it is the reported line (the
+    undisturbed one, not the steeper line through the throttled runs) with the joined band."""
+    k, tau, run = _throttled(12)
+    fit, _ = fit_stage(k, tau, run, n_boot=0)
+    grid, centre, lo, hi = line_band(k, tau, run)
+    assert np.allclose(centre, fit.intercept + fit.slope * grid)
+    through_runs = np.polyfit(k, tau, 1)[0]
+    assert through_runs > 1.02 * fit.slope  # the band no longer follows this line
+    assert np.all((lo <= CURVE) & (hi >= CURVE))
