@@ -73,6 +73,10 @@ model's. Measured on the x1.05 throttle (docs/tau_k.md §6.7): 0.2 lifts its cov
 G = 3 from 35 to 80 % and at N = 16 from 72-84 to 94-95 %; 0.1 gave 72 % at N = 8; joining
 always put straight iid curves at 97.5-98.8 %."""
 
+BEND_STEP_ALPHA = 0.2
+"""A slowdown step with this Bonferroni-adjusted p-value or less explains a rising bend that beats
+it in BIC when neither the hinge nor the quadratic is significant (DRIFT_ALPHA) next to it."""
+
 
 @dataclass(frozen=True)
 class CurveFit:
@@ -702,7 +706,7 @@ def _fit_stage_lines(k, tau, runs, *, level: float, n_boot: int, seed: int):
     # and a bend alike, and one run's shape tests need no rescue (docs/tau_k.md §6.8)
     explainable = (
         n_runs > 1
-        and step["step_p"] < STEP_INTERVAL_ALPHA
+        and step["step_p"] < BEND_STEP_ALPHA
         and _slowdown_bend(step, curvature, breakpoint)
     )
     if not named and explainable:
