@@ -1,6 +1,7 @@
 """The disturbance table on stage curves: the same cells and targets as tau_cells, ~2x faster.
 
-    uv run tracereplay bench tau-accuracy --stage-cells 200 [--only "x1.05 step"] [--json]
+    uv run tracereplay bench tau-accuracy --stage-cells 200 [--only "x1.05 step"] [--repeats 3,5]
+        [--json]
 
 Where tau_cells simulates every run of every fit, this draws the disturbances around the
 simulator's noise-free stage curves (CPP, pp=2, one request of N chunks of 16K tokens, the
@@ -120,14 +121,27 @@ def stage_cell_rates(cell: Cell, n: int, runs: int, fits: int, seed: int) -> dic
 
 
 def run_stage_cells(
-    fits: int = 200, seed: int = 0, only: tuple[str, ...] = (), as_json: bool = False
+    fits: int = 200,
+    seed: int = 0,
+    only: tuple[str, ...] = (),
+    as_json: bool = False,
+    repeats: tuple[int, ...] = (),
 ) -> list[dict]:
-    """Every cell of CELLS (or those named in `only`) x CHUNK_COUNTS x REPEATS; rows are printed
-    as they finish (a cell of 200 fits takes 30 s to 4 min on one core)."""
+    """Every cell of CELLS (or those named in `only`) x CHUNK_COUNTS x REPEATS (or the run
+    counts in `repeats`); rows are printed as they finish (a cell of 200 fits takes 30 s to
+    4 min on one core, the one-run rows the longest). A row's draws do not depend on which
+    other rows run."""
     cells = [c for c in CELLS if not only or c.name in only]
     if not cells:
         names = ", ".join(repr(c.name) for c in CELLS)
         raise ValueError(f"no cell named {', '.join(map(repr, only))}; cells are {names}")
+    unknown = [g for g in repeats if g not in REPEATS]
+    if unknown:
+        raise ValueError(
+            f"no run count {', '.join(map(str, unknown))} in the table; it has "
+            f"{', '.join(map(str, REPEATS))}"
+        )
+    counts = [g for g in REPEATS if not repeats or g in repeats]
     started = time.perf_counter()
     if not as_json:
         print(
@@ -143,7 +157,7 @@ def run_stage_cells(
     rows = []
     for cell in cells:
         for n in CHUNK_COUNTS:
-            for runs in REPEATS:
+            for runs in counts:
                 row = stage_cell_rates(cell, n, runs, fits, seed)
                 rows.append(row)
                 if not as_json:
@@ -158,7 +172,7 @@ def run_stage_cells(
                     )
                 else:  # progress on stderr, the JSON alone on stdout
                     done = len(rows)
-                    total = len(cells) * len(CHUNK_COUNTS) * len(REPEATS)
+                    total = len(cells) * len(CHUNK_COUNTS) * len(counts)
                     elapsed = time.perf_counter() - started
                     print(
                         f"cell {done}/{total} ({cell.name}, N={n}, G={runs}) {elapsed:.0f} s",

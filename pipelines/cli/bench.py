@@ -129,6 +129,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help='with --stage-cells: the cells to run, comma-separated (e.g. "x1.05 step,AR(1) 0.7")',
     )
     accuracy.add_argument(
+        "--repeats",
+        metavar="G",
+        help="with --stage-cells: the run counts pooled per fit to run, comma-separated, of 1, 3, "
+        "5 (e.g. 3,5; the one-run rows take the longest)",
+    )
+    accuracy.add_argument(
         "--vpp-fits",
         type=int,
         metavar="FITS",
@@ -255,14 +261,26 @@ def run_tau_accuracy(args: argparse.Namespace) -> int:
         from pipelines.bench.tau_stage_cells import run_stage_cells
 
         only = tuple(name.strip() for name in (args.only or "").split(",") if name.strip())
+        texts = [g.strip() for g in (args.repeats or "").split(",") if g.strip()]
+        if not all(g.isdigit() for g in texts):
+            print(
+                f"tracereplay bench tau-accuracy: --repeats takes run counts such as 3,5, "
+                f"got {args.repeats!r}",
+                file=sys.stderr,
+            )
+            return ExitCode.BAD_INPUT
+        repeats = tuple(int(g) for g in texts)
         try:
-            run_stage_cells(args.stage_cells, args.seed, only, args.json)
+            run_stage_cells(args.stage_cells, args.seed, only, args.json, repeats)
         except ValueError as exc:
             print(f"tracereplay bench tau-accuracy: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT
         return ExitCode.OK
-    if args.only:
-        print("tracereplay bench tau-accuracy: --only goes with --stage-cells", file=sys.stderr)
+    if args.only or args.repeats:
+        print(
+            "tracereplay bench tau-accuracy: --only and --repeats go with --stage-cells",
+            file=sys.stderr,
+        )
         return ExitCode.BAD_INPUT
     if args.vpp_fits is not None:
         from pipelines.bench.vpp_pred import run_vpp_pred

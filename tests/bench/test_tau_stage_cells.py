@@ -58,3 +58,15 @@ def test_json_goes_to_stdout_alone_and_progress_to_stderr(capsys) -> None:
     doc = json.loads(out)
     assert len(rows) == len(doc["cells"]) == 9 and doc["fits_per_cell"] == 1
     assert "cell 9/9 (iid 3%, N=21, G=5)" in err
+
+
+def test_repeats_selects_rows_and_an_unknown_count_is_refused(capsys) -> None:
+    rows = run_stage_cells(1, only=("iid 3%",), as_json=True, repeats=(3,))
+    assert [(row["n_chunks"], row["runs"]) for row in rows] == [(8, 3), (16, 3), (21, 3)]
+    assert "cell 3/3 (iid 3%, N=21, G=3)" in capsys.readouterr().err
+    # the same draws as the whole table's G = 3 rows
+    assert rows[0] == stage_cell_rates(CELLS[0], n=8, runs=3, fits=1, seed=0)
+    argv = ["bench", "tau-accuracy", "--stage-cells", "1", "--repeats", "2"]
+    assert main(argv) == ExitCode.BAD_INPUT
+    assert "it has 1, 3, 5" in capsys.readouterr().err
+    assert main(["bench", "tau-accuracy", "--repeats", "3"]) == ExitCode.BAD_INPUT
