@@ -147,7 +147,7 @@ def test_the_dashboard_band_follows_the_line_under_the_step() -> None:
 def test_a_rising_bend_of_a_tenth_stays_flagged() -> None:
     """The price of the rule is paid only near the practical floor: tau x (1 + 0.3 (k/20)^2), a
     departure of 13 % from the line, three runs, stays `kinked` or `convex` (seeds 0-9); a
-    bend of 5-7 % loses a third of its flags at G = 3 (docs/tau_k.md §6.8)."""
+    bend of 5-7 % loses up to a third of its flags at G = 3 (docs/tau_k.md §6.8)."""
     bend = 1 + 0.3 * (np.arange(21.0) / 20) ** 2
     for seed in range(10):
         k, tau, run = straight_runs(seed)
