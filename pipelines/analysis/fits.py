@@ -310,25 +310,34 @@ def _positions(k_grid: np.ndarray) -> list[int]:
     ]
 
 
+def _best_position(
+    k, y, w, noise, base: np.ndarray, term, candidates: list[int]
+) -> tuple[int, float]:
+    """Of the candidate positions, the one whose column term(k, position) added to the columns
+    `base` leaves the smallest SSE in the shape fit's units (whitened, or weighted by w), and
+    that SSE; the first one on ties."""
+    yw = _whiten(y, w, noise)
+    best = None
+    for kb in candidates:
+        Xw = _whiten(np.column_stack([base, term(k, kb)]), w, noise)
+        coef, *_ = np.linalg.lstsq(Xw, yw, rcond=None)
+        sse = float(np.sum((yw - Xw @ coef) ** 2))
+        if best is None or sse < best[1]:
+            best = (kb, sse)
+    return best
+
+
 def _shape_p_beside_step(k, y, w, groups, noise, line, step_k: float) -> float:
     """The smaller p-value of the two shapes of tau(k), each fitted together with the level step
     at step_k: the quadratic term, and the hinge term at its best position (Bonferroni-adjusted
     over the positions). Large when the step alone accounts for what the shapes fitted."""
-    a0, b0 = line.params[0], line.params[1]
-    base = np.column_stack([np.ones_like(k), k, (k >= step_k) * (a0 + b0 * k)])
+    base = np.column_stack([np.ones_like(k), k, _step_term(k, step_k, *line.params[:2])])
     centre = k.mean()
     quad = _shape_fit(np.column_stack([base, (k - centre) ** 2]), y, w, groups, noise)
     candidates = _positions(np.unique(k))
     if not candidates:
         return float(quad.pvalues[3])
-    yw = _whiten(y, w, noise)
-
-    def sse(kb: int) -> float:
-        Xw = _whiten(np.column_stack([base, _hinge(k, kb)]), w, noise)
-        coef, *_ = np.linalg.lstsq(Xw, yw, rcond=None)
-        return float(np.sum((yw - Xw @ coef) ** 2))
-
-    kb = min(candidates, key=sse)
+    kb, _ = _best_position(k, y, w, noise, base, _hinge, candidates)
     hinge = _shape_fit(np.column_stack([base, _hinge(k, kb)]), y, w, groups, noise)
     return min(float(quad.pvalues[3]), float(min(1.0, hinge.pvalues[3] * len(candidates))))
 
@@ -360,22 +369,15 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, noise, step=False):
         a0, b0 = line.params[0], line.params[1]
 
         def term(kk, kb):
-            return (kk >= kb) * (a0 + b0 * kk)
+            return _step_term(kk, kb, a0, b0)
     else:
         term = _hinge
     candidates = _positions(k_grid)
     n = len(y)
     if not candidates or n < 5:
         return out
-    best = None
-    yw = _whiten(y, w, noise)
-    for kb in candidates:
-        Xw = _whiten(np.column_stack([np.ones_like(k), k, term(k, kb)]), w, noise)
-        coef, *_ = np.linalg.lstsq(Xw, yw, rcond=None)
-        sse = float(np.sum((yw - Xw @ coef) ** 2))
-        if best is None or sse < best[1]:
-            best = (kb, sse)
-    kb, sse_hinge = best
+    line_columns = np.column_stack([np.ones_like(k), k])
+    kb, sse_hinge = _best_position(k, y, w, noise, line_columns, term, candidates)
     X = np.column_stack([np.ones_like(k), k, term(k, kb)])
     res = _shape_fit(X, y, w, groups, noise)
 
@@ -430,7 +432,13 @@ def _line_intervals(model, level: float):
 def _step_line(X, xk, yk, a, b, step_k, groups, noise):
     """The line of tau(k) under a throttle from step_k on: (a + b k) (1 + c [k >= step_k]),
     linear in (a, b, c) with the step term built on the plain line's a and b."""
-    return _line_fit(np.column_stack([X, (xk >= step_k) * (a + b * xk)]), yk, groups, noise)
+    return _line_fit(np.column_stack([X, _step_term(xk, step_k, a, b)]), yk, groups, noise)
+
+
+def _step_term(k: np.ndarray, kb: float, a0: float, b0: float) -> np.ndarray:
+    """The level step's column: the line a0 + b0 k from kb on (its coefficient c makes the
+    curve (a + b k)(1 + c) there, a throttle's x(1 + c))."""
+    return (k >= kb) * (a0 + b0 * k)
 
 
 def _hinge(k: np.ndarray, kb: float) -> np.ndarray:
@@ -465,7 +473,7 @@ def _shape_design(kind: str, k: np.ndarray, line_params, position: float) -> np.
         return np.column_stack([ones, k, _hinge(k, position)])
     if kind == "step":
         a0, b0 = line_params
-        return np.column_stack([ones, k, (k >= position) * (a0 + b0 * k)])
+        return np.column_stack([ones, k, _step_term(k, position, a0, b0)])
     return np.column_stack([ones, k])
 
 
