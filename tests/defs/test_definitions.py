@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines.defs.quality.checks import table_data_checks
+from pipelines.defs.quality.checks import mart_data_checks, table_data_checks
 from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
 
 INGEST_TABLES = {"runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine"}
@@ -31,7 +31,9 @@ def test_asset_keys_checks_and_sensor(loaded: dg.Definitions) -> None:
     repo = loaded.get_repository_def()
     checks = {(k.asset_key.to_user_string(), k.name) for k in repo.asset_graph.asset_check_keys}
     quality = {
-        (c.asset_key.to_user_string(), c.name) for d in table_data_checks for c in d.check_specs
+        (c.asset_key.to_user_string(), c.name)
+        for d in (*table_data_checks, *mart_data_checks)
+        for c in d.check_specs
     }
     assert quality <= checks  # data-check suites, tested in tests/quality
     assert checks - quality == {

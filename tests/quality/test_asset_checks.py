@@ -1,5 +1,6 @@
 """The Dagster asset checks come from the same suites as `tracereplay check`: one per
-expectation on its table's asset, blocking when error-severity, failing rows as metadata."""
+expectation on its table's asset (the marts' on `run_metric_marts`), blocking when
+error-severity, failing rows as metadata."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ import duckdb
 import pytest
 
 from pipelines.cli import main
-from pipelines.defs.quality.checks import asset_of, check_name, table_data_checks
+from pipelines.defs.quality.checks import (
+    asset_of,
+    check_name,
+    mart_data_checks,
+    table_data_checks,
+)
 from pipelines.defs.resources import WarehouseResource
-from pipelines.quality.catalog import EXPECTATIONS, TABLES, Severity
+from pipelines.quality.catalog import EXPECTATIONS, MARTS, Severity
 
-# the marts have no Dagster asset yet: their suites run in `tracereplay check` only
-TABLE_EXPECTATIONS = tuple(e for e in EXPECTATIONS if e.table in TABLES)
+ALL_CHECKS = [*table_data_checks, *mart_data_checks]
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +32,10 @@ def demo_warehouse(tmp_path_factory) -> Path:
 
 
 def _run_checks(warehouse: Path) -> dg.ExecuteInProcessResult:
-    assets = sorted({asset_of(e.table) for e in TABLE_EXPECTATIONS})
+    assets = sorted({asset_of(e.table) for e in EXPECTATIONS})
     defs = dg.Definitions(
         assets=[dg.AssetSpec(a) for a in assets],
-        asset_checks=table_data_checks,
+        asset_checks=ALL_CHECKS,
         resources={"warehouse": WarehouseResource(path=str(warehouse))},
         jobs=[dg.define_asset_job("checks", selection=dg.AssetSelection.all_asset_checks())],
     )
@@ -43,13 +48,11 @@ def _run_checks(warehouse: Path) -> dg.ExecuteInProcessResult:
 def test_one_check_per_expectation_blocking_for_errors() -> None:
     specs = {
         (spec.asset_key.to_user_string(), spec.name): spec
-        for checks in table_data_checks
+        for checks in ALL_CHECKS
         for spec in checks.check_specs
     }
-    assert set(specs) == {
-        (asset_of(e.table), check_name(e.table, e.name)) for e in TABLE_EXPECTATIONS
-    }
-    for e in TABLE_EXPECTATIONS:
+    assert set(specs) == {(asset_of(e.table), check_name(e.table, e.name)) for e in EXPECTATIONS}
+    for e in EXPECTATIONS:
         spec = specs[(asset_of(e.table), check_name(e.table, e.name))]
         assert spec.blocking == (e.severity is Severity.ERROR)
 
@@ -57,7 +60,7 @@ def test_one_check_per_expectation_blocking_for_errors() -> None:
 def test_checks_pass_on_the_demo_and_fail_with_rows(demo_warehouse, tmp_path) -> None:
     clean = _run_checks(demo_warehouse)
     evaluations = clean.get_asset_check_evaluations()
-    assert len(evaluations) == len(TABLE_EXPECTATIONS)
+    assert len(evaluations) == len(EXPECTATIONS)
     assert all(ev.passed for ev in evaluations if ev.severity == dg.AssetCheckSeverity.ERROR)
     warned = {ev.check_name for ev in evaluations if not ev.passed}
 
@@ -77,3 +80,27 @@ def test_checks_pass_on_the_demo_and_fail_with_rows(demo_warehouse, tmp_path) ->
     assert failed[0].severity == dg.AssetCheckSeverity.ERROR
     assert failed[0].metadata["failing_rows"].value == 1
     assert "run_id" in failed[0].metadata["examples"].value
+
+
+def test_a_broken_mart_fails_its_check_on_run_metric_marts(demo_warehouse, tmp_path) -> None:
+    """The marts' suites are checks of the asset that rebuilds them: a request whose chunks
+    carry no tokens fails `fct_request_ttft`'s prompt check there, at error severity."""
+    clean = {ev.check_name for ev in _run_checks(demo_warehouse).get_asset_check_evaluations()}
+    assert {check_name(m, e.name) for m in MARTS for e in EXPECTATIONS if e.table == m} <= clean
+    broken = tmp_path / "warehouse.duckdb"
+    shutil.copy(demo_warehouse, broken)
+    con = duckdb.connect(str(broken))
+    con.execute(
+        "update chunks set tokens = 0 where (run_id, request_id) ="
+        " (select (run_id, request_id) from chunks order by all limit 1)"
+    )
+    con.close()
+    failed = {
+        (ev.asset_key.to_user_string(), ev.check_name): ev
+        for ev in _run_checks(broken).get_asset_check_evaluations()
+        if not ev.passed
+    }
+    key = ("run_metric_marts", "fct_request_ttft_positive_prompt_tokens")
+    assert key in failed
+    assert failed[key].severity == dg.AssetCheckSeverity.ERROR
+    assert failed[key].metadata["failing_rows"].value == 1

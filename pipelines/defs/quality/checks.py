@@ -1,5 +1,6 @@
 """Dagster asset checks generated from the data-check suites (pipelines/quality/catalog.py): one
-multi-asset check per table asset, one check per expectation. Error-severity checks are
+multi-asset check per table, one check per expectation, on the table's asset (the marts' suites
+on `run_metric_marts`, the asset that rebuilds them). Error-severity checks are
 blocking (a failure stops downstream materialisations); the failing count and the example rows
 are metadata. The body calls pipelines.quality.checks.run_checks, the function `tracereplay
 check` calls; Great Expectations is imported only when a check runs."""
@@ -8,7 +9,7 @@ import dagster as dg
 
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WarehouseResource
-from pipelines.quality.catalog import TABLES, Severity, expectations_of
+from pipelines.quality.catalog import MARTS, TABLES, Severity, expectations_of
 
 _SEVERITY = {
     Severity.ERROR: dg.AssetCheckSeverity.ERROR,
@@ -16,8 +17,9 @@ _SEVERITY = {
 }
 
 
-# run_inputs is written with runs and has no asset of its own: its checks sit on `runs`
-ASSET_OF = {"run_inputs": "runs"}
+# run_inputs is written with runs and has no asset of its own: its checks sit on `runs`; the
+# marts are rebuilt together by `run_metric_marts` (pipelines/defs/comparison/assets.py)
+ASSET_OF = {"run_inputs": "runs", **dict.fromkeys(MARTS, "run_metric_marts")}
 
 
 def asset_of(table: str) -> str:
@@ -77,3 +79,4 @@ def _build(table: str) -> dg.AssetChecksDefinition:
 
 
 table_data_checks = [_build(table) for table in TABLES]
+mart_data_checks = [_build(mart) for mart in MARTS]
