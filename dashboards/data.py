@@ -97,42 +97,20 @@ def tau_points(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFra
 
 @dataclass(frozen=True)
 class TauCurves:
-    """The fits of the selected runs' curves (pipelines.analysis.curves.fit_curves, as `fit`
-    computes them), the fitted line with its pointwise interval per chunk index, and the
-    points with their residuals from the line."""
+    """The fits of the selected runs' curves (pipelines.analysis.curves.fit_curves_with_bands:
+    the fits `fit` computes), the fitted line with its pointwise interval per chunk index from
+    the same fit, and the points with their residuals from the line."""
 
     fits: pl.DataFrame
     band: pl.DataFrame
     points: pl.DataFrame
 
 
-def _line_band(group: pl.DataFrame, level: float) -> pl.DataFrame:
-    """Fitted tau = a + b*k and its pointwise `level` interval at each observed k, with the same
-    estimator and covariance as the fit (pipelines/analysis/fits.py: GLS of the per-k mean
-    curve under the runs' noise model for fewer than 20 runs, cluster-robust by run from 20)."""
-    from pipelines.analysis.fits import line_band
-
-    grid, fit, lo, hi = line_band(
-        group.get_column("chunk_idx").to_numpy(),
-        group.get_column("tau_ns").to_numpy(),
-        group.get_column("run_id").to_numpy(),
-        level,
-    )
-    return pl.DataFrame(
-        {
-            "chunk_idx": grid.astype(int),
-            "fit_ms": fit / 1e6,
-            "lo_ms": lo / 1e6,
-            "hi_ms": hi / 1e6,
-        }
-    )
-
-
 def tau_curves(
     con: duckdb.DuckDBPyConnection, run_ids: list[str], level: float = LEVEL
 ) -> TauCurves:
     """Fit every curve of the selected runs and add the line's interval band and residuals."""
-    from pipelines.analysis.curves import CURVE_KEYS, fit_curves
+    from pipelines.analysis.curves import fit_curves_with_bands
     from pipelines.analysis.tau_points import load_tau_points
 
     raw, _ = load_tau_points(con, segment=False)
@@ -141,20 +119,15 @@ def tau_curves(
     if raw.is_empty():
         empty = pl.DataFrame()
         return TauCurves(empty, empty, points)
-    fits = fit_curves(raw, level=level).with_columns(CURVE_LABEL.alias("curve"))
-    keys = [key for key in CURVE_KEYS if key in raw.columns]
-    bands = []
-    for key, group in raw.group_by(keys, maintain_order=True):
-        if group.get_column("chunk_idx").n_unique() < 3 or group.height < 4:
-            continue
-        band = _line_band(group.sort("run_id", "chunk_idx"), level)
-        bands.append(band.with_columns(pl.lit(v).alias(c) for c, v in zip(keys, key, strict=True)))
-    band = (
-        pl.concat(bands, how="diagonal_relaxed").with_columns(CURVE_LABEL.alias("curve"))
-        if bands
-        else pl.DataFrame()
-    )
+    # one fit per curve: the verdicts and the band come from the same line models
+    fitted = fit_curves_with_bands(raw, level=level)
+    fits = fitted.fits.with_columns(CURVE_LABEL.alias("curve"))
+    band = fitted.bands
     if band.height:
+        band = band.with_columns(
+            *(pl.col(f"{c}_ns") / 1e6 for c in ("fit", "lo", "hi")),
+            CURVE_LABEL.alias("curve"),
+        ).rename({"fit_ns": "fit_ms", "lo_ns": "lo_ms", "hi_ns": "hi_ms"})
         points = points.join(
             band.select("curve", "chunk_idx", "fit_ms"), on=["curve", "chunk_idx"], how="left"
         ).with_columns((pl.col("tau_ms") - pl.col("fit_ms")).alias("resid_ms"))

@@ -590,16 +590,14 @@ def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale:
     return _Line(screen, ks, groups, xk, yk, cnt, X, noise, line, dw, method, note)
 
 
-def line_band(
-    k: np.ndarray, tau: np.ndarray, runs: np.ndarray, level: float = 0.95
+def band_of(
+    grid: np.ndarray, lines: list, level: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(chunk indices, fitted line, lower, upper): the line a + b k that fit_stage reports (the
-    one under a named step) and its pointwise `level` interval at each observed k, from the
-    same estimator and covariance; where fit_stage joins intervals (a step named or not ruled
-    out) the band is the union of both lines' bands, as the slope interval is."""
-    k = np.asarray(k, dtype=float)
-    _, _, lines = _fit_stage_lines(k, tau, runs, level=level, n_boot=0, seed=0)
-    grid = np.unique(k)
+    """(grid, line, lower, upper) from the line models fit_stage_lines returns: the reported
+    line a + b k at each chunk index of `grid` and its pointwise `level` interval from the same
+    estimator and covariance; where fit_stage joins intervals (a step named or not ruled out)
+    the band is the union of both lines' bands, as the slope interval is (NaN without a
+    line)."""
     G = np.column_stack([np.ones_like(grid), grid])
     bands = []
     for model in lines:
@@ -652,13 +650,22 @@ def fit_stage(
 ) -> tuple[CurveFit, StageCurve | None]:
     """The fit of one stage curve (VPP predictions not yet filled in) and its estimated curve
     with bootstrap draws for bubble_pred.predict_bubbles."""
-    fit, stage, _ = _fit_stage_lines(k, tau, runs, level=level, n_boot=n_boot, seed=seed)
+    fit, stage, _ = fit_stage_lines(k, tau, runs, level=level, n_boot=n_boot, seed=seed)
     return fit, stage
 
 
-def _fit_stage_lines(k, tau, runs, *, level: float, n_boot: int, seed: int):
-    """fit_stage, and the fitted line models behind the reported intervals: the reported line
-    first, then the one its intervals are joined with (none for a curve too short to fit)."""
+def fit_stage_lines(
+    k: np.ndarray,
+    tau: np.ndarray,
+    runs: np.ndarray | None = None,
+    *,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[CurveFit, StageCurve | None, list]:
+    """fit_stage, and the fitted line models behind the reported intervals (for band_of): the
+    reported line first, then the one its intervals are joined with (none for a curve too
+    short to fit)."""
     k = np.asarray(k, dtype=float)
     y = np.asarray(tau, dtype=float)
     runs = np.zeros(len(k), dtype=int) if runs is None else np.asarray(runs)

@@ -15,10 +15,12 @@ next to it (docs/tau_k.md §6.8); a falling slope is never explained away.
 """
 
 import numpy as np
+import polars as pl
 import pytest
 
 from pipelines.analysis import fits
-from pipelines.analysis.fits import fit_stage, line_band
+from pipelines.analysis.curves import fit_curves_with_bands
+from pipelines.analysis.fits import fit_stage
 from pipelines.analysis.verdicts import classify
 from tests.analysis.test_serial import _runs
 
@@ -133,14 +135,22 @@ def test_a_collapse_under_a_throttle_stays_kinked() -> None:
 
 
 def test_the_dashboard_band_follows_the_line_under_the_step() -> None:
-    """dashboards/data.py draws fits.line_band: under a drift it is the reported line (the
-    undisturbed one, not the steeper line through the throttled runs) with the joined band."""
+    """dashboards/data.py draws the band of curves.fit_curves_with_bands: under a drift it is
+    the reported line (the undisturbed one, not the steeper line through the throttled runs)
+    with the joined band, from the same fit as the table's row."""
     k, tau, run = _throttled(12)
-    fit, _ = fit_stage(k, tau, run, n_boot=0)
-    grid, centre, lo, hi = line_band(k, tau, run)
-    assert np.allclose(centre, fit.intercept + fit.slope * grid)
+    frame = pl.DataFrame({"run_id": run.astype(str), "chunk_idx": k.astype(int), "tau_ns": tau})
+    fitted = fit_curves_with_bands(frame, keys=(), drop_partial=False, n_boot=0)
+    row = fitted.fits.row(0, named=True)
+    assert row["verdict"] == "drift"
+    assert row["slope"] == fit_stage(k, tau, run, n_boot=0)[0].slope
+    band = fitted.bands
+    grid = band["chunk_idx"].to_numpy()
+    assert np.array_equal(grid, np.arange(21))
+    assert np.allclose(band["fit_ns"].to_numpy(), row["intercept"] + row["slope"] * grid)
     through_runs = np.polyfit(k, tau, 1)[0]
-    assert through_runs > 1.02 * fit.slope  # the band no longer follows this line
+    assert through_runs > 1.02 * row["slope"]  # the band no longer follows this line
+    lo, hi = band["lo_ns"].to_numpy(), band["hi_ns"].to_numpy()
     assert np.all((lo <= CURVE) & (hi >= CURVE))
 
 
