@@ -25,6 +25,10 @@ Order of the decision (thresholds in `Thresholds`, defaults justified in docs/ta
    already failed, so the looser level trades no `linear` verdict away.
 6. otherwise ``too_noisy``.
 
+A line verdict whose curve has a shape that matters at `alpha` <= p < `noisy_line_alpha` names it
+in the evidence as not ruled out (with one run: repeat the run to tell a bend from serial
+correlation); the label is unchanged.
+
 Outlier chunks (pipelines.analysis.outliers) never enter the tests; they, the Durbin-Watson
 statistic and the covariance used are appended to every verdict's evidence.
 """
@@ -140,6 +144,7 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
                 f"{th.min_bubble_pp:g} pp of VPP bubble)"
             )
 
+    below += _not_ruled_out(fit, shapes, th)
     ratio_text = f"a/b={_fmt(fit.ab_ratio)} [{_fmt(fit.ab_lo)}, {_fmt(fit.ab_hi)}]"
     bound = 1 / th.offset_ratio_min
     if math.isfinite(fit.ba_hi) and -bound <= fit.ba_lo and fit.ba_hi <= bound:
@@ -178,6 +183,24 @@ def classify(fit: CurveFit, th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
             fit.breakpoint_k if label == "kinked" else None,
         )
     return Verdict("too_noisy", f"{'; '.join(why)}: {line_text}{below}{context}")
+
+
+def _not_ruled_out(fit: CurveFit, shapes: list, th: Thresholds) -> str:
+    """The evidence of a shape that matters and was not significant at `alpha` but is at
+    `noisy_line_alpha`: a line verdict says it could not rule the shape out. With one run the
+    AR(1) noise is estimated from the line's residuals, which a bend inflates, so one run
+    cannot tell a bend from serial correlation; repeats can (their pure error holds no shape)."""
+    weak = [c for c in shapes if th.alpha <= c[1] < th.noisy_line_alpha and c[4]]
+    if not weak:
+        return ""
+    _, _, _, text, _ = max(weak, key=lambda c: c[0])
+    hint = (
+        "; one run's AR(1) noise comes from the line's residuals, which a bend inflates: "
+        "repeat the run to tell a bend from serial correlation"
+        if fit.n_runs == 1
+        else ""
+    )
+    return f"; not ruled out at p < {th.noisy_line_alpha:g}: {text}{hint}"
 
 
 def _matters(effect: float, bubble_pp: float, th: Thresholds) -> bool:
