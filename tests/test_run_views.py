@@ -148,3 +148,22 @@ def test_normalise_op(warehouse) -> None:
     assert normalise_op("hcom_allReduce__123_0_1") == "hcom_allReduce"
     assert normalise_op("hcom_send__77_2_1") == "hcom_send"
     assert normalise_op("matmul") == "matmul"
+
+
+def test_runs_keep_one_line_per_run_with_a_long_model_name(tmp_path: Path, capsys) -> None:
+    """A model name that would push the row past 120 columns is cut with '…' (the run id stays
+    whole, it is what `show` takes); before, rich folded it onto a second line."""
+    from pipelines.sim.run import simulate
+    from pipelines.sim.writers_ascend import write_ascend_pt
+
+    run = simulate([65536], "cpp", model="qwen3-coder-30b-a3b", chunk_size=16384, pp=2)
+    write_ascend_pt(run, tmp_path / "raw" / "qwen3-coder-30b-a3b-cpp-64k-c16k-run-0")
+    target = str(tmp_path / "w.duckdb")
+    argv = ["ingest", str(tmp_path / "raw"), "--warehouse", target, "--tag", "model=" + "x" * 40]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["runs", "--warehouse", target]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    (row,) = [line for line in lines if line.startswith("raw-")]
+    assert "xxxxxxxx…" in row and row.rstrip().endswith("yes")

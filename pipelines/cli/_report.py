@@ -7,7 +7,8 @@ import math
 
 
 def fmt_value(value: float | None, unit: str) -> str:
-    """A metric value with its unit: ns as us / ms / s, tok/s, ratios, counts."""
+    """A metric value with its unit: ns as µs / ms / s (4 significant digits, as _format.duration
+    spells the units), tok/s, ratios, counts."""
     if value is None or not math.isfinite(value):
         return "-"
     if unit == "ns":
@@ -16,7 +17,7 @@ def fmt_value(value: float | None, unit: str) -> str:
             return f"{value / 1e9:.2f} s"
         if magnitude >= 1e6:
             return f"{value / 1e6:.4g} ms"
-        return f"{value / 1e3:.4g} us"
+        return f"{value / 1e3:.4g} µs"
     if unit == "tok/s":
         return f"{value:,.0f} tok/s"
     if unit == "count":

@@ -39,7 +39,7 @@ def _tokens(value) -> str:
 def run(args: argparse.Namespace) -> int:
     from pipelines import warehouse
     from pipelines.analysis.run_views import run_list
-    from pipelines.cli._format import duration, ellipsis, render_table, short_ids
+    from pipelines.cli._format import console_width, duration, render_table, short_ids
     from pipelines.selectors import SelectorError, require_runs
 
     con = warehouse.connect(args.warehouse, read_only=True, wait_s=args.wait)
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         (
             ids[r["run_id"]],
             r["source"],
-            ellipsis(r["model"] or "-", 16),
+            r["model"] or "-",
             r["schedule"] or "-",
             f"{_tokens(r['seq_len'])}/{_tokens(r['chunk_size'])}",
             r["ranks"],
@@ -72,9 +72,28 @@ def run(args: argparse.Namespace) -> int:
     ]
     headers = ("run", "source", "model", "sched", "seq/chunk", "ranks", "collected")
     headers += ("makespan", "chunks")
+    rows = _model_cut_to_fit(headers, rows, MODEL_COLUMN, console_width())
     print(render_table(headers, rows, right=(4, 5, 7)))
     print(
         f"\n{frame.height} runs (ids shortened to a unique prefix; --json has them whole);"
         " `tracereplay show RUN` for one run"
     )
     return ExitCode.OK
+
+
+MODEL_COLUMN = 2
+MIN_MODEL_WIDTH = 8
+
+
+def _model_cut_to_fit(headers, rows, column: int, width: int) -> list[tuple]:
+    """Rows with the model name cut (with '…') so that every row fits `width` on one line: the
+    other columns keep their full width (a run id must stay whole to be typed), the model
+    takes what is left, at least MIN_MODEL_WIDTH."""
+    from pipelines.cli._format import ellipsis
+
+    if not rows:
+        return list(rows)
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    others = sum(w for i, w in enumerate(widths) if i != column) + len(headers) - 1
+    room = max(MIN_MODEL_WIDTH, width - others)
+    return [(*r[:column], ellipsis(r[column], room), *r[column + 1 :]) for r in rows]
