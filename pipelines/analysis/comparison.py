@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 import duckdb
 import numpy as np
 
-from pipelines.analysis.compare import DEFAULT_MIN_EFFECT, MetricComparison, compare_samples
+from pipelines.analysis.compare import (
+    DEFAULT_MIN_EFFECT,
+    RUN_SET_CORRECTION,
+    MetricComparison,
+    compare_samples,
+)
 from pipelines.analysis.run_metrics import (
     DEFAULT_COMPARE_METRICS,
     METRICS,
@@ -44,7 +49,7 @@ def compare_run_sets(
     metrics: list[str] | None = None,
     *,
     min_effect: float = DEFAULT_MIN_EFFECT,
-    correction: str = "holm",
+    correction: str = RUN_SET_CORRECTION,
     build: bool = True,
 ) -> RunSetComparison:
     """Compare the runs `candidate` selects with those `baseline` selects (selector text).
