@@ -105,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.selectors import SelectorError
 
     explanations = {}
+    groups: dict[tuple, list[int]] = {}  # the same runs on both sides: one attribution
+    explained = {}
     try:
         with warehouse.session(args.warehouse, wait_s=args.wait) as con:
             scan = find_changes(
@@ -118,7 +120,12 @@ def run(args: argparse.Namespace) -> int:
             for i, ch in enumerate(changes):
                 if ch.is_regression:
                     before, after = runs_around(con, ch)
-                    explanations[i] = explain_run_sets(con, before, after, build=False)
+                    key = (tuple(before), tuple(after))
+                    if key not in groups:
+                        groups[key] = []
+                        explained[key] = explain_run_sets(con, before, after, build=False)
+                    groups[key].append(i)
+                    explanations[i] = explained[key]
     except (SelectorError, UnknownMetricError) as exc:
         print(f"tracereplay regressions: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
@@ -144,9 +151,10 @@ def run(args: argparse.Namespace) -> int:
 
     print(table(COLUMNS, [_row(ch) for ch in changes]))
     print(f"\n{len(changes)} change point(s) in {series} series")
-    for i, explanation in explanations.items():
-        print(f"\n{_config(changes[i].config)} {changes[i].metric}:")
-        print(format_explanation(explanation))
+    for members in groups.values():  # metrics of one configuration that changed together
+        metrics = ", ".join(changes[i].metric for i in members)
+        print(f"\n{_config(changes[members[0]].config)} {metrics}:")
+        print(format_explanation(explanations[members[0]]))
     _print_spikes(scan.spikes)
     return ExitCode.CHECK_FAILED if regressed else ExitCode.OK
 

@@ -144,6 +144,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SIGMA",
         help="sigma of a multiplicative log-normal noise on task durations (default: 0, exact)",
     )
+    _add_disturbances(parser)
     parser.add_argument(
         "--cap",
         type=int,
@@ -302,6 +303,88 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _add_disturbances(parser: argparse.ArgumentParser) -> None:
+    """The disturbances real runs show beyond per-task noise (pipelines.sim.disturbance)."""
+    group = parser.add_argument_group(
+        "disturbances (pipeline schedules; docs/nightly.md rehearses a nightly history with them)"
+    )
+    group.add_argument(
+        "--run-noise",
+        type=float,
+        default=0.0,
+        metavar="SIGMA",
+        help="run-to-run noise: every task of the run x exp(SIGMA z), one z per run drawn from "
+        "--seed (0.02: the 2 %% nightly spread of real benchmarks; per-task --noise averages out "
+        "over a run's tasks) (default: 0)",
+    )
+    group.add_argument(
+        "--slowdown",
+        type=float,
+        default=0.0,
+        metavar="PCT",
+        help="every compute task PCT %% slower from --slowdown-from on: a regression to inject "
+        "(communication unchanged, so TTFT grows by compute's share) (default: 0)",
+    )
+    group.add_argument(
+        "--slowdown-from",
+        type=float,
+        default=0.0,
+        metavar="FRAC",
+        help="where the slowdown starts, as a fraction of each stage's chunk sequence: 0 the "
+        "whole run, 0.5 a throttle step from mid-run (default: 0)",
+    )
+    group.add_argument(
+        "--ar-rho",
+        type=float,
+        default=0.0,
+        metavar="RHO",
+        help="AR(1) correlation of the compute tasks' --noise over each stage's chunk sequence, "
+        "in (-1, 1) (default: 0, independent)",
+    )
+    group.add_argument(
+        "--outlier-chunk",
+        type=int,
+        default=None,
+        metavar="K",
+        help="chunk K of every request takes --outlier-factor x its time on every stage "
+        "(a slow kernel, an HCCL retry) (default: none)",
+    )
+    group.add_argument(
+        "--outlier-factor",
+        type=float,
+        default=2.0,
+        metavar="F",
+        help="with --outlier-chunk: the factor (default: 2)",
+    )
+
+
+def disturbance_from_args(args: argparse.Namespace):
+    """The Disturbance the options ask for, or None (then the simulator draws what it always
+    did); ArgumentError for values it cannot take."""
+    from pipelines.sim.disturbance import Disturbance
+
+    asked = args.run_noise or args.slowdown or args.ar_rho or args.outlier_chunk is not None
+    if not asked:
+        return None
+    if args.ar_rho and args.noise <= 0:
+        raise ArgumentError("--ar-rho correlates the per-task --noise: give --noise > 0 too")
+    if args.slowdown <= -100:
+        raise ArgumentError(f"--slowdown must be above -100 %, got {args.slowdown}")
+    if args.outlier_chunk is not None and args.outlier_chunk < 0:
+        raise ArgumentError(f"--outlier-chunk must be >= 0, got {args.outlier_chunk}")
+    try:
+        return Disturbance(
+            outlier_k=args.outlier_chunk,
+            outlier_factor=args.outlier_factor if args.outlier_chunk is not None else 1.0,
+            ar_rho=args.ar_rho,
+            throttle_factor=1 + args.slowdown / 100,
+            throttle_from=args.slowdown_from,
+            run_sigma=args.run_noise,
+        )
+    except ValueError as exc:
+        raise ArgumentError(f"disturbance: {exc}") from exc
+
+
 def parse_formats(text: str) -> list[str]:
     """'ascend,chrome' -> ['ascend', 'chrome']; raises ArgumentError on unknown names."""
     names = [part.strip().lower() for part in text.split(",") if part.strip()]
@@ -334,6 +417,12 @@ def simulate_single_from_args(args: argparse.Namespace) -> tuple[SimResult, dict
     """The single-device run the options describe, and its seed-001 metrics."""
     from pipelines.sim.roofline import MODELS
     from pipelines.sim.single_device import Policy, Workload, seed_metrics, simulate_single
+
+    if disturbance_from_args(args) is not None:
+        raise ArgumentError(
+            "--run-noise, --slowdown, --ar-rho and --outlier-chunk apply to the pipeline "
+            "schedules, not --schedule single"
+        )
 
     model_name = args.model or SINGLE_MODEL
     if model_name not in MODELS:
@@ -430,6 +519,9 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
         options["dcpp"] = DcppConfig(online=args.dcpp_online == "on")
     if args.chunk is not None:
         options["chunk_size"] = args.chunk
+    disturbance = disturbance_from_args(args)
+    if disturbance is not None:
+        options["disturbance"] = disturbance
     if args.pack_window is not None:
         options["pack_window"] = args.pack_window
     if args.comm == "none":
@@ -467,6 +559,8 @@ def summary(result: SimResult, extra: dict[str, Any]) -> dict[str, Any]:
         out["dcpp_online"] = result.meta.get("dcpp_online")
     if "budget_sweep" in result.meta:
         out["budget_sweep"] = result.meta["budget_sweep"]
+    if "disturbance" in result.meta:
+        out["disturbance"] = result.meta["disturbance"]
     return out
 
 

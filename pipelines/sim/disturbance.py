@@ -75,10 +75,14 @@ def disturbed_durations(
     noise: float,
     seed: int,
     disturbance: Disturbance,
-) -> np.ndarray:
-    """Integer-ns durations of one run: multiplicative lognormal noise sigma `noise` per task
-    (AR(1) over each stage's chunk sequence for compute tasks when ar_rho != 0) and the
-    disturbance's factors; `dur` is indexed by the plan's nodes."""
+    fixed: np.ndarray | None = None,
+) -> tuple[np.ndarray, float]:
+    """(integer-ns durations of one run, its run factor): multiplicative lognormal noise sigma
+    `noise` per task (AR(1) over each stage's chunk sequence for compute tasks when ar_rho != 0)
+    and the disturbance's factors; `dur` is indexed by the plan's nodes. The outlier and throttle
+    factors slow the kernels only: `fixed` (per node, the blocking collectives a compute call
+    waits for) is left out of them, so a 5 % throttle is 5 % of compute. The run factor scales
+    everything, the caller's collective parts too."""
     kind, request, chunk, stage = plan.kind, plan.request, plan.chunk, plan.stage
     rng = np.random.default_rng(seed)
     z = rng.standard_normal(dur.shape)
@@ -93,7 +97,12 @@ def disturbed_durations(
             factor[order[disturbance.throttle_start(len(order)) :]] *= disturbance.throttle_factor
     if disturbance.outlier_k is not None:
         factor[compute & (chunk == disturbance.outlier_k)] *= disturbance.outlier_factor
-    if disturbance.run_sigma:
-        factor *= np.exp(disturbance.run_sigma * rng.standard_normal())
-    scaled = dur * factor * (np.exp(noise * z) if noise > 0 else 1.0)
-    return np.rint(scaled).astype(np.int64)
+    run = (
+        float(np.exp(disturbance.run_sigma * rng.standard_normal()))
+        if disturbance.run_sigma
+        else 1.0
+    )
+    held = np.zeros(dur.shape) if fixed is None else np.minimum(fixed, dur)
+    slowed = (dur - held) * factor + held
+    scaled = slowed * run * (np.exp(noise * z) if noise > 0 else 1.0)
+    return np.rint(scaled).astype(np.int64), run

@@ -450,16 +450,22 @@ def simulate(
         max_running=max_running,
         decode=decode,
     )
+    parts = collective_parts(plan, coll)
     if disturbance is None:
         durations = _noisy(dur, noise, seed)
     else:
-        durations = disturbed_durations(plan, dur, noise, seed, disturbance)
+        # a blocking collective is part of its call's duration: kernel slowdowns leave it alone,
+        # the run factor scales it with everything else
+        blocking = sum(parts.values()) if parts and coll.blocking else None
+        durations, run = disturbed_durations(plan, dur, noise, seed, disturbance, blocking)
+        parts = {name: ns * run for name, ns in parts.items()}
     start, end = evaluate(plan.graph, durations, _release(plan))
     meta.update(seed=seed, noise=noise)
+    if disturbance is not None:
+        meta["disturbance"] = disturbance.describe()
     decode_plan = meta.pop("decode_plan", None)
     if decode_plan is not None:
         meta.update(itl_metrics(decode_plan, end))
-    parts = collective_parts(plan, coll)
     tasks = task_table(plan, start, end, parts, coll is None or coll.blocking)
     if "request_steps" in meta:
         frame = requests_frame(requests)

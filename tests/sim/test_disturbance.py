@@ -66,3 +66,25 @@ def test_invalid_options_are_refused() -> None:
         Disturbance(ar_rho=1.0)
     with pytest.raises(ValueError):
         Disturbance(throttle_factor=0.0)
+
+
+def test_with_blocking_collectives_a_slowdown_is_of_compute_only() -> None:
+    """TP / EP collectives are part of a call's duration; a kernel slowdown leaves them alone
+    (3 % asked, 3 % of compute, exposed comm unchanged: before, compute absorbed the scaled
+    collectives and grew 4.2 %), and the run scale moves compute and communication alike."""
+    from pipelines.sim.metrics import summarize
+
+    def run(disturbance: Disturbance | None, seed: int = 3) -> dict:
+        return summarize(
+            simulate(64 * K, "cpp", chunk_size=16 * K, seed=seed, disturbance=disturbance)
+        )
+
+    base = run(None)
+    slow = run(Disturbance(throttle_factor=1.03, throttle_from=0.0))
+    assert slow["compute_ns"] / base["compute_ns"] == pytest.approx(1.03, rel=1e-6)
+    assert slow["exposed_comm_ns"] == base["exposed_comm_ns"]
+    scaled = run(Disturbance(run_sigma=0.1))
+    factor = scaled["compute_ns"] / base["compute_ns"]
+    assert abs(factor - 1) > 1e-3
+    assert scaled["exposed_comm_ns"] / base["exposed_comm_ns"] == pytest.approx(factor, rel=1e-6)
+    assert scaled["makespan_ns"] / base["makespan_ns"] == pytest.approx(factor, rel=1e-6)
