@@ -57,3 +57,6 @@ def test_simulate_rejects_what_it_cannot_draw(tmp_path: Path, capsys) -> None:
     assert main(["simulate", "--slowdown", "3", "--slowdown-from", "0.5", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["disturbance"] == "x1.03 from 50% of the run"
+    assert main(["simulate", "--run-slowdown", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["disturbance"] == "whole run x1.03"
+    assert main(["simulate", "--run-slowdown", "-100"]) == 2

@@ -326,6 +326,14 @@ def _add_disturbances(parser: argparse.ArgumentParser) -> None:
         "(communication unchanged, so TTFT grows by compute's share) (default: 0)",
     )
     group.add_argument(
+        "--run-slowdown",
+        type=float,
+        default=0.0,
+        metavar="PCT",
+        help="every task of the run, communication included, PCT %% slower: TTFT grows by PCT "
+        "%% (a slower node, a busy fabric) (default: 0)",
+    )
+    group.add_argument(
         "--slowdown-from",
         type=float,
         default=0.0,
@@ -363,13 +371,15 @@ def disturbance_from_args(args: argparse.Namespace):
     did); ArgumentError for values it cannot take."""
     from pipelines.sim.disturbance import Disturbance
 
-    asked = args.run_noise or args.slowdown or args.ar_rho or args.outlier_chunk is not None
+    asked = args.run_noise or args.slowdown or args.run_slowdown or args.ar_rho
+    asked = asked or args.outlier_chunk is not None
     if not asked:
         return None
     if args.ar_rho and args.noise <= 0:
         raise ArgumentError("--ar-rho correlates the per-task --noise: give --noise > 0 too")
-    if args.slowdown <= -100:
-        raise ArgumentError(f"--slowdown must be above -100 %, got {args.slowdown}")
+    for flag, pct in (("--slowdown", args.slowdown), ("--run-slowdown", args.run_slowdown)):
+        if pct <= -100:
+            raise ArgumentError(f"{flag} must be above -100 %, got {pct}")
     if args.outlier_chunk is not None and args.outlier_chunk < 0:
         raise ArgumentError(f"--outlier-chunk must be >= 0, got {args.outlier_chunk}")
     try:
@@ -380,6 +390,7 @@ def disturbance_from_args(args: argparse.Namespace):
             throttle_factor=1 + args.slowdown / 100,
             throttle_from=args.slowdown_from,
             run_sigma=args.run_noise,
+            run_factor=1 + args.run_slowdown / 100,
         )
     except ValueError as exc:
         raise ArgumentError(f"disturbance: {exc}") from exc
@@ -420,8 +431,8 @@ def simulate_single_from_args(args: argparse.Namespace) -> tuple[SimResult, dict
 
     if disturbance_from_args(args) is not None:
         raise ArgumentError(
-            "--run-noise, --slowdown, --ar-rho and --outlier-chunk apply to the pipeline "
-            "schedules, not --schedule single"
+            "--run-noise, --slowdown, --run-slowdown, --ar-rho and --outlier-chunk apply to the "
+            "pipeline schedules, not --schedule single"
         )
 
     model_name = args.model or SINGLE_MODEL

@@ -7,7 +7,8 @@
   marginal sigma stays `noise` (thermal / clock state carried from chunk to chunk);
 * throttle step: every compute task from the `throttle_from` fraction of its stage's chunk
   sequence on takes `throttle_factor` x its time (a clock step in the middle of the run);
-* run scale: every task of the run x exp(run_sigma z), one z per run (run-to-run speed).
+* run scale: every task of the run x run_factor x exp(run_sigma z), one z per run (run-to-run
+  speed; run_factor a whole run slower, communication included).
 
 `disturbed_durations` replaces the simulator's iid noise when a Disturbance is given; without one
 the simulator draws exactly what it drew before.
@@ -32,11 +33,13 @@ class Disturbance:
     throttle_factor: float = 1.0
     throttle_from: float = 0.5
     run_sigma: float = 0.0
+    run_factor: float = 1.0
 
     def __post_init__(self) -> None:
         if not -1.0 < self.ar_rho < 1.0:
             raise ValueError(f"ar_rho must lie in (-1, 1), got {self.ar_rho}")
-        if self.outlier_factor <= 0 or self.throttle_factor <= 0 or self.run_sigma < 0:
+        factors = (self.outlier_factor, self.throttle_factor, self.run_factor)
+        if min(factors) <= 0 or self.run_sigma < 0:
             raise ValueError("factors must be > 0 and run_sigma >= 0")
         if not 0.0 <= self.throttle_from <= 1.0:
             raise ValueError(f"throttle_from must lie in [0, 1], got {self.throttle_from}")
@@ -53,6 +56,8 @@ class Disturbance:
             parts.append(f"AR(1) rho={self.ar_rho:g}")
         if self.throttle_factor != 1.0:
             parts.append(f"x{self.throttle_factor:g} from {self.throttle_from:.0%} of the run")
+        if self.run_factor != 1.0:
+            parts.append(f"whole run x{self.run_factor:g}")
         if self.run_sigma:
             parts.append(f"run scale sigma={self.run_sigma:g}")
         return ", ".join(parts) or "none"
@@ -97,11 +102,9 @@ def disturbed_durations(
             factor[order[disturbance.throttle_start(len(order)) :]] *= disturbance.throttle_factor
     if disturbance.outlier_k is not None:
         factor[compute & (chunk == disturbance.outlier_k)] *= disturbance.outlier_factor
-    run = (
-        float(np.exp(disturbance.run_sigma * rng.standard_normal()))
-        if disturbance.run_sigma
-        else 1.0
-    )
+    run = disturbance.run_factor
+    if disturbance.run_sigma:
+        run *= float(np.exp(disturbance.run_sigma * rng.standard_normal()))
     held = np.zeros(dur.shape) if fixed is None else np.minimum(fixed, dur)
     slowed = (dur - held) * factor + held
     scaled = slowed * run * (np.exp(noise * z) if noise > 0 else 1.0)

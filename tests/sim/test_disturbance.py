@@ -88,3 +88,6 @@ def test_with_blocking_collectives_a_slowdown_is_of_compute_only() -> None:
     assert abs(factor - 1) > 1e-3
     assert scaled["exposed_comm_ns"] / base["exposed_comm_ns"] == pytest.approx(factor, rel=1e-6)
     assert scaled["makespan_ns"] / base["makespan_ns"] == pytest.approx(factor, rel=1e-6)
+    whole = run(Disturbance(run_factor=1.03))  # --run-slowdown 3: TTFT exactly 3 % longer
+    assert whole["ttft_mean_ns"] / base["ttft_mean_ns"] == pytest.approx(1.03, rel=1e-6)
+    assert whole["exposed_comm_ns"] / base["exposed_comm_ns"] == pytest.approx(1.03, rel=1e-6)
