@@ -47,7 +47,10 @@ def test_the_attribution_is_printed_once_for_metrics_that_moved_together(history
     assert main(["regressions", "--warehouse", history]) == 1
     out = capsys.readouterr().out
     assert out.count("where the time went") == 1
-    assert "ttft_ns" in out.split("where the time went")[0].splitlines()[-1]
+    header, runs = out.split("where the time went")[0].splitlines()[-2:]
+    assert "ttft_ns" in header and "makespan_ns" in header
+    assert runs.startswith("last run before raw-night-12-") and "first after raw-night-13-" in runs
+    assert max(len(line) for line in out.splitlines()) <= 120
 
 
 def test_simulate_rejects_what_it_cannot_draw(tmp_path: Path, capsys) -> None:

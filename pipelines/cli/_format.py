@@ -25,6 +25,13 @@ def duration(ns: float | int | None, digits: int = 1) -> str:
     return f"{value:.0f} ns"
 
 
+def tokens(value: int | None) -> str:
+    """A token count as people write it: 65536 -> '64K', 1000 -> '1000', None -> '-'."""
+    if value is None:
+        return "-"
+    return f"{value // 1024}K" if value % 1024 == 0 and value >= 1024 else str(value)
+
+
 def ellipsis(text: Any, width: int) -> str:
     """`text` cut to `width` characters with a trailing '…' when it was longer."""
     text = "" if text is None else str(text)

@@ -15,6 +15,7 @@ from pipelines.analysis.changepoint_defaults import (
 )
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._format import render_table
 from pipelines.cli._report import fmt_p, fmt_pct, json_value, table
 
 DESCRIPTION = textwrap.fill(
@@ -32,16 +33,7 @@ reported, 2 for a bad selector or metric, else 0.""",
     width=96,
 )
 
-COLUMNS = [
-    ("config", "configuration"),
-    ("metric", "metric"),
-    ("before", "last before"),
-    ("after", "first after"),
-    ("n", "n b/a"),
-    ("mag", "magnitude [95% CI]"),
-    ("p", "p"),
-    ("status", "status"),
-]
+HEADERS = ("configuration", "metric", "nights", "n b/a", "magnitude [95% CI]", "p", "status")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -81,20 +73,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _config(c: dict) -> str:
-    return f"{c['model']} {c['schedule']} {c['seq_len']}/{c['chunk_size']} pp{c['pp']}"
+    from pipelines.cli._format import tokens
+
+    size = f"{tokens(c['seq_len'])}/{tokens(c['chunk_size'])}"
+    return f"{c['model']} {c['schedule']} {size} pp{c['pp']}"
 
 
-def _row(ch) -> dict[str, str]:
-    return {
-        "config": _config(ch.config),
-        "metric": ch.metric,
-        "before": ch.collected_before[:10] + " " + ch.run_before[:14],
-        "after": ch.collected_after[:10] + " " + ch.run_after[:14],
-        "n": f"{ch.n_before}/{ch.n_after}",
-        "mag": f"{fmt_pct(ch.magnitude)} [{fmt_pct(ch.magnitude_lo)}, {fmt_pct(ch.magnitude_hi)}]",
-        "p": fmt_p(ch.p_value),
-        "status": ch.direction if ch.status == "confirmed" else f"pending {ch.direction}",
-    }
+def _nights(before: str, after: str) -> str:
+    """'2026-02-07 → 02-08': the last night before the change and the first after it."""
+    b, a = before[:10], after[:10]
+    return f"{b} → {a[5:] if a[:4] == b[:4] else a}"
+
+
+def _row(ch) -> tuple[str, ...]:
+    return (
+        _config(ch.config),
+        ch.metric,
+        _nights(ch.collected_before, ch.collected_after),
+        f"{ch.n_before}/{ch.n_after}",
+        f"{fmt_pct(ch.magnitude)} [{fmt_pct(ch.magnitude_lo)}, {fmt_pct(ch.magnitude_hi)}]",
+        fmt_p(ch.p_value),
+        ch.direction if ch.status == "confirmed" else f"pending {ch.direction}",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -149,11 +149,13 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     from pipelines.cli.explain import format_explanation
 
-    print(table(COLUMNS, [_row(ch) for ch in changes]))
-    print(f"\n{len(changes)} change point(s) in {series} series")
+    print(render_table(HEADERS, [_row(ch) for ch in changes], right=(3, 5)))
+    print(f"\n{len(changes)} change point(s) in {series} series (run ids: --json)")
     for members in groups.values():  # metrics of one configuration that changed together
+        first = changes[members[0]]
         metrics = ", ".join(changes[i].metric for i in members)
-        print(f"\n{_config(changes[members[0]].config)} {metrics}:")
+        print(f"\n{_config(first.config)} {metrics}:")
+        print(f"last run before {first.run_before}, first after {first.run_after}")
         print(format_explanation(explanations[members[0]]))
     _print_spikes(scan.spikes)
     return ExitCode.CHECK_FAILED if regressed else ExitCode.OK

@@ -30,16 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _tokens(value) -> str:
-    if value is None:
-        return "-"
-    return f"{value // 1024}K" if value % 1024 == 0 and value >= 1024 else str(value)
-
-
 def run(args: argparse.Namespace) -> int:
     from pipelines import warehouse
     from pipelines.analysis.run_views import run_list
-    from pipelines.cli._format import console_width, duration, render_table, short_ids
+    from pipelines.cli._format import console_width, duration, render_table, short_ids, tokens
     from pipelines.selectors import SelectorError, require_runs
 
     con = warehouse.connect(args.warehouse, read_only=True, wait_s=args.wait)
@@ -62,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             r["source"],
             r["model"] or "-",
             r["schedule"] or "-",
-            f"{_tokens(r['seq_len'])}/{_tokens(r['chunk_size'])}",
+            f"{tokens(r['seq_len'])}/{tokens(r['chunk_size'])}",
             r["ranks"],
             r["collected_at"].strftime("%Y-%m-%d") if r["collected_at"] else "-",
             duration(r["makespan_ns"]),
