@@ -105,8 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.selectors import SelectorError
 
     explanations = {}
-    groups: dict[tuple, list[int]] = {}  # the same runs on both sides: one attribution
-    explained = {}
+    explained = {}  # one attribution per pair of run sets
     try:
         with warehouse.session(args.warehouse, wait_s=args.wait) as con:
             scan = find_changes(
@@ -121,10 +120,8 @@ def run(args: argparse.Namespace) -> int:
                 if ch.is_regression:
                     before, after = runs_around(con, ch)
                     key = (tuple(before), tuple(after))
-                    if key not in groups:
-                        groups[key] = []
+                    if key not in explained:
                         explained[key] = explain_run_sets(con, before, after, build=False)
-                    groups[key].append(i)
                     explanations[i] = explained[key]
     except (SelectorError, UnknownMetricError) as exc:
         print(f"tracereplay regressions: {exc}", file=sys.stderr)
@@ -150,13 +147,19 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.cli.explain import format_explanation
 
     print(render_table(HEADERS, [_row(ch) for ch in changes], right=(3, 5)))
-    print(f"\n{len(changes)} change point(s) in {series} series (run ids: --json)")
-    for members in groups.values():  # metrics of one configuration that changed together
-        first = changes[members[0]]
+    print(f"\n{len(changes)} change point(s) in {series} series")
+    # metrics of one configuration that changed between the same two runs: one block, with
+    # the runs and, for a regression, where the time went
+    blocks: dict[tuple, list[int]] = {}
+    for i, ch in enumerate(changes):
+        blocks.setdefault((_config(ch.config), ch.run_before, ch.run_after), []).append(i)
+    for (config, before, after), members in blocks.items():
         metrics = ", ".join(changes[i].metric for i in members)
-        print(f"\n{_config(first.config)} {metrics}:")
-        print(f"last run before {first.run_before}, first after {first.run_after}")
-        print(format_explanation(explanations[members[0]]))
+        print(f"\n{config} {metrics}:")
+        print(f"last run before {before}, first after {after}")
+        explained_here = next((explanations[i] for i in members if i in explanations), None)
+        if explained_here is not None:
+            print(format_explanation(explained_here))
     _print_spikes(scan.spikes)
     return ExitCode.CHECK_FAILED if regressed else ExitCode.OK
 
