@@ -15,7 +15,7 @@ from pipelines.analysis.changepoint_defaults import (
 )
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
-from pipelines.cli._format import render_table
+from pipelines.cli._format import render_table, tokens
 from pipelines.cli._report import fmt_p, fmt_pct, json_value, table
 
 DESCRIPTION = textwrap.fill(
@@ -73,8 +73,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _config(c: dict) -> str:
-    from pipelines.cli._format import tokens
-
     size = f"{tokens(c['seq_len'])}/{tokens(c['chunk_size'])}"
     return f"{c['model']} {c['schedule']} {size} pp{c['pp']}"
 
