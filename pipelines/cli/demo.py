@@ -11,7 +11,6 @@ from pathlib import Path
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
-from pipelines.cli._report import table
 
 DESCRIPTION = """\
 Run the whole chain on a simulated campaign (docs/demo.md): the three model presets
@@ -179,12 +178,12 @@ def _print_text(report) -> None:
     else:
         print(f"Compare skipped: {report.comparison_skipped}")
     if report.regressions is not None:
-        from pipelines.cli.regressions import COLUMNS, _row
+        from pipelines.cli.regressions import format_changes
 
         print()
         print("Regressions (tracereplay regressions):")
         if report.regressions.changes:
-            print(table(COLUMNS, [_row(c) for c in report.regressions.changes]))
+            print(format_changes(report.regressions.changes))
         print(report.regressions.summary())
     if report.quality is not None:
         print()

@@ -83,6 +83,11 @@ def _nights(before: str, after: str) -> str:
     return f"{b} → {a[5:] if a[:4] == b[:4] else a}"
 
 
+def format_changes(changes: list) -> str:
+    """The change points as the table `tracereplay regressions` prints (at most 120 columns)."""
+    return render_table(HEADERS, [_row(ch) for ch in changes], right=(3, 5))
+
+
 def _row(ch) -> tuple[str, ...]:
     return (
         _config(ch.config),
@@ -144,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     from pipelines.cli.explain import format_explanation
 
-    print(render_table(HEADERS, [_row(ch) for ch in changes], right=(3, 5)))
+    print(format_changes(changes))
     print(f"\n{len(changes)} change point(s) in {series} series")
     # metrics of one configuration that changed between the same two runs: one block, with
     # the runs and, for a regression, where the time went
