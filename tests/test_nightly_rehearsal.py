@@ -63,3 +63,5 @@ def test_simulate_rejects_what_it_cannot_draw(tmp_path: Path, capsys) -> None:
     assert main(["simulate", "--run-slowdown", "3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["disturbance"] == "whole run x1.03"
     assert main(["simulate", "--run-slowdown", "-100"]) == 2
+    assert main(["simulate", "--outlier-factor", "3"]) == 2  # which chunk?
+    assert main(["simulate", "--slowdown-from", "0.5"]) == 2  # which slowdown?

@@ -12,6 +12,9 @@ from pipelines.analysis.curve_keys import CURVE_KEYS
 from pipelines.analysis.fits import CurveFit, band_of, fit_stage_lines, with_prediction
 from pipelines.analysis.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
 
+BAND_VALUES = ("fit_ns", "lo_ns", "hi_ns")
+"""The band's columns per chunk index: the fitted line and its pointwise interval, ns."""
+
 FIT_COLUMNS: dict[str, pl.DataType] = {
     name: (
         pl.Int64
@@ -73,7 +76,7 @@ def fit_curves(
     (sql/intermediate/int_chunk_tau.sql produces exactly this).
     """
     options = dict(keys=keys, drop_partial=drop_partial, level=level, n_boot=n_boot, seed=seed)
-    return _fit_all(chunks_with_config, thresholds, bands=False, **options).fits
+    return fit_curves_with_bands(chunks_with_config, thresholds, **options).fits
 
 
 def fit_curves_with_bands(
@@ -86,22 +89,8 @@ def fit_curves_with_bands(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> CurveFits:
-    """fit_curves, and each curve's line band from the same fit (the dashboards draw it)."""
-    options = dict(keys=keys, drop_partial=drop_partial, level=level, n_boot=n_boot, seed=seed)
-    return _fit_all(chunks_with_config, thresholds, bands=True, **options)
-
-
-def _fit_all(
-    chunks_with_config: pl.DataFrame,
-    thresholds: Thresholds,
-    *,
-    keys: tuple[str, ...],
-    drop_partial: bool,
-    level: float,
-    n_boot: int,
-    seed: int,
-    bands: bool,
-) -> CurveFits:
+    """fit_curves, and each curve's line band from the same line models (the dashboards draw
+    it; a few numpy operations per curve next to its fit)."""
     points = _points(chunks_with_config, drop_partial)
     present = [key for key in keys if key in points.columns]
     # a configuration's stage curves are fitted together: its predicted VPP bubble comes from
@@ -109,7 +98,7 @@ def _fit_all(
     config = [key for key in present if key != "vstage"]
     staged = "vstage" in present
     groups = points.group_by(config, maintain_order=True) if config else [((), points)]
-    rows, band_frames = [], []
+    rows, band_columns = [], {c: [] for c in (*present, "chunk_idx", *BAND_VALUES)}
     for config_key, config_points in groups:
         by_stage = (
             config_points.sort("vstage").partition_by("vstage", maintain_order=True)
@@ -133,14 +122,13 @@ def _fit_all(
                 key["vstage"] = group.get_column("vstage")[0]
             fits.append((key, fit))
             stages.append(stage)
-            if bands and lines:
-                grid, centre, lo, hi = band_of(np.unique(k.astype(float)), lines, level)
-                band = {"chunk_idx": grid.astype(np.int64), "fit_ns": centre}
-                band_frames.append(
-                    pl.DataFrame({**band, "lo_ns": lo, "hi_ns": hi}).with_columns(
-                        pl.lit(v, dtype=points.schema[c]).alias(c) for c, v in key.items()
-                    )
-                )
+            if lines:
+                grid, *values = band_of(np.unique(k.astype(float)), lines, level)
+                band_columns["chunk_idx"].extend(grid.astype(np.int64).tolist())
+                for name, column in zip(BAND_VALUES, values, strict=True):
+                    band_columns[name].extend(column.tolist())
+                for name in present:
+                    band_columns[name].extend([key[name]] * len(grid))
         together = _stages_of_one_pipeline(fits[0][0], len(stages)) and None not in stages
         prediction = predict_bubbles(stages, level) if together else None
         for (key, fit), stage in zip(fits, stages, strict=True):
@@ -150,19 +138,10 @@ def _fit_all(
             rows.append(
                 {**key, **fit.as_dict(), "verdict": verdict.label, "evidence": verdict.evidence}
             )
-    schema = {
-        **{key: points.schema[key] for key in present},
-        **FIT_COLUMNS,
-        "verdict": pl.String,
-        "evidence": pl.String,
-    }
+    key_schema = {key: points.schema[key] for key in present}
+    schema = {**key_schema, **FIT_COLUMNS, "verdict": pl.String, "evidence": pl.String}
     result = pl.DataFrame(rows, schema=schema)
     result = result.sort(present, nulls_last=True) if present else result
-    band = (
-        pl.concat(band_frames, how="diagonal_relaxed").select(
-            *present, "chunk_idx", "fit_ns", "lo_ns", "hi_ns"
-        )
-        if band_frames
-        else pl.DataFrame()
-    )
-    return CurveFits(result, band)
+    band_schema = {**key_schema, "chunk_idx": pl.Int64, **dict.fromkeys(BAND_VALUES, pl.Float64)}
+    bands = pl.DataFrame(band_columns, schema=band_schema) if rows else pl.DataFrame()
+    return CurveFits(result, bands)

@@ -303,6 +303,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+DEFAULT_OUTLIER_FACTOR = 2.0
+
+
 def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     """The disturbances real runs show beyond per-task noise (pipelines.sim.disturbance)."""
     group = parser.add_argument_group(
@@ -360,7 +363,7 @@ def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--outlier-factor",
         type=float,
-        default=2.0,
+        default=DEFAULT_OUTLIER_FACTOR,
         metavar="F",
         help="with --outlier-chunk: the factor (default: 2)",
     )
@@ -371,6 +374,10 @@ def disturbance_from_args(args: argparse.Namespace):
     did); ArgumentError for values it cannot take."""
     from pipelines.sim.disturbance import Disturbance
 
+    if args.outlier_factor != DEFAULT_OUTLIER_FACTOR and args.outlier_chunk is None:
+        raise ArgumentError("--outlier-factor needs --outlier-chunk K (the chunk it slows)")
+    if args.slowdown_from and not args.slowdown:
+        raise ArgumentError("--slowdown-from needs --slowdown PCT (the slowdown it places)")
     asked = args.run_noise or args.slowdown or args.run_slowdown or args.ar_rho
     asked = asked or args.outlier_chunk is not None
     if not asked:
