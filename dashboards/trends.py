@@ -3,7 +3,8 @@ interval band over that night's repeats, change points marked as vertical rules.
 
 Input: dashboards.data.metric_history (config, night, collected_at, n, mean, lo, hi, metric) and
 a change-point frame with columns config, metric, collected_at, direction (may be empty: the
-change-point detection is another step's output)."""
+change-point detection is another step's output) and, when present, earliest_at and latest_at:
+the 95 % interval of the first night after the change (Bai 1997), drawn as a shaded span."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import polars as pl
 from dashboards._style import WIDTH
 
 CHANGE_COLUMNS = ("config", "metric", "collected_at", "direction")
+DATE_SPAN_COLUMNS = ("earliest_at", "latest_at")
+DIRECTION_SCALE = alt.Scale(domain=["up", "down"], range=["#e45756", "#54a24b"])
 CONFIG_COLORS = ["#4c78a8", "#f58518", "#b279a2", "#72b7b2", "#9d755d", "#79706e", "#ff9da6"]
 METRIC_NAMES = {"ttft": "TTFT", "bubble": "bubble", "computing": "computing"}
 
@@ -50,7 +53,22 @@ def trend_chart(
     layers = [band, line]
     changes = pl.DataFrame(schema={c: pl.String for c in CHANGE_COLUMNS})
     if change_points is not None and change_points.height:
-        changes = change_points.select(CHANGE_COLUMNS).filter(pl.col("metric") == metric)
+        columns = [*CHANGE_COLUMNS]
+        if all(c in change_points.columns for c in DATE_SPAN_COLUMNS):
+            columns += DATE_SPAN_COLUMNS
+        changes = change_points.select(columns).filter(pl.col("metric") == metric)
+    if changes.height and "earliest_at" in changes.columns:
+        # where the first night after the change may lie (95 %): the nights to bisect
+        layers.append(
+            alt.Chart(changes)
+            .mark_rect(opacity=0.12)
+            .encode(
+                x=alt.X("earliest_at:T"),
+                x2=alt.X2("latest_at:T"),
+                fill=alt.Fill("direction:N", scale=DIRECTION_SCALE, legend=None),
+                tooltip=list(changes.columns),
+            )
+        )
     if changes.height:
         rules = (
             alt.Chart(changes)
@@ -60,9 +78,9 @@ def trend_chart(
                 stroke=alt.Stroke(
                     "direction:N",
                     title="change point",
-                    scale=alt.Scale(domain=["up", "down"], range=["#e45756", "#54a24b"]),
+                    scale=DIRECTION_SCALE,
                 ),
-                tooltip=list(CHANGE_COLUMNS),
+                tooltip=list(changes.columns),
             )
         )
         layers.append(rules)

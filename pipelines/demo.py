@@ -204,7 +204,8 @@ class RegressionCheck:
 
 def change_point_frame(changes: list[Any]) -> pl.DataFrame:
     """The change points as dashboards.trends wants them: config, metric, collected_at,
-    direction (up / down) per trend metric (ttft_ns -> ttft)."""
+    direction (up / down) per trend metric (ttft_ns -> ttft), and the 95 % interval of the first
+    night after the change (earliest_at, latest_at)."""
     rows = [
         {
             "config": f"{c.config['model']} · {c.config['schedule']} · seq {c.config['seq_len']}"
@@ -212,11 +213,13 @@ def change_point_frame(changes: list[Any]) -> pl.DataFrame:
             "metric": c.metric.removesuffix("_ns"),
             "collected_at": c.collected_after,
             "direction": "up" if c.magnitude > 0 else "down",
+            "earliest_at": c.earliest_after_at,
+            "latest_at": c.latest_after_at,
         }
         for c in changes
     ]
-    schema = {"config": pl.String, "metric": pl.String, "collected_at": pl.String}
-    return pl.DataFrame(rows, schema={**schema, "direction": pl.String})
+    columns = ("config", "metric", "collected_at", "direction", "earliest_at", "latest_at")
+    return pl.DataFrame(rows, schema=dict.fromkeys(columns, pl.String))
 
 
 def check_curves(curves: pl.DataFrame) -> CurveCheck:

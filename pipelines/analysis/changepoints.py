@@ -9,7 +9,9 @@ points: its pooled t on log values, taken as the best of every split of the join
 (p from the simulated largest t of a segment without a change, pipelines.analysis.split_null),
 must give p <= max_pvalue, and the segments' medians must differ by at least min_magnitude; the
 weakest failing point is dropped and the rest re-tested until all pass, and each survivor is
-moved to the best single split between its neighbours. A point with fewer than `confirm` runs
+moved to the best single split between its neighbours. Each point carries the 95 % interval of
+its date (pipelines.analysis.break_date, Bai 1997): the runs among which the first run after the
+change lies. A point with fewer than `confirm` runs
 after it is `pending`, never a regression, until later nights confirm it; a last point that only
 stands in for a change in the last runs (a segment keeps min_segment runs after its point) is
 left to the tail test, which reports it as pending.
@@ -31,6 +33,7 @@ import numpy as np
 import ruptures
 from scipy import stats
 
+from pipelines.analysis.break_date import break_date_interval
 from pipelines.analysis.changepoint_defaults import (
     DEFAULT_CONFIRM,
     DEFAULT_MAX_PVALUE,
@@ -49,6 +52,8 @@ class ChangePoint:
     """A change between index-1 and index of one series; magnitude relative (0.03 = +3 %)."""
 
     index: int  # first point after the change
+    index_lo: int  # earliest the first point after the change may be (DEFAULT_LEVEL, Bai 1997)
+    index_hi: int  # latest it may be
     n_before: int
     n_after: int
     mean_before: float
@@ -189,8 +194,12 @@ def _describe(y, start, point, end, p, shift, status, seed) -> ChangePoint:
         if len(before) >= 3 and len(after) >= 3
         else (math.nan, math.nan, "none")
     )
+    z = _scale(y[start:end])
+    first, last = break_date_interval(z[: point - start], z[point - start :])
     return ChangePoint(
         index=point,
+        index_lo=start + first,
+        index_hi=start + last,
         n_before=len(before),
         n_after=len(after),
         mean_before=float(before.mean()),
@@ -219,7 +228,12 @@ def detect_change_points(
     y = y[np.isfinite(y)]
     kept = np.flatnonzero(~isolated_nights(y, spike_sigmas))
     return [
-        replace(cp, index=int(kept[cp.index]))
+        replace(
+            cp,
+            index=int(kept[cp.index]),
+            index_lo=int(kept[cp.index_lo]),
+            index_hi=int(kept[cp.index_hi]),
+        )
         for cp in _detect(y[kept], min_magnitude, max_pvalue, min_segment, confirm)
     ]
 

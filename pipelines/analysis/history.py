@@ -37,6 +37,12 @@ class HistoryChange:
     collected_before: str
     run_after: str
     collected_after: str
+    # the first run after the change lies between these two, at 95 % (Bai 1997's interval of
+    # the break date, pipelines.analysis.break_date): the runs to bisect
+    earliest_after_run: str
+    earliest_after_at: str
+    latest_after_run: str
+    latest_after_at: str
     n_before: int
     n_after: int
     magnitude: float
@@ -121,6 +127,10 @@ def find_changes(
                     collected_before=when[cp.index - 1],
                     run_after=runs[cp.index],
                     collected_after=when[cp.index],
+                    earliest_after_run=runs[cp.index_lo],
+                    earliest_after_at=when[cp.index_lo],
+                    latest_after_run=runs[cp.index_hi],
+                    latest_after_at=when[cp.index_hi],
                     n_before=cp.n_before,
                     n_after=cp.n_after,
                     magnitude=cp.magnitude,

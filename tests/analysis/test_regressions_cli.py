@@ -34,7 +34,15 @@ def test_regressions_reports_the_one_step_with_attribution(history, capsys):
     (row,) = rows
     assert row["config"]["model"] == "b" and row["direction"] == "regression"
     assert abs(int(row["run_after"][-2:]) - 40) <= 2
+    # the 95 % interval of the date holds the night the step came in, around the point found
+    earliest, latest = int(row["earliest_after_run"][-2:]), int(row["latest_after_run"][-2:])
+    assert earliest <= int(row["run_after"][-2:]) <= latest
+    assert earliest <= 40 <= latest
+    assert row["earliest_after_at"] <= row["collected_after"] <= row["latest_after_at"]
     assert row["attribution"]["ops"][0]["op"] == "MatMulV3"
+    main(["regressions", "--warehouse", str(history), "--metric", "ttft_ns"])
+    said = "dated to that run" if earliest == latest else "first run after it, 95 % (Bai 1997)"
+    assert said in capsys.readouterr().out
     assert row["attribution"]["tau_moved"] == "intercept"
 
 

@@ -196,25 +196,30 @@ def test_schedule_chart_bars_with_error_bars_over_repeats() -> None:
     _png(chart)
 
 
-def test_trend_chart_band_line_and_change_point_rules() -> None:
-    nights = [datetime(2026, 11, d, 2) for d in range(1, 6)]
-    history = pl.DataFrame(
+NIGHTS = [datetime(2026, 11, d, 2) for d in range(1, 6)]
+
+
+def _trend_history() -> pl.DataFrame:
+    """Five nights of one configuration's TTFT, a step at the fourth."""
+    return pl.DataFrame(
         {
             "config": ["m · cpp"] * 5,
-            "collected_at": nights,
+            "collected_at": NIGHTS,
             "n": [3] * 5,
             "mean": [100.0, 101.0, 99.0, 120.0, 121.0],
             "metric": ["ttft"] * 5,
         }
     ).with_columns((pl.col("mean") - 3).alias("lo"), (pl.col("mean") + 3).alias("hi"))
-    changes = pl.DataFrame(
-        {
-            "config": ["m · cpp"],
-            "metric": ["ttft"],
-            "collected_at": [nights[3]],
-            "direction": ["up"],
-        }
-    )
+
+
+def _step_change(**extra: list) -> pl.DataFrame:
+    """The change point at the fourth night, with any extra columns."""
+    base = {"config": ["m · cpp"], "metric": ["ttft"], "collected_at": [NIGHTS[3]]}
+    return pl.DataFrame({**base, "direction": ["up"], **extra})
+
+
+def test_trend_chart_band_line_and_change_point_rules() -> None:
+    history, changes = _trend_history(), _step_change()
     chart = trend_chart(history, changes)
     spec = chart.to_dict()
     marks = [_mark(u) for u in _layers(spec)]
@@ -225,6 +230,16 @@ def test_trend_chart_band_line_and_change_point_rules() -> None:
     _png(chart)
     # without change points (the detector's output not there yet) the chart still renders
     assert [_mark(u) for u in _layers(trend_chart(history).to_dict())] == ["area", "line"]
+
+
+def test_trend_chart_shades_the_interval_of_the_date() -> None:
+    history = _trend_history()
+    changes = _step_change(earliest_at=[NIGHTS[2]], latest_at=[NIGHTS[4]])
+    layers = _layers(trend_chart(history, changes).to_dict())
+    assert [_mark(u) for u in layers] == ["area", "line", "rect", "rule"]
+    span = layers[2]["encoding"]
+    assert (span["x"]["field"], span["x2"]["field"]) == ("earliest_at", "latest_at")
+    assert {t["field"] for t in span["tooltip"]} >= {"earliest_at", "latest_at"}
 
 
 def test_trend_history_keeps_only_configurations_with_a_history() -> None:

@@ -14,7 +14,17 @@ from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WRITE_POOL, WarehouseResource
 from pipelines.selectors import SelectorError
 
-CHANGE_COLUMNS = ("config", "metric", "status", "direction", "before", "after", "magnitude", "p")
+CHANGE_COLUMNS = (
+    "config",
+    "metric",
+    "status",
+    "direction",
+    "before",
+    "after",
+    "after, 95 % (Bai 1997)",
+    "magnitude",
+    "p",
+)
 
 
 def change_rows(changes) -> list[tuple]:
@@ -27,6 +37,7 @@ def change_rows(changes) -> list[tuple]:
             ch.direction,
             f"{ch.collected_before[:10]} {ch.run_before}",
             f"{ch.collected_after[:10]} {ch.run_after}",
+            f"{ch.earliest_after_at[:10]} … {ch.latest_after_at[:10]}",
             f"{ch.magnitude:+.1%} [{ch.magnitude_lo:+.1%}, {ch.magnitude_hi:+.1%}]",
             ch.p_value,
         )
