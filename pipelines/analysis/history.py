@@ -17,6 +17,7 @@ from pipelines.analysis.changepoints import (
     isolated_nights,
 )
 from pipelines.analysis.run_metrics import CONFIG_KEYS, METRICS, build_marts, check_metrics
+from pipelines.labels import is_untagged
 from pipelines.selectors import parse_selector, require_runs
 
 DEFAULT_HISTORY_METRICS = ("ttft_ns", "makespan_ns", "throughput_tok_s")
@@ -81,6 +82,7 @@ class ChangeScan:
     changes: list[HistoryChange]
     series: int
     spikes: list[ScreenedNight]
+    untagged_runs: int = 0  # runs without a model fact, taken as one workload per other facts
 
 
 def find_changes(
@@ -107,9 +109,12 @@ def find_changes(
     changes: list[HistoryChange] = []
     spikes: list[ScreenedNight] = []
     series = 0
+    untagged: set[str] = set()
     for key, group in values.group_by([*CONFIG_KEYS, "metric"], maintain_order=True):
         series += 1
         config = dict(zip(CONFIG_KEYS, key[:-1], strict=True))
+        if is_untagged(config):
+            untagged.update(group["run_id"].to_list())
         metric = key[-1]
         y = group["value"].to_numpy().astype(float)
         runs = group["run_id"].to_list()
@@ -139,7 +144,7 @@ def find_changes(
                     p_value=cp.p_value,
                 )
             )
-    return ChangeScan(changes, series, spikes)
+    return ChangeScan(changes, series, spikes, len(untagged))
 
 
 def _spikes(

@@ -7,6 +7,8 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
+from pipelines.labels import tokens as tokens  # re-exported: the subcommands import it here
+
 MAX_WIDTH = 120
 
 
@@ -23,13 +25,6 @@ def duration(ns: float | int | None, digits: int = 1) -> str:
     if size >= 1e3:
         return f"{value / 1e3:.{digits}f} µs"
     return f"{value:.0f} ns"
-
-
-def tokens(value: int | None) -> str:
-    """A token count as people write it: 65536 -> '64K', 1000 -> '1000', None -> '-'."""
-    if value is None:
-        return "-"
-    return f"{value // 1024}K" if value % 1024 == 0 and value >= 1024 else str(value)
 
 
 def ellipsis(text: Any, width: int) -> str:

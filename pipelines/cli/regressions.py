@@ -15,8 +15,9 @@ from pipelines.analysis.changepoint_defaults import (
 )
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option
-from pipelines.cli._format import render_table, tokens
+from pipelines.cli._format import MAX_WIDTH, render_table
 from pipelines.cli._report import fmt_p, fmt_pct, json_value, table
+from pipelines.labels import UNTAGGED, config_label
 
 DESCRIPTION = textwrap.fill(
     f"""\
@@ -72,11 +73,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _config(c: dict) -> str:
-    size = f"{tokens(c['seq_len'])}/{tokens(c['chunk_size'])}"
-    return f"{c['model']} {c['schedule']} {size} pp{c['pp']}"
-
-
 def _nights(before: str, after: str) -> str:
     """'2026-02-07 → 02-08': the last night before the change and the first after it."""
     b, a = before[:10], after[:10]
@@ -90,7 +86,7 @@ def format_changes(changes: list) -> str:
 
 def _row(ch) -> tuple[str, ...]:
     return (
-        _config(ch.config),
+        config_label(ch.config),
         ch.metric,
         _nights(ch.collected_before, ch.collected_after),
         f"{ch.n_before}/{ch.n_after}",
@@ -146,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             "least 10 runs with collected_at"
         )
         _print_spikes(scan.spikes)
+        _print_untagged(scan.untagged_runs)
         return ExitCode.OK
     from pipelines.cli.explain import format_explanation
 
@@ -155,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     # the runs and, for a regression, where the time went
     blocks: dict[tuple, list[int]] = {}
     for i, ch in enumerate(changes):
-        blocks.setdefault((_config(ch.config), ch.run_before, ch.run_after), []).append(i)
+        blocks.setdefault((config_label(ch.config), ch.run_before, ch.run_after), []).append(i)
     for (config, before, after), members in blocks.items():
         metrics = ", ".join(changes[i].metric for i in members)
         print(f"\n{config} {metrics}:")
@@ -165,7 +162,20 @@ def run(args: argparse.Namespace) -> int:
         if explained_here is not None:
             print(format_explanation(explained_here))
     _print_spikes(scan.spikes)
+    _print_untagged(scan.untagged_runs)
     return ExitCode.CHECK_FAILED if regressed else ExitCode.OK
+
+
+def _print_untagged(runs: int) -> None:
+    """Runs without a model fact share one history per rank layout: say so, and how to fix it."""
+    if runs:
+        note = (
+            f"note: {runs} run(s) have no model fact and are read as one workload {UNTAGGED}; "
+            "if they are several, give them facts (profiler_metadata.json keys model, seq_len, "
+            "chunk_size, written by torch_npu's prof.add_metadata) or tag them:"
+        )
+        print("\n" + textwrap.fill(note, width=MAX_WIDTH, break_on_hyphens=False))
+        print("  tracereplay ingest --tag model=NAME PATH")
 
 
 def _date_interval(members: list) -> str:
@@ -194,7 +204,7 @@ def _print_spikes(spikes: list) -> None:
     )
     rows = [
         {
-            "configuration": _config(s.config),
+            "configuration": config_label(s.config),
             "metric": s.metric,
             "night": f"{s.collected_at[:10]} {s.run_id}",
             "off": f"{s.deviation:+.1%}",

@@ -78,3 +78,16 @@ def test_the_nights_before_the_step_alone_raise_nothing(real_history: Path, caps
     capsys.readouterr()
     rc = main(["regressions", "--warehouse", str(real_history), "--json", "--metric", "n_steps"])
     assert rc == 0 and json.loads(capsys.readouterr().out) == []  # a constant series
+
+
+def test_runs_without_facts_are_labelled_untagged_with_a_hint(real_history: Path, capsys) -> None:
+    """The copied export carries no model fact: the table says '(untagged)', never 'None', and a
+    note says how to give the runs their facts (they may be several workloads)."""
+    capsys.readouterr()
+    assert main(["regressions", "--warehouse", str(real_history)]) == 1
+    out = capsys.readouterr().out
+    assert "None" not in out
+    assert "(untagged)" in out.splitlines()[1]
+    assert f"note: {NIGHTS} run(s) have no model fact" in out
+    assert "--tag model=NAME" in out
+    assert max(len(line) for line in out.splitlines()) <= 120

@@ -12,6 +12,7 @@ from pipelines.analysis.schedules import compare_schedules, workload_label
 from pipelines.defs.analysis.assets import tau_fits
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WRITE_POOL, WarehouseResource
+from pipelines.labels import config_label
 from pipelines.selectors import SelectorError
 
 CHANGE_COLUMNS = (
@@ -31,7 +32,7 @@ def change_rows(changes) -> list[tuple]:
     """One row per change point, for the Markdown table."""
     return [
         (
-            " ".join(str(v) for v in ch.config.values()),
+            config_label(ch.config),
             ch.metric,
             ch.status,
             ch.direction,
