@@ -11,10 +11,10 @@ must give p <= max_pvalue, and the segments' medians must differ by at least min
 weakest failing point is dropped and the rest re-tested until all pass, and each survivor is
 moved to the best single split between its neighbours. Each point carries the 95 % interval of
 its date (pipelines.analysis.break_date, Bai 1997): the runs among which the first run after the
-change lies. A point with fewer than `confirm` runs
-after it is `pending`, never a regression, until later nights confirm it; a last point that only
-stands in for a change in the last runs (a segment keeps min_segment runs after its point) is
-left to the tail test, which reports it as pending.
+change lies. A point with fewer than `confirm` runs after it is `pending`, never a regression,
+until later nights confirm it; a last point that only stands in for a change in the last runs (a
+segment keeps min_segment runs after its point) is left to the tail test, which reports it as
+pending.
 
 Single-night spikes are screened out before any of this (`isolated_nights`): a night whose log
 value lies more than `spike_sigmas` robust sigmas from the median of the nights on each side of
