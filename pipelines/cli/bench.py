@@ -3,6 +3,7 @@
 ingest        ingest speed and memory on a large trace made of real events
 sim           simulator timings (one 1M-token request per schedule, and a sweep)
 tau-accuracy  how well the fits and verdicts recover what the simulator put in
+changepoints  how often the nightly change-point search finds and dates a step, by noise level
 startup       start-up time of the command against a bare interpreter
 scale         the Parquet lake: a synthetic cluster on 1 vs 2 Dask workers, incremental ingest"""
 
@@ -19,6 +20,9 @@ from pipelines.cli._common import add_json_option
 
 if TYPE_CHECKING:
     from pipelines.bench.scale import IncrementalProbe
+
+DEFAULT_CHANGEPOINT_NOISES = (0.007, 0.01, 0.015, 0.02, 0.03)
+"""Run-to-run noise levels of `bench changepoints` (kept here: --help must not import numpy)."""
 
 INGEST_DESCRIPTION = """\
 Generate a trace_view.json of --size-mb MB by replicating the real events of the msinsight
@@ -40,7 +44,9 @@ failed, 2 bad arguments."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("bench", help="benchmarks: ingest, sim, tau-accuracy, startup")
+    parser = subparsers.add_parser(
+        "bench", help="benchmarks: ingest, sim, tau-accuracy, changepoints, startup, scale"
+    )
     benches = parser.add_subparsers(dest="bench", metavar="BENCH")
     ingest = benches.add_parser(
         "ingest",
@@ -143,6 +149,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_json_option(accuracy)
     accuracy.set_defaults(func=run_tau_accuracy)
+
+    changepoints = benches.add_parser(
+        "changepoints",
+        help="how often `regressions` finds and dates a step, by run-to-run noise (with n, CI)",
+        description="Draw --series nightly series (--nights values, lognormal run noise, "
+        "x(1 + --step/100) from night --step-at on) and --clean unchanged ones per noise level, "
+        "run the change-point search of `tracereplay regressions` on each and count: one "
+        "confirmed point within --window nights of the step, no point, the 95 %% date "
+        "interval holding the step's night (and its median width in runs), clean series raising "
+        "any point. Baseline measured in the same run: the least-squares split told there is "
+        "exactly one step (what the data allow). docs/regressions.md",
+    )
+    changepoints.add_argument(
+        "--noise",
+        default=",".join(f"{n * 100:g}" for n in DEFAULT_CHANGEPOINT_NOISES),
+        metavar="PCTS",
+        help="run-to-run noise levels in %%, comma-separated (default %(default)s)",
+    )
+    changepoints.add_argument("--step", type=float, default=3.0, help="step in %% (default 3)")
+    changepoints.add_argument("--nights", type=int, default=60, help="nights a series (60)")
+    changepoints.add_argument("--step-at", type=int, default=40, help="first slow night (40)")
+    changepoints.add_argument("--series", type=int, default=300, help="stepped series (300)")
+    changepoints.add_argument("--clean", type=int, default=300, help="clean series (300)")
+    changepoints.add_argument("--window", type=int, default=2, help="nights either way (2)")
+    changepoints.add_argument("--seed", type=int, default=0, help="seed of the draws (0)")
+    add_json_option(changepoints)
+    changepoints.set_defaults(func=run_changepoints)
 
     startup = benches.add_parser(
         "startup",
@@ -293,6 +326,42 @@ def run_tau_accuracy(args: argparse.Namespace) -> int:
         run_cells(args.cells, args.seed, args.json)
         return ExitCode.OK
     run_report(args.runs, args.seed, args.json)
+    return ExitCode.OK
+
+
+def run_changepoints(args: argparse.Namespace) -> int:
+    from pipelines.bench.changepoint_accuracy import run_changepoint_bench
+
+    try:
+        noises = tuple(float(v) / 100 for v in args.noise.split(",") if v.strip())
+    except ValueError:
+        noises = ()
+    if not noises or any(not n > 0 for n in noises):
+        print(
+            f"tracereplay bench changepoints: --noise takes percentages such as 1,2, "
+            f"got {args.noise!r}",
+            file=sys.stderr,
+        )
+        return ExitCode.BAD_INPUT
+    counts = (args.nights, args.series, args.clean)
+    if min(counts) < 1 or args.window < 0 or not 1 < args.step_at <= args.nights:
+        print(
+            "tracereplay bench changepoints: --nights, --series and --clean must be positive, "
+            "--window not negative and --step-at within 2..--nights",
+            file=sys.stderr,
+        )
+        return ExitCode.BAD_INPUT
+    run_changepoint_bench(
+        noises,
+        step=args.step / 100,
+        nights=args.nights,
+        step_at=args.step_at,
+        series=args.series,
+        clean=args.clean,
+        window=args.window,
+        seed=args.seed,
+        as_json=args.json,
+    )
     return ExitCode.OK
 
 
