@@ -4,7 +4,7 @@ interval band over that night's repeats, change points marked as vertical rules.
 Input: dashboards.data.metric_history (config, night, collected_at, n, mean, lo, hi, metric) and
 a change-point frame with columns config, metric, collected_at, direction (may be empty: the
 change-point detection is another step's output) and, when present, earliest_at and latest_at:
-the 95 % interval of the first night after the change (Bai 1997), drawn as a shaded span."""
+the 95 % set of the first night after the change (likelihood ratio), drawn as a shaded span."""
 
 from __future__ import annotations
 

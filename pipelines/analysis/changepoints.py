@@ -9,12 +9,12 @@ points: its pooled t on log values, taken as the best of every split of the join
 (p from the simulated largest t of a segment without a change, pipelines.analysis.split_null),
 must give p <= max_pvalue, and the segments' medians must differ by at least min_magnitude; the
 weakest failing point is dropped and the rest re-tested until all pass, and each survivor is
-moved to the best single split between its neighbours. Each point carries the 95 % interval of
-its date (pipelines.analysis.break_date, Bai 1997): the runs among which the first run after the
-change lies. A point with fewer than `confirm` runs after it is `pending`, never a regression,
-until later nights confirm it; a last point that only stands in for a change in the last runs (a
-segment keeps min_segment runs after its point) is left to the tail test, which reports it as
-pending.
+moved to the best single split between its neighbours. Each point carries the 95 % set of its
+date (pipelines.analysis.break_date, a likelihood-ratio set): the runs among which the first run
+after the change lies. A point with fewer than `confirm` runs after it is `pending`, never a
+regression, until later nights confirm it; a last point that only stands in for a change in the
+last runs (a segment keeps min_segment runs after its point) is left to the tail test, which
+reports it as pending.
 
 Single-night spikes are screened out before any of this (`isolated_nights`): a night whose log
 value lies more than `spike_sigmas` robust sigmas from the median of the nights on each side of
@@ -52,7 +52,7 @@ class ChangePoint:
     """A change between index-1 and index of one series; magnitude relative (0.03 = +3 %)."""
 
     index: int  # first point after the change
-    index_lo: int  # earliest the first point after the change may be (DEFAULT_LEVEL, Bai 1997)
+    index_lo: int  # earliest the first point after the change may be (95 % LR set)
     index_hi: int  # latest it may be
     n_before: int
     n_after: int

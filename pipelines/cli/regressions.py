@@ -179,14 +179,14 @@ def _print_untagged(runs: int) -> None:
 
 
 def _date_interval(members: list) -> str:
-    """Where the first run after the change may lie (95 %, Bai 1997), widest over the metrics
-    of one block: the runs to bisect."""
+    """Where the first run after the change may lie (95 % likelihood-ratio set), widest over the
+    metrics of one block: the runs to bisect."""
     first = min(members, key=lambda ch: ch.earliest_after_at)
     last = max(members, key=lambda ch: ch.latest_after_at)
     if first.earliest_after_run == last.latest_after_run:
-        return "dated to that run (95 % interval of the date, Bai 1997)"
+        return "dated to that run (95 % likelihood-ratio set of the date)"
     return (
-        f"first run after it, 95 % (Bai 1997): {first.earliest_after_at[:10]} … "
+        f"first run after it, 95 % LR set: {first.earliest_after_at[:10]} … "
         f"{last.latest_after_at[:10]}\n  from {first.earliest_after_run} to {last.latest_after_run}"
     )
 

@@ -1,45 +1,55 @@
-"""The 95 % interval of a change point's date (pipelines.analysis.break_date, Bai 1997)."""
+"""The 95 % set of a change point's date (pipelines.analysis.break_date: the likelihood-ratio set,
+Hansen 2000; Eo & Morley 2015)."""
 
 import numpy as np
 import pytest
 
-from pipelines.analysis.break_date import argmax_cdf, argmax_quantile, break_date_interval
+from pipelines.analysis.break_date import (
+    break_date_interval,
+    lr_cdf,
+    lr_critical_value,
+    split_costs,
+)
 from pipelines.analysis.changepoints import detect_change_points
 
 
-def test_the_argmax_distribution_has_bai_s_quantiles():
-    # Bai (1997), table 1: 4.7 (90 %), 7.7 (95 %), 11.0 (97.5 %) for equal variances
-    assert argmax_cdf(0.0) == pytest.approx(0.5)
-    assert argmax_cdf(-3.0) == pytest.approx(1 - argmax_cdf(3.0))
-    assert argmax_quantile(0.9) == pytest.approx(4.7, abs=0.05)
-    assert argmax_quantile(0.95) == pytest.approx(7.69, abs=0.01)
-    assert argmax_quantile(0.975) == pytest.approx(11.03, abs=0.01)
+def test_the_critical_value_is_hansen_s():
+    assert lr_critical_value(0.95) == pytest.approx(7.352, abs=1e-3)
+    assert lr_cdf(lr_critical_value(0.9)) == pytest.approx(0.9)
+    assert lr_cdf(0.0) == 0.0
     with pytest.raises(ValueError):
-        argmax_quantile(0.4)
+        lr_critical_value(1.0)
 
 
-def test_the_argmax_distribution_matches_a_simulated_random_walk():
-    # the limit of (delta/sigma)^2 (k_hat - k0) for a small shift: a long series, delta = 0.2 sigma
+def test_the_lr_at_the_true_date_has_the_limiting_distribution():
+    """A small shift (0.15 sigma) in 4,000 values: LR(k0) against the best split, 1,000 draws.
+    Measured: 0.192 / 0.605 / 0.948 at x = 1 / 3 / 7.35 against 0.155 / 0.604 / 0.950."""
     rng = np.random.default_rng(1)
-    n, k0, delta = 5000, 2500, 0.2
-    errors = []
+    n, k0 = 4000, 2000
+    stats = []
     for _ in range(1000):
         z = rng.normal(0, 1, n)
-        z[k0:] += delta
-        c = np.cumsum(z)
-        k = np.arange(1, n)
-        # the least-squares split: the largest between-segment sum of squares
-        score = (c[:-1] - k * c[-1] / n) ** 2 / (k * (n - k))
-        errors.append((int(np.argmax(score)) + 1 - k0) * delta**2)
-    errors = np.array(errors)
-    # measured: 0.074 / 0.226 / 0.802 / 0.919 at 2,000 draws against 0.073 / 0.212 / 0.788 / 0.927
-    for x in (-6.0, -2.0, 2.0, 6.0):
-        assert np.mean(errors <= x) == pytest.approx(argmax_cdf(x), abs=0.04)
+        z[k0:] += 0.15
+        rss = split_costs(z)
+        best = rss.min()
+        stats.append((rss[k0 - 1] - best) / (best / (n - 2)))
+    stats = np.array(stats)
+    for x in (3.0, lr_critical_value()):
+        assert np.mean(stats <= x) == pytest.approx(lr_cdf(x), abs=0.03)
 
 
-def test_a_step_of_one_and_a_half_sigma_is_dated_within_its_interval():
-    """60 nights, 2 % run noise, +3 % from night 40 (index 39): the detector's point and its
-    interval. Measured on 400 seeded series: holds index 39 in 95.6 % of the 365 detected."""
+def test_split_costs_are_the_two_mean_residuals():
+    z = np.array([1.0, 2.0, 4.0, 8.0])
+    expected = [
+        np.sum((z[:k] - z[:k].mean()) ** 2) + np.sum((z[k:] - z[k:].mean()) ** 2) for k in (1, 2, 3)
+    ]
+    assert split_costs(z) == pytest.approx(expected)
+
+
+def test_a_step_of_one_and_a_half_sigma_is_dated_within_its_set():
+    """60 nights, 2 % run noise, +3 % from night 40 (index 39): the detector's point and its set.
+    `tracereplay bench changepoints` (300 series, seed 0): holds night 40 in 97.5 % of the dated,
+    median width 7 runs."""
     rng = np.random.default_rng(3)
     held = found = 0
     widths = []
@@ -55,9 +65,8 @@ def test_a_step_of_one_and_a_half_sigma_is_dated_within_its_interval():
         held += cp.index_lo <= 39 <= cp.index_hi
         widths.append(cp.index_hi - cp.index_lo)
     assert found >= 170
-    assert held / found >= 0.93
-    # 11.03 sigma^2 / delta^2 = 4.9 nights either way
-    assert 6 <= np.median(widths) <= 14
+    assert held / found >= 0.94
+    assert 4 <= np.median(widths) <= 12
 
 
 def test_a_clear_step_is_dated_to_a_night_or_two():
@@ -70,7 +79,11 @@ def test_a_clear_step_is_dated_to_a_night_or_two():
         assert cp.index_hi - cp.index_lo <= 2
 
 
-def test_the_interval_leaves_a_run_on_each_side():
+def test_the_set_holds_the_point_and_leaves_a_value_on_each_side():
     lo, hi = break_date_interval(np.array([0.0, 0.1, -0.1]), np.array([0.02, -0.05, 0.0]))
-    assert (lo, hi) == (1, 5)
+    assert 1 <= lo <= 3 <= hi <= 5
     assert break_date_interval(np.array([1.0]), np.array([2.0, 2.0])) == (1, 2)
+    # no noise at all: the split is exact
+    assert break_date_interval(np.zeros(10), np.ones(5)) == (10, 10)
+    with pytest.raises(ValueError):
+        break_date_interval(np.array([]), np.ones(3))

@@ -22,7 +22,7 @@ CHANGE_COLUMNS = (
     "direction",
     "before",
     "after",
-    "after, 95 % (Bai 1997)",
+    "after, 95 % set",
     "magnitude",
     "p",
 )
