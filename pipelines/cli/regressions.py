@@ -29,8 +29,10 @@ largest t of a segment without a change: p <= {DEFAULT_MAX_PVALUE:g}, the search
 and their medians differ by at least --min-magnitude (default {DEFAULT_MIN_MAGNITUDE:.1%}), so
 noise raises nothing; a single night far off the nights on both sides of it (a spike) is left
 out before any test (docs/regressions.md). A point with fewer than {DEFAULT_CONFIRM} runs after
-it is `pending` until later nights confirm it. Exit status 1 when a confirmed regression is
-reported, 2 for a bad selector or metric, else 0.""",
+it is `pending` until later nights confirm it. Each point is dated with the 95 % likelihood-ratio
+set of its date: the runs among which the first run after the change lies (the runs to bisect).
+Runs without a model fact share one history, labelled (untagged). Exit status 1 when a confirmed
+regression is reported, 2 for a bad selector or metric, else 0.""",
     width=96,
 )
 
