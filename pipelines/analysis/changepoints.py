@@ -43,7 +43,7 @@ from pipelines.analysis.changepoint_defaults import (
     SPIKE_WINDOW,
     TAIL_PVALUE,
 )
-from pipelines.analysis.compare import bootstrap_effect
+from pipelines.analysis.compare import effect_interval
 from pipelines.analysis.split_null import split_pvalue, split_t
 
 
@@ -190,7 +190,7 @@ def _candidates(y: np.ndarray, min_segment: int) -> list[int]:
 def _describe(y, start, point, end, p, shift, status, seed) -> ChangePoint:
     before, after = y[start:point], y[point:end]
     lo, hi, _ = (
-        bootstrap_effect(before, after, seed=seed)
+        effect_interval(before, after, seed=seed)
         if len(before) >= 3 and len(after) >= 3
         else (math.nan, math.nan, "none")
     )

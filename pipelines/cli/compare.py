@@ -14,12 +14,13 @@ from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, json_value, table
 DESCRIPTION = """\
 Compare the runs CANDIDATE selects with those BASELINE selects (selectors: docs/selectors.md),
 per metric (docs/metrics.md): n on each side, the relative effect mean(cand)/mean(base) - 1 with a
-95 % bootstrap interval (scipy.stats.bootstrap, BCa), a two-sided test (Welch's t on log values
-under 8 runs a side, where the exact Mann-Whitney U cannot reach small p; Mann-Whitney U from 8),
+95 % interval (Welch's t on log values under 8 runs a side, where a bootstrap of so few runs
+undercovers; scipy.stats.bootstrap BCa from 8), a two-sided test (Welch's t on log values under 8
+runs a side, where the exact Mann-Whitney U cannot reach small p; Mann-Whitney U from 8),
 Benjamini-Hochberg's correction across the metrics compared (--correction holm for Holm's), and
-a verdict: improved / regressed (corrected p < 0.05 and the whole interval beyond +-min-effect),
-unchanged (the interval within +-min-effect), inconclusive (anything else, n < 3 on a side
-included).
+a verdict: improved / regressed (corrected p < 0.05 and the effect beyond +-min-effect at
+one-sided 0.05), unchanged (within +-min-effect by two one-sided tests at 0.05: the 90 %
+interval inside), inconclusive (anything else, n < 3 on a side included).
 Exit status 1 when a metric regressed, 2 for a bad selector or metric, else 0."""
 
 COLUMNS = [
@@ -98,7 +99,8 @@ def format_comparison(result) -> str:
         "",
         f"{result.correction} correction across {len(result.metrics)} "
         f"metric{'s' if len(result.metrics) != 1 else ''}; flagged only when "
-        f"significant (p adj < 0.05) and the interval lies beyond +-{result.min_effect:.1%}",
+        f"significant (p adj < 0.05) and beyond +-{result.min_effect:.1%} at one-sided 0.05 "
+        "(the 90 % interval's bound)",
     ]
     reasons = sorted({(m.test, m.test_reason) for m in result.metrics if m.test != "none"})
     for t, r in reasons:

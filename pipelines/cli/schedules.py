@@ -17,11 +17,11 @@ DESCRIPTION = """\
 For each workload (model, seq_len, chunk_size, tp, pp, hardware) among the runs SEL selects
 (docs/selectors.md), every schedule against CPP, part by part (docs/metrics.md: compute, bubble,
 exposed comm, total = their sum; per-rank means): n, the mean with its 95 % Student-t interval,
-the change against CPP (difference of means with Welch's interval; relative change with a BCa
-bootstrap interval, Welch's t on log values, Holm across the four parts), and the change the
-replay of the same CPP runs' tau_k predicts (tracereplay replay; reruns are written once, with
-deterministic ids). `vs replay` says `short` where the measured change lies above the predicted
-interval by more than --min-effect, `ahead` where below, `~` where within noise
+the change against CPP (difference of means with Welch's interval; relative change with
+compare's interval and test, Welch's t on log values, Holm across the four parts), and the
+change the replay of the same CPP runs' tau_k predicts (tracereplay replay; reruns are written
+once, with deterministic ids). `vs replay` says `short` where the measured change lies above the
+predicted interval by more than --min-effect, `ahead` where below, `~` where within noise
 (docs/schedule_comparison.md). Exit status 2 for a bad selector, else 0."""
 
 COLUMNS = [
@@ -129,10 +129,10 @@ def format_report(report) -> str:
     if report.workloads:
         legend = (
             f"verdict of Δ%: Welch's t on logs, Holm over the 4 parts, better / worse only when "
-            f"significant and beyond ±{report.min_effect:.1%} (same: interval within it; ?: "
-            "neither); replay: the workload's n CPP runs' tau_k replayed under each schedule, "
-            f"cost {report.cost}; SHORT / ahead: the measured interval lies above / below the "
-            f"replay's and they differ by more than {report.min_effect:.1%}"
+            f"significant and beyond ±{report.min_effect:.1%} (same: within it by two one-sided "
+            "tests; ?: neither); replay: the workload's n CPP runs' tau_k replayed under each "
+            f"schedule, cost {report.cost}; SHORT / ahead: the measured interval lies above / "
+            f"below the replay's and they differ by more than {report.min_effect:.1%}"
         )
         lines += textwrap.wrap(legend, 118, subsequent_indent="  ")
     if report.replayed:

@@ -37,6 +37,17 @@ def test_no_difference_is_unchanged_or_inconclusive_in_at_least_95_of_100_trials
     assert quiet >= 95, verdicts
 
 
+def test_the_interval_at_five_runs_holds_the_effect_in_95_percent():
+    """Welch's t interval on logs below 8 runs a side (a bootstrap of 5 values held the effect in
+    88 % of 300 trials: too narrow); the bootstrap from 8. Measured here: 194 of 200."""
+    rng = np.random.default_rng(21)
+    rows = [_trial(rng, 0.05, noise=0.02) for _ in range(200)]
+    assert {r.interval for r in rows} == {"welch_log"}
+    held = sum(r.effect_lo <= 0.05 <= r.effect_hi for r in rows)
+    assert held >= 186, held  # 93 %
+    assert _trial(rng, 0.05, n=10).interval == "bca"
+
+
 def test_fewer_than_three_runs_is_inconclusive_with_the_reason():
     (row,) = compare_samples({"ttft_ns": ([1.0, 1.0], [2.0, 2.1, 2.2])}, {"ttft_ns": True})
     assert row.verdict == "inconclusive" and "n < 3" in row.reason
