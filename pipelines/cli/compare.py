@@ -97,10 +97,14 @@ def format_comparison(result) -> str:
         "",
         table(COLUMNS, rows),
         "",
-        f"{result.correction} correction across {len(result.metrics)} "
-        f"metric{'s' if len(result.metrics) != 1 else ''}; flagged only when "
-        f"significant (p adj < 0.05) and beyond +-{result.min_effect:.1%} at one-sided 0.05 "
-        "(the 90 % interval's bound)",
+        *textwrap.wrap(
+            f"{result.correction} correction across {len(result.metrics)} "
+            f"metric{'s' if len(result.metrics) != 1 else ''}; flagged only when "
+            f"significant (p adj < 0.05) and beyond +-{result.min_effect:.1%} at one-sided 0.05 "
+            "(the 90 % interval's bound)",
+            118,
+            subsequent_indent="  ",
+        ),
     ]
     reasons = sorted({(m.test, m.test_reason) for m in result.metrics if m.test != "none"})
     for t, r in reasons:
