@@ -104,6 +104,7 @@ def format_comparison(result) -> str:
             "(the 90 % interval's bound)",
             118,
             subsequent_indent="  ",
+            break_on_hyphens=False,
         ),
     ]
     reasons = sorted({(m.test, m.test_reason) for m in result.metrics if m.test != "none"})
