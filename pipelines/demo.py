@@ -188,13 +188,18 @@ class RegressionCheck:
             if e
             else "nothing injected"
         )
-        found = sorted(
-            {
-                (c.config["model"], c.config["schedule"], c.collected_after[:10])
-                for c in self.regressions
-            }
+        spans: dict[tuple[str, str, str], tuple[str, str]] = {}
+        for c in self.regressions:  # the metrics of one change: the widest 95 % set of its date
+            key = (c.config["model"], c.config["schedule"], c.collected_after[:10])
+            lo, hi = spans.get(key, (c.earliest_after_at, c.latest_after_at))
+            spans[key] = (min(lo, c.earliest_after_at), max(hi, c.latest_after_at))
+        where = (
+            "; ".join(
+                f"{m} {s} from {d}, 95 % set {lo[5:10]} … {hi[5:10]}"
+                for (m, s, d), (lo, hi) in sorted(spans.items())
+            )
+            or "none"
         )
-        where = "; ".join(f"{m} {s} from {d}" for m, s, d in found) or "none"
         status = "as expected" if self.ok else "NOT as expected"
         return (
             f"Regressions {status}: {len(self.regressions)} confirmed regression change point(s) "

@@ -121,3 +121,45 @@ def test_inconclusive_curves_count_neither_way_but_the_demo_needs_decided_ones()
     check = check_curves(curves)
     assert all(r.passed for r in check.results)  # what the Dagster checks report
     assert check.failures == ["dsa_models_flagged: no decided curve of runs with sparse attention"]
+
+
+def test_the_regression_summary_names_the_widest_date_set_of_a_change() -> None:
+    """Two metrics of one change with different 95 % sets: one entry, their union."""
+    from pipelines.analysis.history import HistoryChange
+    from pipelines.demo import RegressionCheck
+
+    def change(metric: str, earliest: str, latest: str) -> HistoryChange:
+        return HistoryChange(
+            config={"model": "m", "schedule": "cpp", "seq_len": 65536},
+            metric=metric,
+            status="confirmed",
+            direction="regression",
+            run_before="r13",
+            collected_before="2026-02-14T02:00:00",
+            run_after="r14",
+            collected_after="2026-02-15T02:00:00",
+            earliest_after_run="rA",
+            earliest_after_at=earliest,
+            latest_after_run="rB",
+            latest_after_at=latest,
+            n_before=14,
+            n_after=6,
+            magnitude=0.043,
+            magnitude_lo=0.027,
+            magnitude_hi=0.059,
+            p_value=0.0016,
+        )
+
+    expected = {"model": "m", "schedule": "cpp", "seq_len": 65536, "night": 13}
+    expected |= {"date": "2026-02-14", "slowdown": 0.05}
+    check = RegressionCheck(
+        [
+            change("ttft_ns", "2026-02-14T02:00:00", "2026-02-16T02:00:00"),
+            change("makespan_ns", "2026-02-13T02:00:00", "2026-02-15T02:00:00"),
+        ],
+        series=6,
+        expected=expected,
+        first_night="2026-02-01",
+    )
+    assert check.ok
+    assert "(m cpp from 2026-02-15, 95 % set 02-13 … 02-16)" in check.summary()
