@@ -187,8 +187,8 @@ def _verdict(
     min_effect: float,
     alpha: float,
 ) -> tuple[str, str]:
-    """lo, hi: the decision interval (1 - 2 alpha two-sided, DECISION_LEVEL): its bounds are the
-    one-sided alpha tests of the minimum effect, as in two one-sided tests (TOST)."""
+    """lo, hi: the decision interval (1 - 2 alpha, two-sided): its bounds are the one-sided
+    alpha tests of the minimum effect, as in two one-sided tests (TOST)."""
     if min(n_b, n_c) < MIN_RUNS:
         return "inconclusive", f"n < {MIN_RUNS} on a side ({n_b} vs {n_c})"
     if math.isfinite(lo) and -min_effect <= lo and hi <= min_effect:
