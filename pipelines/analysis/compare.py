@@ -102,23 +102,41 @@ def bootstrap_effect(
     return math.nan, math.nan, "none"
 
 
+def welch_difference_interval(
+    baseline: np.ndarray, candidate: np.ndarray, level: float = 0.95
+) -> tuple[float, float]:
+    """Welch's interval of mean(candidate) - mean(baseline) (scipy.stats.ttest_ind), 2 or more
+    values a side. A side without spread: the other side's one-sample t interval, shifted by the
+    fixed value (scipy's two-sample form warns of precision loss there); both: the exact
+    difference."""
+    flat_b, flat_c = np.ptp(baseline) == 0, np.ptp(candidate) == 0
+    if flat_b and flat_c:
+        delta = float(candidate.mean() - baseline.mean())
+        return delta, delta
+    # the fixed side enters as its mean, as in the difference the interval is reported around
+    if flat_b:
+        ci = stats.ttest_1samp(candidate, baseline[0]).confidence_interval(level)
+        return float(ci.low - baseline.mean()), float(ci.high - baseline.mean())
+    if flat_c:
+        ci = stats.ttest_1samp(baseline, candidate[0]).confidence_interval(level)
+        return float(candidate.mean() - ci.high), float(candidate.mean() - ci.low)
+    ci = stats.ttest_ind(candidate, baseline, equal_var=False).confidence_interval(level)
+    return float(ci.low), float(ci.high)
+
+
 def welch_log_interval(
     baseline: np.ndarray, candidate: np.ndarray, *, level: float = 0.95
 ) -> tuple[float, float, str]:
     """Welch's t interval of mean(log candidate) - mean(log baseline), as a relative effect
     (exp - 1): the interval of the Welch-log test itself, for multiplicative noise. Needs
-    positive values and 2 or more a side; a side without spread uses the other side's."""
+    positive values and 2 or more a side."""
     if min(len(baseline), len(candidate)) < 2 or np.any(baseline <= 0) or np.any(candidate <= 0):
         return math.nan, math.nan, "none"
-    lb, lc = np.log(baseline), np.log(candidate)
-    vb, vc = lb.var(ddof=1) / len(lb), lc.var(ddof=1) / len(lc)
-    d = float(lc.mean() - lb.mean())
-    if vb + vc == 0:
-        return math.expm1(d), math.expm1(d), "welch_log"
-    terms = [v**2 / (len(x) - 1) for v, x in ((vb, lb), (vc, lc)) if v > 0]
-    dof = (vb + vc) ** 2 / sum(terms)
-    half = float(stats.t.ppf(0.5 + level / 2, dof)) * math.sqrt(vb + vc)
-    return math.expm1(d - half), math.expm1(d + half), "welch_log"
+    if np.ptp(baseline) == 0 and np.ptp(candidate) == 0:  # both fixed: the exact effect itself
+        effect = float(np.mean(candidate) / np.mean(baseline) - 1)
+        return effect, effect, "welch_log"
+    lo, hi = welch_difference_interval(np.log(baseline), np.log(candidate), level)
+    return math.expm1(lo), math.expm1(hi), "welch_log"
 
 
 def effect_interval(

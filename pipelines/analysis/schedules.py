@@ -25,7 +25,12 @@ import polars as pl
 from scipy import stats
 
 from pipelines import warehouse_queries
-from pipelines.analysis.compare import DEFAULT_MIN_EFFECT, MIN_RUNS, compare_samples
+from pipelines.analysis.compare import (
+    DEFAULT_MIN_EFFECT,
+    MIN_RUNS,
+    compare_samples,
+    welch_difference_interval,
+)
 from pipelines.analysis.run_metrics import build_marts
 from pipelines.replay.options import SCHEDULE_CHOICES
 from pipelines.replay.store import ReplayError, replay_run, replay_run_id
@@ -120,25 +125,13 @@ def _mean_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, floa
 
 
 def _welch_interval(base: np.ndarray, cand: np.ndarray) -> tuple[float, float, float]:
-    """mean(cand) - mean(base) with Welch's 95 % interval (scipy.stats.ttest_ind)."""
+    """mean(cand) - mean(base) with Welch's 95 % interval (compare.welch_difference_interval)."""
     if len(base) == 0 or len(cand) == 0:
         return math.nan, math.nan, math.nan
     delta = float(cand.mean() - base.mean())
     if min(len(base), len(cand)) < 2:
         return delta, math.nan, math.nan
-    flat_base, flat_cand = np.ptp(base) == 0, np.ptp(cand) == 0
-    if flat_base and flat_cand:  # identical repeats (a deterministic part): exact
-        return delta, delta, delta
-    # one side without spread: Welch's interval is the other side's one-sample t interval,
-    # shifted by the fixed value (scipy's two-sample form warns of precision loss there)
-    if flat_base:
-        ci = stats.ttest_1samp(cand, base[0]).confidence_interval(0.95)
-        return delta, float(ci.low - base[0]), float(ci.high - base[0])
-    if flat_cand:
-        ci = stats.ttest_1samp(base, cand[0]).confidence_interval(0.95)
-        return delta, float(cand[0] - ci.high), float(cand[0] - ci.low)
-    ci = stats.ttest_ind(cand, base, equal_var=False).confidence_interval(0.95)
-    return delta, float(ci.low), float(ci.high)
+    return delta, *welch_difference_interval(base, cand, 0.95)
 
 
 def _versus(
