@@ -33,7 +33,7 @@ import numpy as np
 import ruptures
 from scipy import stats
 
-from pipelines.analysis.break_date import break_date_interval
+from pipelines.analysis.break_date import break_date_interval, split_costs
 from pipelines.analysis.changepoint_defaults import (
     DEFAULT_CONFIRM,
     DEFAULT_MAX_PVALUE,
@@ -108,13 +108,11 @@ def _best_split(
     """The single split of y[start:end] with the least squared error (on logs), at least
     min_segment values before it and min_after (default min_segment) after it."""
     z = np.log(y[start:end]) if np.all(y[start:end] > 0) else y[start:end]
-    best, where = math.inf, None
     after = min_segment if min_after is None else min_after
-    for k in range(min_segment, len(z) - after + 1):
-        cost = z[:k].var() * k + z[k:].var() * (len(z) - k)
-        if cost < best:
-            best, where = cost, start + k
-    return where
+    k = np.arange(min_segment, len(z) - after + 1)
+    if not len(k):
+        return None
+    return start + int(k[np.argmin(split_costs(z)[k - 1])])
 
 
 def _refine(y, points, min_segment) -> list[int]:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
+from pipelines.analysis.break_date import split_costs
 from pipelines.analysis.changepoints import detect_change_points
 
 
@@ -35,13 +36,10 @@ class NoiseRates:
 
 
 def least_squares_split(z: np.ndarray, min_segment: int = 5) -> int:
-    """The single split of z with the least squared error: the first index after it."""
-    n = len(z)
-    c1, c2 = np.cumsum(z), np.cumsum(z**2)
-    k = np.arange(min_segment, n - min_segment + 1)
-    left = c2[k - 1] - c1[k - 1] ** 2 / k
-    right = (c2[-1] - c2[k - 1]) - (c1[-1] - c1[k - 1]) ** 2 / (n - k)
-    return int(k[np.argmin(left + right)])
+    """The single split of z with the least squared error (break_date.split_costs), at least
+    min_segment values on each side: the first index after it."""
+    k = np.arange(min_segment, len(z) - min_segment + 1)
+    return int(k[np.argmin(split_costs(z)[k - 1])])
 
 
 def noise_rates(
