@@ -40,6 +40,10 @@ def test_the_injected_night_is_found_and_nothing_else(history, capsys) -> None:
     ttft = next(r for r in rows if r["metric"] == "ttft_ns")
     # +8 % on the kernels, communication unchanged: TTFT grows by compute's share of it
     assert 0.04 < ttft["magnitude"] < 0.08
+    # ops that moved alike (a send and its receive) are listed by kind and name, every time
+    ops = [(abs(o["delta_ns"]), o["kind"], o["op"]) for o in ttft["attribution"]["ops"]]
+    assert ops == sorted(ops, key=lambda o: (-o[0], o[1], o[2]))
+    assert any(a[0] == b[0] for a, b in zip(ops, ops[1:]))  # there is a tie to order
 
 
 def test_the_attribution_is_printed_once_for_metrics_that_moved_together(history, capsys):

@@ -86,7 +86,10 @@ def op_changes(
         (pl.col("time_c") - pl.col("time")).alias("delta")
     )
     net = float(joined["delta"].sum())
-    joined = joined.sort(pl.col("delta").abs(), descending=True).head(top)
+    # ties (a send and its receive move alike) by kind and name: group_by has no order
+    joined = joined.sort(
+        [pl.col("delta").abs(), "kind", "op"], descending=[True, False, False]
+    ).head(top)
     out = [
         OpChange(
             kind=r["kind"],
