@@ -5,6 +5,7 @@ and names the slowed kernel once for the metrics that moved together."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def test_the_injected_night_is_found_and_nothing_else(history, capsys) -> None:
     # ops that moved alike (a send and its receive) are listed by kind and name, every time
     ops = [(abs(o["delta_ns"]), o["kind"], o["op"]) for o in ttft["attribution"]["ops"]]
     assert ops == sorted(ops, key=lambda o: (-o[0], o[1], o[2]))
-    assert any(a[0] == b[0] for a, b in zip(ops, ops[1:]))  # there is a tie to order
+    assert any(a[0] == b[0] for a, b in itertools.pairwise(ops))  # there is a tie to order
 
 
 def test_the_attribution_is_printed_once_for_metrics_that_moved_together(history, capsys):
