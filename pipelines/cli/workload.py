@@ -22,7 +22,7 @@ chooses (DSA-like), so tau_k stops being linear. --repeats N runs N profiled pas
 pipeline drained between them, pooled per chunk index by the fit) after --warmup passes kept
 out of the trace; each forward's on-CPU time rides in the trace metadata, so `tracereplay
 validate` can tell how much of the wall clock other jobs took. Needs PyTorch (docs/workload.md:
-`uv sync --extra workload`). Exit status: 0 ok, 2 torch missing or bad arguments."""
+`scripts/install-torch`). Exit status: 0 ok, 2 torch missing or bad arguments."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -81,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("torch") is None:
         print(
             "tracereplay workload: PyTorch is not installed; install the CPU wheel "
-            "(docs/workload.md): `uv sync --extra workload` (the CPU wheel in /opt/wheels) or "
-            "`uv pip install torch --index-url https://download.pytorch.org/whl/cpu`",
+            "(docs/workload.md): run `scripts/install-torch` in the project folder (a local CPU "
+            "wheel when there is one, else PyTorch's CPU index)",
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT

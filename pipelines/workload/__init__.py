@@ -1,6 +1,6 @@
 """Reference workload: a small PyTorch prefill engine that writes real Kineto traces.
 
-Optional: needs torch (`uv sync --extra workload`, docs/workload.md). Nothing here is
+Optional: needs torch (`scripts/install-torch`, docs/workload.md). Nothing here is
 imported by the rest of the package, and the CLI imports it only when `tracereplay workload`
 runs.
 
