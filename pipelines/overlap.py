@@ -20,6 +20,16 @@ from pipelines.intervals import Coverage, coverage, group_ids
 from pipelines.profiler_names import COMMUNICATION_LANE, COMPUTING, FREE, NOT_OVERLAPPED
 
 WINDOW_COLUMNS = ("window_start_ns", "window_end_ns")
+KINDS = ("compute", "comm", "p2p", "memcpy", "memset")
+"""Kinds of device interval: memcpy and memset are neither computing nor communication (Kineto
+`gpu_memcpy` / `gpu_memset`, pipelines/device_work.py). Their time lies inside Free, as the Ascend
+profiler's DMA copies do (its Computing leaves them out): memcpy_ns / memset_ns are the union of
+each, a view into Free and the window, not a fifth part of it."""
+
+
+def _kind(cov: Coverage, name: str) -> np.ndarray:
+    mask = cov.kinds.get(name)
+    return np.zeros_like(cov.kinds["compute"]) if mask is None else mask
 
 
 def overlap_lanes(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -53,7 +63,7 @@ def lane_coverage(
     """The sweep of `events` (group, start_ns, end_ns) per group, and the group keys; `kinds`:
     compute / comm / p2p membership as boolean expressions (default: from the `kind` column)."""
     if kinds is None:
-        kinds = {k: pl.col("kind") == k for k in ("compute", "comm", "p2p")}
+        kinds = {k: pl.col("kind") == k for k in KINDS}
     ids, keys = group_ids(events, ["group"])
     flags = events.select(
         pl.col("start_ns").cast(pl.Int64),
@@ -91,6 +101,8 @@ def lane_totals(cov: Coverage, keys: pl.DataFrame) -> pl.DataFrame:
             pl.Series("overlapped_ns", cov.totals(comm & comp)),
             pl.Series("free_ns", cov.totals(lanes[FREE])),
             pl.Series("p2p_bubble_ns", cov.totals(p2p & ~comp)),
+            pl.Series("memcpy_ns", cov.totals(_kind(cov, "memcpy"))),
+            pl.Series("memset_ns", cov.totals(_kind(cov, "memset"))),
             pl.Series("window_start_ns", cov.window_start),
             pl.Series("window_end_ns", cov.window_end),
         )
@@ -144,6 +156,8 @@ def breakdown_rows(
             ),
             (pl.col("window_start_ns") - pl.col("_host_start")).alias("preparing_ns"),
             "p2p_bubble_ns",
+            "memcpy_ns",
+            "memset_ns",
             *WINDOW_COLUMNS,
         )
     )

@@ -16,6 +16,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipelines.profiler_names import MARKER_NAME_SQL
+
 # --- catalog ---------------------------------------------------------------------------------
 
 
@@ -250,7 +252,7 @@ def runs_with_markers_but_no_chunks(
     among = "" if run_ids is None else " and list_contains(?::varchar[], s.run_id)"
     rows = con.execute(
         "select distinct s.run_id from slices as s"
-        " where s.lane = 'host' and s.name like 'chunk[%'" + among + ""
+        f" where s.lane = 'host' and {MARKER_NAME_SQL.replace('name', 's.name')}" + among + ""
         " and not exists (select 1 from chunks as c where c.run_id = s.run_id)"
         " order by 1",
         [] if run_ids is None else [list(run_ids)],
@@ -306,7 +308,7 @@ def runs_with_markers_in(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -
     rows, pipelines.lake.run_scan)."""
     rows = con.execute(
         " union ".join(
-            f"select distinct run_id from {s} where lane = 'host' and name like 'chunk[%'"
+            f"select distinct run_id from {s} where lane = 'host' and {MARKER_NAME_SQL}"
             for s in scans
         )
     ).fetchall()
@@ -442,7 +444,9 @@ def top_kernels(con: duckdb.DuckDBPyConnection, run_id: str, top: int = 10) -> p
         """
         select name, count(*) as count, sum(dur_ns)::bigint as total_ns, max(dur_ns) as max_ns,
                count(distinct rank) as ranks
-        from kernels where run_id = ? and not coalesce(is_comm, false)
+        from kernels
+        where run_id = ? and not coalesce(is_comm, false)
+            and coalesce(work_class, 'compute') not in ('memcpy', 'memset')
         group by name order by total_ns desc, name limit ?
         """,
         [run_id, top],
@@ -453,7 +457,9 @@ def top_kernels(con: duckdb.DuckDBPyConnection, run_id: str, top: int = 10) -> p
         """
         select name, count(*) as count, sum(dur_ns)::bigint as total_ns, max(dur_ns) as max_ns,
                count(distinct rank) as ranks, 'trace' as "from"
-        from slices where run_id = ? and lane = 'compute'
+        from slices
+        where run_id = ? and lane = 'compute'
+            and coalesce(category, '') not in ('gpu_memcpy', 'gpu_memset', 'gpu_user_annotation')
         group by name order by total_ns desc, name limit ?
         """,
         [run_id, top],
@@ -462,7 +468,7 @@ def top_kernels(con: duckdb.DuckDBPyConnection, run_id: str, top: int = 10) -> p
 
 def has_chunk_markers(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     row = con.execute(
-        "select 1 from slices where run_id = ? and lane = 'host' and name like 'chunk[%' limit 1",
+        f"select 1 from slices where run_id = ? and lane = 'host' and {MARKER_NAME_SQL} limit 1",
         [run_id],
     ).fetchone()
     return row is not None

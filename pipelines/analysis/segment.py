@@ -20,8 +20,9 @@ from typing import Literal
 import polars as pl
 import regex
 
-from pipelines.ingest.flows import FLOW_LINKS_KEY
+from pipelines.analysis.engine_forwards import ENGINE_FORWARD_RULE, forward_markers
 from pipelines.ingest.frames import SCHEMAS, conform
+from pipelines.ingest.launch_links import LINK_KEYS, launch_anchors
 from pipelines.intervals import length_by
 
 DEFAULT_MARKER_REGEX = (
@@ -67,6 +68,8 @@ def compile_marker_regex(marker_regex: str | Pattern) -> Pattern:
     groups `req` and `k`. An already compiled pattern is used as it is. Raises MarkerRuleError."""
     if not isinstance(marker_regex, str):
         return marker_regex
+    if marker_regex == ENGINE_FORWARD_RULE:  # parsed by engine_forwards, never as a regex
+        return re.compile(r"(?!)")
     if marker_regex in BUILTIN_MARKER_REGEXES:
         return re.compile(marker_regex)
     try:
@@ -86,12 +89,9 @@ def _shown(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-LINK_KEYS = (FLOW_LINKS_KEY, "connection_id", "correlation", "External id")
-"""args keys whose equal values link a host launch slice to the device slices it launched
-(`flow_links` holds a JSON list: every flow bound to the slice, pipelines/ingest/flows.py)."""
-
-EXCLUDED_DEVICE_CATEGORIES = ("gpu_user_annotation",)
-"""Device-lane slices that are annotations, not work (Kineto mirrors user ranges on the GPU)."""
+EXCLUDED_DEVICE_CATEGORIES = ("gpu_user_annotation", "gpu_memcpy", "gpu_memset")
+"""Device-lane slices that are not τ work: annotations (Kineto mirrors user ranges on the GPU)
+and memory copies / memsets (their own columns of the step breakdown, pipelines/device_work.py)."""
 
 NON_WORK_TASK_TYPES = (
     "Notify Wait",
@@ -132,10 +132,11 @@ class MarkerFields:
     """The fields one marker name carries."""
 
     request_id: str
-    chunk_idx: int
+    chunk_idx: int | None  # None: k is a label (`label`), ordered by the markers' start
     vstage: int | None
     tokens: int | None
     prefix_tokens: int | None
+    label: str | None = None
 
 
 def parse_marker(
@@ -145,8 +146,9 @@ def parse_marker(
 ):
     """The fields of one marker name, or None when it does not match the regex.
 
-    timeout_s bounds the match of a `regex` pattern (TimeoutError past it); a match whose k, vs,
-    tokens or prefix is not an integer raises MarkerRuleError."""
+    timeout_s bounds the match of a `regex` pattern (TimeoutError past it). A k that is not an
+    integer is a label (`attn(F)`): the chunk index is then the label's place in start order
+    (`_markers`); a vs, tokens or prefix that is not an integer raises MarkerRuleError."""
     pattern = compile_marker_regex(marker_regex)
     if timeout_s is not None and isinstance(pattern, regex.Pattern):
         match = pattern.match(name, timeout=timeout_s)
@@ -163,10 +165,12 @@ def parse_marker(
     if k is None:
         return None
     vs, tokens, prefix = field("vs"), field("tokens"), field("prefix")
+    label = None if _is_int(k) else k
     try:
         return MarkerFields(
             request_id=field("req") or "0",
-            chunk_idx=int(k),
+            chunk_idx=None if label is not None else int(k),
+            label=label,
             vstage=None if vs is None else int(vs),
             tokens=None if tokens is None else int(tokens),
             prefix_tokens=None if prefix is None else int(prefix),
@@ -174,7 +178,7 @@ def parse_marker(
     except ValueError:
         key, value = next(
             (key, v)
-            for key, v in zip(INTEGER_GROUPS, (k, vs, tokens, prefix), strict=True)
+            for key, v in zip(INTEGER_GROUPS[1:], (vs, tokens, prefix), strict=True)
             if v is not None and not _is_int(v)
         )
         raise MarkerRuleError(
@@ -202,6 +206,8 @@ def _markers(
 
     A `regex` pattern gets match_timeout_s (default MATCH_TIMEOUT_S) for all the names together;
     past it MarkerRuleError."""
+    if marker_regex == ENGINE_FORWARD_RULE:
+        return forward_markers(host, vstage_of_rank).sort("rank", "m_start")
     pattern = compile_marker_regex(marker_regex)
     bounded = isinstance(pattern, regex.Pattern)
     budget = MATCH_TIMEOUT_S if match_timeout_s is None else match_timeout_s
@@ -220,6 +226,9 @@ def _markers(
             ) from None
         if fields is not None:
             parsed.append({"name": name, **fields.__dict__})
+    if not parsed and marker_regex == DEFAULT_MARKER_REGEX:
+        # no project markers: the engines' own forward annotations (vLLM, SGLang)
+        return forward_markers(host, vstage_of_rank).sort("rank", "m_start")
     schema = {
         "name": pl.String,
         "request_id": pl.String,
@@ -227,6 +236,7 @@ def _markers(
         "vstage": pl.Int32,
         "tokens": pl.Int64,
         "prefix_tokens": pl.Int64,
+        "label": pl.String,
     }
     names = pl.DataFrame(parsed, schema=schema)
     markers = host.join(names, on="name", how="inner").select(
@@ -236,20 +246,29 @@ def _markers(
         "vstage",
         "tokens",
         "prefix_tokens",
+        "label",
         pl.col("start_ns").alias("m_start"),
         (pl.col("start_ns") + pl.col("dur_ns")).alias("m_end"),
     )
+    markers = _order_labels(markers)
     fallback = pl.lit(-1, pl.Int32)
     if vstage_of_rank:
         fallback = pl.col("rank").replace_strict(vstage_of_rank, default=-1, return_dtype=pl.Int32)
     markers = markers.with_columns(pl.col("vstage").fill_null(fallback))
     key = ["rank", "request_id", "vstage", "chunk_idx"]
     # the same chunk marked twice (record_function and mstx, or a split range): one span
-    markers = markers.group_by(key).agg(
-        pl.col("tokens").max(),
-        pl.col("prefix_tokens").max(),
-        pl.col("m_start").min(),
-        pl.col("m_end").max(),
+    markers = (
+        markers.group_by(key)
+        .agg(
+            pl.col("tokens").max(),
+            pl.col("prefix_tokens").max(),
+            pl.col("m_start").min(),
+            pl.col("m_end").max(),
+        )
+        .with_columns(
+            pl.lit(None, pl.Int32).alias("batch_prefills"),
+            pl.lit(None, pl.Int32).alias("batch_decodes"),
+        )
     )
     if renumber:
         markers = markers.with_columns(
@@ -260,33 +279,32 @@ def _markers(
     return markers.sort("rank", "m_start")
 
 
-def _link_ids(frame: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
-    """Long frame (row_id, link) of every link id present in args, as 'key=value' strings."""
-    if frame.is_empty() or not keys:
-        return pl.DataFrame(schema={"row_id": pl.UInt32, "link": pl.String})
-    parts = []
-    for key in keys:
-        value = pl.col("args").str.json_path_match(f"$['{key}']")
-        if key == FLOW_LINKS_KEY:
-            listed = frame.select("row_id", value.alias("link")).filter(
-                pl.col("link").str.starts_with("[")
-            )
-            part = listed.with_columns(pl.col("link").str.json_decode(pl.List(pl.String))).explode(
-                "link"
-            )
-            part = part.with_columns((pl.lit(f"{key}=") + pl.col("link")).alias("link"))
-        else:
-            part = frame.select("row_id", (pl.lit(f"{key}=") + value).alias("link"))
-        parts.append(part)
-    return pl.concat(parts).drop_nulls("link")
-
-
 _OWNER_SCHEMA = {
     "row_id": pl.UInt32,
     "request_id": pl.String,
     "vstage": pl.Int32,
     "chunk_idx": pl.Int32,
 }
+
+
+def _order_labels(markers: pl.DataFrame) -> pl.DataFrame:
+    """Markers whose k is a label get chunk_idx = the label's place (0..) by first start within
+    its rank, request and virtual stage; integer ks are kept. Drops `label`."""
+    labelled = markers.filter(pl.col("chunk_idx").is_null())
+    if labelled.is_empty():
+        return markers.drop("label")
+    group = ["rank", "request_id", "vstage"]
+    order = (
+        labelled.group_by([*group, "label"], maintain_order=True)
+        .agg(pl.col("m_start").min().alias("_first"))
+        .with_columns((pl.col("_first").rank("ordinal").over(group) - 1).cast(pl.Int32).alias("_k"))
+        .drop("_first")
+    )
+    return (
+        markers.join(order, on=[*group, "label"], how="left", nulls_equal=True)
+        .with_columns(pl.coalesce("chunk_idx", "_k").alias("chunk_idx"))
+        .drop("_k", "label")
+    )
 
 
 def _contained(anchors: pl.DataFrame, markers: pl.DataFrame) -> pl.DataFrame:
@@ -374,17 +392,7 @@ def segment_chunks(
     anchors = device.select("row_id", "rank", pl.col("start_ns").alias("anchor_ns"))
     linked = pl.DataFrame(schema={"row_id": pl.UInt32, "host_ns": pl.Int64})
     if link != "time":
-        host_links = _link_ids(host, link_keys).join(
-            host.select("row_id", "rank", "start_ns"), on="row_id"
-        )
-        device_links = _link_ids(device, link_keys).join(
-            device.select("row_id", "rank"), on="row_id"
-        )
-        linked = (
-            device_links.join(host_links, on=["rank", "link"], suffix="_host")
-            .group_by("row_id")
-            .agg(pl.col("start_ns").min().alias("host_ns"))
-        )
+        linked = launch_anchors(device, host, link_keys)
         anchors = anchors.join(linked, on="row_id", how="left").with_columns(
             pl.coalesce("host_ns", "anchor_ns").alias("anchor_ns")
         )

@@ -47,8 +47,8 @@ quarantine reasons: not_found, not_profiler_output, unrecognised_input, empty_fi
   truncated_json, invalid_json, invalid_trace, empty_trace, no_lanes, csv_parse_error,
   missing_columns, excel_mangled_number, unparsable_rows, invalid_communication,
   unparsable_rank, unknown_rank, duplicate_rank, corrupt_db, missing_tables, not_gzip,
-  not_kineto, not_a_file, read_error (plus reader-specific codes of the db/Kineto/cluster
-  readers)
+  not_kineto, no_device_events, unsupported_device, not_a_file, read_error (plus
+  reader-specific codes of the db/Kineto/cluster readers)
 dropped rows (a bad value drops its row, counted per run in runs.dropped_rows):
   missing_timestamp, unparsable_timestamp, timestamp_out_of_range, missing_duration,
   unparsable_duration, non_finite_duration, negative_duration, duration_out_of_range,

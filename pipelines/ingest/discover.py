@@ -8,9 +8,11 @@
 * Rank folders that carry a profiler_info file and share a parent form one run (a cluster); a
   sibling `cluster_analysis_output/` belongs to that run. Rank folders without profiler_info
   (lone files) are single-rank runs.
-* Kineto traces (`.json` / `.json.gz` with `traceEvents` and Kineto markers) in one folder form one
-  run. `cluster_analysis_output/` without rank folders is a cluster run; a lone
-  profiler_metadata.json or communication_group*.json is a topology run.
+* Kineto traces (`.json` / `.json.gz` objects whose `traceEvents` is an array of event objects)
+  in one folder form one run per capture (`_kineto_captures`: files of distinct ranks are one
+  run; a rank that repeats means several profiling sessions). `cluster_analysis_output/`
+  without rank folders is a cluster run; a lone profiler_metadata.json or
+  communication_group*.json is a topology run.
 * Quarantined: corrupt .db files, .json.gz that is not gzip, json/csv/db in a profiler layout that
   is none of the above, paths that do not exist, and folders given on the command line that hold
   no profiler output at all (`not_profiler_output`). Known by-products that no reader needs
@@ -59,15 +61,6 @@ KNOWN_UNUSED = frozenset(
     }
 )
 DATA_SUFFIXES = (".json", ".csv", ".db", ".gz")
-KINETO_MARKERS = (
-    b'"schemaVersion"',
-    b'"deviceProperties"',
-    b'"distributedInfo"',
-    b'"baseTimeNanoseconds"',
-    b'"traceName"',
-    b'"cuda_runtime"',
-    b'"ac2g"',
-)
 SQLITE_HEADER = b"SQLite format 3\x00"
 _SNIFF = 1 << 18
 
@@ -132,26 +125,56 @@ def is_sqlite(path: Path) -> bool:
         return False
 
 
+_TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[\s*([{\]])')
+# an event object with a category some Kineto schema writes (2021: Operator / Runtime / Kernel /
+# Memcpy / Memset; today's names; device kinds the reader quarantines by name)
+_KINETO_CATEGORY = re.compile(
+    rb'"cat"\s*:\s*"(?:cpu_op|user_annotation|python_function|cuda_runtime|cuda_driver|kernel'
+    rb"|gpu_memcpy|gpu_memset|gpu_user_annotation|cuda_sync|ac2g|Operator|Runtime|Kernel|Memcpy"
+    rb'|Memset|Python|mtia_[a-z_]+|cuda_profiler_range)"'
+)
+_BLOCK = 1 << 20
+
+
+def _json_blocks(path: Path) -> Iterable[bytes]:
+    """The file's bytes (inflated when gzip) in 1 MiB blocks."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        while block := handle.read(_BLOCK):
+            yield block
+
+
 def sniff_kineto(path: Path) -> str | None:
-    """None when `path` looks like a Kineto trace, else a quarantine reason code."""
+    """None when `path` is a Kineto trace document: a JSON object whose `traceEvents` is an array
+    of event objects (wherever the key sits: a wrapper may write a large metadata block first)
+    and an event with a Kineto category; `not_kineto` for other chrome traces (Perfetto JSON),
+    else a quarantine reason code. Reads the file in blocks until it has found both."""
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as handle:
-                head = handle.read(_SNIFF)
-        else:
-            head = _head(path)
+        blocks = _json_blocks(path)
+        head = next(blocks, b"").removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
+        if not head.strip():
+            return "empty_file"
+        if not head.lstrip().startswith(b"{"):
+            return "not_a_trace"
+        tail = b""
+        found_events = found_category = False
+        for block in _chain(head, blocks):
+            window = tail + block
+            found_events = found_events or bool(_TRACE_EVENTS.search(window))
+            found_category = found_category or bool(_KINETO_CATEGORY.search(window))
+            if found_events and found_category:
+                return None
+            tail = window[-128:]
     except (gzip.BadGzipFile, EOFError, zlib.error):
         return "not_gzip"
     except OSError:
         return "unreadable"
-    head = head.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
-    if not head.strip():
-        return "empty_file"
-    if not head.lstrip().startswith(b"{") or b'"traceEvents"' not in head:
-        return "not_a_trace"
-    if not any(marker in head for marker in KINETO_MARKERS):
-        return "not_kineto"
-    return None
+    return "not_kineto" if found_events else "not_a_trace"
+
+
+def _chain(first: bytes, rest: Iterable[bytes]) -> Iterable[bytes]:
+    yield first
+    yield from rest
 
 
 def _is_known_name(name: str) -> bool:
@@ -286,6 +309,8 @@ class _Walk:
             if must or path.parent in self.kineto or path.parent in self.rank_dirs:
                 reason = problem if problem != "not_a_trace" else "unrecognised_input"
                 self.quarantine(path, reason, f"{path.name}: {problem.replace('_', ' ')}")
+            else:  # found, not ours to judge: listed, never silently dropped
+                self.ignored.append(path)
         self.pending_json.clear()
 
 
@@ -347,7 +372,7 @@ def _group_runs(walk: _Walk) -> list[RunInput]:
         else:
             runs.append(RunInput(origin=cluster, source="cluster", cluster_dirs=[cluster]))
     for folder, files in sorted(walk.kineto.items()):
-        runs.append(RunInput(origin=folder, source="kineto", kineto_files=sorted(set(files))))
+        runs.extend(_kineto_captures(folder, sorted(set(files))))
     for folder, files in sorted(walk.topology.items()):
         owner = by_origin.get(folder)
         unique = sorted(set(files))
@@ -356,6 +381,56 @@ def _group_runs(walk: _Walk) -> list[RunInput]:
         else:
             runs.append(RunInput(origin=folder, source="topology", topology_files=unique))
     return runs
+
+
+_DIST_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*"?(\d+)')
+_NAME_RANK = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+
+
+def kineto_rank_hint(path: Path) -> int | None:
+    """The rank a Kineto trace names in its `distributedInfo` (written ahead of `traceEvents`;
+    the first MiB is read), else in its file name (`rank-3`, `rank_3`), else None."""
+    try:
+        head = next(iter(_json_blocks(path)), b"")
+    except (OSError, EOFError, zlib.error):
+        head = b""
+    found = _DIST_RANK.search(head)
+    if found:
+        return int(found.group(1))
+    named = _NAME_RANK.search(path.name)
+    return int(named.group(1)) if named else None
+
+
+def _kineto_captures(folder: Path, files: list[Path]) -> list[RunInput]:
+    """The runs of a folder of Kineto traces. Files of distinct ranks are one run (one file per
+    rank of a job). A folder where a rank repeats holds several captures (vLLM and SGLang write
+    one file per worker per profiling session, named `<worker>.<time>.pt.trace.json[.gz]`): the
+    k-th file of each rank, in name order, is capture k. A file without a known rank is a run of
+    its own. Each capture's origin is its first file, so captures replace only themselves."""
+    if len(files) == 1:
+        return [RunInput(origin=folder, source="kineto", kineto_files=files)]
+    hints = {path: kineto_rank_hint(path) for path in files}
+    known = [h for h in hints.values() if h is not None]
+    if len(known) == len(files) and len(set(known)) == len(known):
+        return [RunInput(origin=folder, source="kineto", kineto_files=files)]
+    captures: list[list[Path]] = []
+    seen: dict[int, int] = defaultdict(int)
+    for path in files:
+        rank = hints[path]
+        if rank is None:
+            captures.append([path])
+            continue
+        index = seen[rank]
+        seen[rank] += 1
+        ranked = [c for c in captures if hints[c[0]] is not None]
+        if index < len(ranked):
+            ranked[index].append(path)
+        else:
+            captures.append([path])
+    return [
+        RunInput(origin=capture[0], source="kineto", kineto_files=sorted(capture))
+        for capture in captures
+    ]
 
 
 def _source(ranks: list[RankInput]) -> str:

@@ -4,10 +4,20 @@ Object form `{"traceEvents": [...], "distributedInfo": {"rank": ...}, ...}` (a b
 accepted too). Decoded with msgspec typed structs (DuckDB's default object-size limit breaks on
 these files); everything after decoding is columnar Polars.
 
+Every Kineto schema since 2021 (docs/kineto_schemas.md): categories are matched case-blind and the
+2021 names are mapped to today's (`Operator` -> cpu_op, `Runtime` -> cuda_runtime, `Kernel` ->
+kernel, `Memcpy` -> gpu_memcpy, `Memset` -> gpu_memset); `B`/`E` pairs become complete events.
+
 Lanes: cpu_op / user_annotation / python_function / cuda_runtime / cuda_driver -> host;
-kernel / gpu_memcpy / gpu_memset -> compute, except NCCL kernels (`ncclKernel_*`,
-`ncclDevKernel_*`) -> comm; gpu_user_annotation / cuda_sync -> other. Kineto has no overlap lane:
-the overlap lanes and step breakdown are derived from kernel intervals (origin 'derived').
+kernel / gpu_memcpy / gpu_memset -> device work, classified by pipelines/device_work.py:
+communication (collective or p2p: NCCL, custom all-reduce, DeepEP, NVSHMEM ... by name, or a
+kernel launched inside `record_param_comms` / `nccl:*` / `c10d::*`) -> comm, the rest -> compute
+(memcpy and memset stay on the compute lane but are their own columns of the breakdown);
+gpu_user_annotation / cuda_sync -> other. Kineto has no overlap lane: the overlap lanes and step
+breakdown are derived from device intervals (origin 'derived'), each attributed to the
+ProfilerStep whose host window holds its launch (`correlation` / `External id`,
+pipelines/ingest/launch_links.py). A trace with no device events is quarantined
+(`no_device_events`, or `unsupported_device` when it holds device kinds this reader does not know).
 Times: `ts` int or float µs, absolute, or relative to `baseTimeNanoseconds` when present."""
 
 from __future__ import annotations
@@ -23,9 +33,11 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from pipelines.device_work import COMM_CLASSES, COMM_HOST_RANGE, P2P, classify
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
+from pipelines.ingest.launch_links import launch_anchors
 from pipelines.ingest.step_breakdown import assess, derive_breakdown
 from pipelines.ingest.trace_view import quote_constants
 from pipelines.intervals import assign_steps
@@ -37,16 +49,26 @@ NOT_GZIP = "not_gzip"
 TRUNCATED_JSON = "truncated_json"
 INVALID_JSON = "invalid_json"
 NO_TRACE_EVENTS = "no_trace_events"
+NO_DEVICE_EVENTS = "no_device_events"
+UNSUPPORTED_DEVICE = "unsupported_device"
 BOM = b"\xef\xbb\xbf"
 
 HOST_CATEGORIES = ("cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver")
-DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")  # after OLD_CATEGORIES mapping
 OTHER_CATEGORIES = ("gpu_user_annotation", "cuda_sync")
-NCCL_KERNEL = r"^nccl(?:Dev)?Kernel_"
+# the 2021 schema's capitalised categories (lower-cased) -> today's names
+OLD_CATEGORIES = {
+    "operator": "cpu_op",
+    "runtime": "cuda_runtime",
+    "driver": "cuda_driver",
+    "memcpy": "gpu_memcpy",
+    "memset": "gpu_memset",
+    "python": "python_function",
+}
+# device kinds Kineto writes for accelerators this reader does not read (MTIA, CUPTI range
+# profiler, XPU / HPU back-ends): a trace holding only these is quarantined, not stored empty
+UNSUPPORTED_DEVICE_CATEGORY = r"(?i)^(mtia|cuda_profiler_range|xpu_|hpu_|privateuse1)"
 STEP_NAME = r"^ProfilerStep#(\d+)$"
-# collective names that are point-to-point (host annotation `nccl:<name>`, kernel args
-# "Collective name", or the NCCL kernel name `ncclKernel_<Type>_...`)
-P2P_OPS = r"(?i)^_?(send|recv|sendrecv|isend|irecv|batch_isend_irecv|p2p)$"
 # element sizes of the "dtype" arg of NCCL kernels (PyTorch scalar type names)
 _DTYPE_BYTES = {
     "Byte": 1,
@@ -104,40 +126,43 @@ def read_trace(path: Path) -> RankFrames:
     info = _info(trace, events)
     rank = _rank(trace, path)
 
-    complete = events.filter((pl.col("ph") == "X") & pl.col("ts_ns").is_not_null())
+    complete = _complete_events(events)
     steps = _steps(complete)
-    lane = (
+    complete = complete.with_columns(
         pl.when(pl.col("cat").is_in(DEVICE_CATEGORIES))
-        .then(
-            pl.when(pl.col("name").str.contains(NCCL_KERNEL))
-            .then(pl.lit("comm"))
-            .otherwise(pl.lit("compute"))
-        )
+        .then(pl.lit("device"))
         .when(pl.col("cat").is_in(HOST_CATEGORIES))
         .then(pl.lit("host"))
         .when(pl.col("cat").is_in(OTHER_CATEGORIES))
         .then(pl.lit("other"))
-    )
-    complete = complete.with_columns(lane.alias("lane")).filter(pl.col("lane").is_not_null())
+        .alias("lane")
+    ).filter(pl.col("lane").is_not_null())
+    if trace.compute_device != "cpu":
+        _require_device_events(complete, events, path.name)
+    complete = _classified(complete.with_row_index("row_id"))
     if trace.compute_device == "cpu":
         complete = _cpu_compute_lane(complete)
     device_events = complete.filter(pl.col("lane").is_in(["compute", "comm"]))
     device_id = _device_id(device_events)
 
     kernels = _kernels(device_events)
-    comm_ops = _comm_ops(device_events, complete)
-    kernels = assign_steps(kernels, steps)
-    comm_ops = assign_steps(comm_ops, steps)
+    comm_ops = _comm_ops(device_events)
+    kernels = assign_steps(kernels, steps, at="anchor_ns").drop("anchor_ns")
+    comm_ops = assign_steps(comm_ops, steps, at="anchor_ns")
 
     device = device_events.select(
         pl.when(pl.col("lane") == "comm")
         .then(pl.lit("comm"))
+        .when(pl.col("work_class").is_in(["memcpy", "memset"]))
+        .then(pl.col("work_class"))
         .otherwise(pl.lit("compute"))
         .alias("kind"),
         pl.col("ts_ns").alias("start_ns"),
         "dur_ns",
+        "anchor_ns",
     )
-    overlap_slices, breakdown = derive_breakdown(device, steps, comm_ops)
+    overlap_slices, breakdown = derive_breakdown(device, steps, comm_ops, copies=True)
+    comm_ops = comm_ops.drop("anchor_ns")
     breakdown = breakdown.with_columns(
         # the Ascend profiler's Bubble (hcom_receive* ops) has no Kineto counterpart
         pl.lit(None, dtype=pl.Int64).alias("bubble_ns"),
@@ -195,8 +220,102 @@ def _cpu_compute_lane(complete: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("ts_ns") >= end.cum_max().shift(1).over("tid").fill_null(pl.col("ts_ns")))
         .get_column("_row")
     )
-    lane = pl.when(pl.col("_row").is_in(outer.implode())).then(pl.lit("compute"))
-    return rows.with_columns(lane.otherwise(pl.col("lane")).alias("lane")).drop("_row")
+    moved = pl.col("_row").is_in(outer.implode())
+    return rows.with_columns(
+        pl.when(moved).then(pl.lit("compute")).otherwise(pl.col("lane")).alias("lane"),
+        # a CPU op is its own launch
+        pl.when(moved).then(pl.col("ts_ns")).otherwise(pl.col("anchor_ns")).alias("anchor_ns"),
+        pl.when(moved).then(pl.lit("compute")).otherwise(pl.col("work_class")).alias("work_class"),
+    ).drop("_row")
+
+
+# --- events, device work and its launch -------------------------------------------------------
+
+
+def _complete_events(events: pl.DataFrame) -> pl.DataFrame:
+    """Complete events (`X`, and `B`/`E` pairs of one thread matched as a stack) with a known
+    start, categories lower-cased and the 2021 names mapped to today's."""
+    complete = events.filter((pl.col("ph") == "X") & pl.col("ts_ns").is_not_null())
+    paired = _begin_end_pairs(events)
+    if not paired.is_empty():
+        complete = pl.concat([complete, paired.select(complete.columns)], how="vertical_relaxed")
+    lowered = pl.col("cat").str.to_lowercase()
+    return complete.with_columns(lowered.replace(OLD_CATEGORIES).alias("cat"))
+
+
+def _begin_end_pairs(events: pl.DataFrame) -> pl.DataFrame:
+    """`B`/`E` duration events of one pid/tid paired in file order as a stack -> `X` rows (an `E`
+    without a `B`, or a `B` never closed, is left out)."""
+    marks = events.filter(pl.col("ph").is_in(["B", "E"]) & pl.col("ts_ns").is_not_null())
+    if marks.is_empty():
+        return marks
+    open_: dict[tuple[str, str], list[int]] = {}
+    begin_rows, ends = [], []
+    rows = marks.select("ph", "pid", "tid", "ts_ns").iter_rows()
+    for index, (ph, pid, tid, ts) in enumerate(rows):
+        stack = open_.setdefault((pid, tid), [])
+        if ph == "B":
+            stack.append(index)
+        elif stack:
+            begin = stack.pop()
+            begin_rows.append(begin)
+            ends.append(ts)
+    if not begin_rows:
+        return marks.clear()
+    begins = marks[begin_rows]
+    return begins.with_columns(
+        pl.lit("X").alias("ph"),
+        (pl.Series(ends, dtype=pl.Int64) - pl.col("ts_ns")).clip(lower_bound=0).alias("dur_ns"),
+    )
+
+
+def _require_device_events(complete: pl.DataFrame, events: pl.DataFrame, name: str) -> None:
+    """Quarantine a trace without device events: `unsupported_device` when it holds device
+    kinds this reader does not know, else `no_device_events`."""
+    if complete.filter(pl.col("lane") == "device").height:
+        return
+    cats = events.get_column("cat").drop_nulls()
+    unknown = cats.filter(cats.str.contains(UNSUPPORTED_DEVICE_CATEGORY)).value_counts(sort=True)
+    if unknown.height:
+        kinds = ", ".join(f"{c} ({n})" for c, n in unknown.iter_rows())
+        raise QuarantineError(
+            UNSUPPORTED_DEVICE,
+            f"{name}: device events of a kind this reader does not read: {kinds}",
+        )
+    seen = ", ".join(sorted(set(cats.to_list()))[:8]) or "none"
+    raise QuarantineError(
+        NO_DEVICE_EVENTS,
+        f"{name}: no device events (kernel, gpu_memcpy, gpu_memset); categories seen: {seen}",
+    )
+
+
+def _classified(complete: pl.DataFrame) -> pl.DataFrame:
+    """Device events classified (pipelines/device_work.py) onto the compute or comm lane, with
+    `anchor_ns`: the start of the host slice that launched each (null when not linked)."""
+    device = complete.filter(pl.col("lane") == "device")
+    host = complete.filter(pl.col("lane") == "host")
+    frame = device.select("row_id", "pid", "ts_ns", "args").rename({"ts_ns": "start_ns"})
+    anchors = launch_anchors(
+        frame.with_columns(pl.lit(0).alias("rank")),
+        host.select("row_id", "args", pl.col("ts_ns").alias("start_ns")).with_columns(
+            pl.lit(0).alias("rank")
+        ),
+        keys=("correlation", "External id"),
+    ).rename({"host_ns": "anchor_ns"})
+    device = _comm_range_of_launch(device, host).join(anchors, on="row_id", how="left")
+    device = classify(device, category="cat", comm_range="_comm_range", collective="_coll")
+    device = device.with_columns(
+        pl.when(pl.col("work_class").is_in(COMM_CLASSES))
+        .then(pl.lit("comm"))
+        .otherwise(pl.lit("compute"))
+        .alias("lane")
+    ).drop("_comm_range", "_coll")
+    rest = complete.filter(pl.col("lane") != "device").with_columns(
+        pl.lit(None, pl.String).alias("work_class"),
+        pl.lit(None, pl.String).alias("op_type"),
+        pl.lit(None, pl.Int64).alias("anchor_ns"),
+    )
+    return pl.concat([rest, device.select(rest.columns)]).sort("row_id").drop("row_id")
 
 
 # --- decoding ---------------------------------------------------------------------------------
@@ -399,8 +518,8 @@ def _steps(complete: pl.DataFrame) -> pl.DataFrame:
 
 
 def _kernels(device_events: pl.DataFrame) -> pl.DataFrame:
-    """One row per device kernel / memcpy / memset; wait = gap since the previous one on the
-    same stream (the kernel_details definition), 0 for the first."""
+    """One row per device kernel / memcpy / memset (work_class says which); wait = gap since the
+    previous one on the same stream (the kernel_details definition), 0 for the first."""
     gap = (
         (pl.col("start_ns") - (pl.col("start_ns") + pl.col("dur_ns")).shift(1))
         .over("tid", order_by="start_ns")
@@ -417,6 +536,8 @@ def _kernels(device_events: pl.DataFrame) -> pl.DataFrame:
             "dur_ns",
             "tid",
             is_comm.alias("is_comm"),
+            pl.col("work_class").fill_null("compute"),
+            "anchor_ns",
         )
         .with_columns(gap.alias("wait_ns"))
         .drop("tid")
@@ -424,34 +545,28 @@ def _kernels(device_events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _comm_ops(device_events: pl.DataFrame, complete: pl.DataFrame) -> pl.DataFrame:
-    """One op per NCCL kernel. The collective comes from the kernel's own args ("Collective name",
-    newer torch), else from the host `nccl:<collective>` annotation around the launching runtime
-    call (linked by correlation id), else from the kernel name; `SendRecv`/`Send`/`Recv` kernels
-    are only called point-to-point when nothing better is known (NCCL runs all_to_all as
-    SendRecv kernels)."""
-    nccl = device_events.filter(pl.col("lane") == "comm").with_columns(
-        pl.col("args")
-        .str.json_path_match("$.correlation")
-        .cast(pl.Int64, strict=False)
-        .alias("_corr")
-    )
-    annotated = _annotation_of_launch(nccl, complete)
+def _comm_ops(device_events: pl.DataFrame) -> pl.DataFrame:
+    """One op per communication kernel (NCCL, custom all-reduce, DeepEP ...: device_work.py).
+    The collective comes from the kernel's own args ("Collective name", newer torch), else the
+    name table, else the communication host range around the launching runtime call (linked by
+    correlation id); `SendRecv` / `send` / `recv` are point-to-point. `anchor_ns` is kept for
+    the step attribution (dropped before the table is stored)."""
+    comm = device_events.filter(pl.col("lane") == "comm")
     args = pl.col("args")
-    from_args = args.str.json_path_match("$['Collective name']")
-    from_annotation = pl.col("_annotation").str.extract(r"^nccl:(.+)$", 1)
-    from_name = pl.col("name").str.extract(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)", 1)
-    op_type = pl.coalesce(from_args, from_annotation, from_name).str.strip_chars_start("_")
     elements = args.str.json_path_match("$['In msg nelems']").cast(pl.Int64, strict=False)
     dtype_bytes = args.str.json_path_match("$.dtype").replace_strict(
         _DTYPE_BYTES, default=None, return_dtype=pl.Int64
     )
-    return annotated.select(
-        pl.col("name").str.replace(r"\(.*$", "").alias("op"),
-        op_type.alias("op_type"),
+    return comm.select(
+        # the kernel without its argument list (`void ns::kernel<...>(args)` -> `ns::kernel<...>`)
+        pl.col("name")
+        .str.replace(r"^void ", "")
+        .str.replace(r"\((?:[^()]|\([^()]*\))*\)$", "")
+        .alias("op"),
+        pl.col("op_type"),
         args.str.json_path_match("$['Process Group Name']").alias("group_name"),
         args.str.json_path_match("$['Process Group Description']").alias("group_kind"),
-        op_type.str.contains(P2P_OPS).fill_null(False).alias("is_p2p"),
+        (pl.col("work_class") == P2P).alias("is_p2p"),
         pl.lit(None, dtype=pl.Int32).alias("peer"),
         (elements * dtype_bytes).alias("bytes"),
         pl.col("ts_ns").alias("start_ns"),
@@ -459,54 +574,59 @@ def _comm_ops(device_events: pl.DataFrame, complete: pl.DataFrame) -> pl.DataFra
         pl.lit(None, dtype=pl.Int64).alias("wait_ns"),
         pl.lit(None, dtype=pl.Int64).alias("transit_ns"),
         pl.lit(None, dtype=pl.Int64).alias("sync_ns"),
+        "anchor_ns",
     ).sort("start_ns")
 
 
-def _annotation_of_launch(nccl: pl.DataFrame, complete: pl.DataFrame) -> pl.DataFrame:
-    """Add `_annotation`: the `nccl:*` host annotation containing the runtime call that launched
-    each NCCL kernel (same thread, by time), null when there is none."""
-    runtime = complete.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver"])).select(
-        pl.col("args")
-        .str.json_path_match("$.correlation")
-        .cast(pl.Int64, strict=False)
-        .alias("_corr"),
+def _comm_range_of_launch(device: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
+    """Add `_comm_range` (the name of the communication host range — record_param_comms,
+    nccl:*, c10d::* — holding the runtime call that launched each device event, same thread, by
+    time; null when none) and `_coll` (the collective's name from the event's own args)."""
+    corr = pl.col("args").str.json_path_match("$.correlation").cast(pl.Int64, strict=False)
+    device = device.with_columns(
+        corr.alias("_corr"),
+        pl.col("args").str.json_path_match("$['Collective name']").alias("_coll"),
+    )
+    runtime = host.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver"])).select(
+        corr.alias("_corr"),
         pl.col("pid").alias("_pid"),
         pl.col("tid").alias("_tid"),
         pl.col("ts_ns").alias("_launch_ns"),
     )
-    annotations = (
-        complete.filter(
-            (pl.col("cat") == "user_annotation") & pl.col("name").str.starts_with("nccl:")
-        )
+    ranges = (
+        host.filter(pl.col("name").str.contains(COMM_HOST_RANGE))
         .select(
             pl.col("pid").alias("_pid"),
             pl.col("tid").alias("_tid"),
-            pl.col("ts_ns").alias("_ann_start"),
-            (pl.col("ts_ns") + pl.col("dur_ns")).alias("_ann_end"),
-            pl.col("name").alias("_annotation"),
+            pl.col("ts_ns").alias("_range_start"),
+            (pl.col("ts_ns") + pl.col("dur_ns")).alias("_range_end"),
+            pl.coalesce(
+                pl.format("nccl:{}", pl.col("args").str.json_path_match("$['Collective name']")),
+                pl.col("name"),
+            ).alias("_comm_range"),
         )
-        .sort("_ann_start")
+        .sort("_range_start")
     )
     launches = (
-        nccl.select("_corr")
+        device.select("_corr")
         .drop_nulls()
         .unique()
         .join(runtime.drop_nulls("_corr").unique("_corr"), on="_corr", how="inner")
         .sort("_launch_ns")
     )
-    if launches.is_empty() or annotations.is_empty():
-        return nccl.with_columns(pl.lit(None, dtype=pl.String).alias("_annotation"))
+    if launches.is_empty() or ranges.is_empty():
+        return device.with_columns(pl.lit(None, dtype=pl.String).alias("_comm_range")).drop("_corr")
     matched = launches.join_asof(
-        annotations,
+        ranges,
         left_on="_launch_ns",
-        right_on="_ann_start",
+        right_on="_range_start",
         by=["_pid", "_tid"],
         strategy="backward",
         check_sortedness=False,
     ).select(
         "_corr",
-        pl.when(pl.col("_launch_ns") < pl.col("_ann_end"))
-        .then(pl.col("_annotation"))
-        .alias("_annotation"),
+        pl.when(pl.col("_launch_ns") < pl.col("_range_end"))
+        .then(pl.col("_comm_range"))
+        .alias("_comm_range"),
     )
-    return nccl.join(matched, on="_corr", how="left")
+    return device.join(matched, on="_corr", how="left").drop("_corr")

@@ -77,10 +77,17 @@ BREAKDOWN_COLUMNS = (
     "preparing_ns",
     "p2p_bubble_ns",
 )
+COPY_COLUMNS = ("memcpy_ns", "memset_ns")
+"""Device memory copies and memsets (Kineto gpu_memcpy / gpu_memset): neither computing nor
+communication; only the device-interval derivation (`derive_breakdown`) fills them."""
 _SCHEMA = {
     c: (pl.String if c == "origin" else pl.Int32 if c == "step" else pl.Int64)
     for c in BREAKDOWN_COLUMNS
 }
+# Launch coverage: a derived row whose device work was attributed to the step by the start-time
+# fallback for more than 1 % of its time (no launch link) cannot be trusted to hold the step's
+# work when the device lags the host (docs/step_breakdown.md "Launch attribution").
+LAUNCH_COVERAGE_MIN = 0.99
 
 
 # Completeness thresholds (measured agreement of the complete real ranks: docs/step_breakdown.md).
@@ -171,36 +178,61 @@ def derive_breakdown(
     device: pl.DataFrame,
     steps: pl.DataFrame,
     comm_ops: pl.DataFrame | None = None,
+    *,
+    copies: bool = False,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Overlap-lane slices and step_breakdown rows (origin='derived') of one rank, from its device
     intervals; for traces without Overlap Analysis lanes (Ascend SQLite exports, Kineto).
 
-    `device`: columns kind ('compute' | 'comm'), start_ns, dur_ns — compute tasks and
-    communication ops of the device; each belongs to the step whose window holds its start
-    (events outside every window are left out). `steps`: step, start_ns, end_ns (may be empty:
-    then the whole trace is one row with a null step). `comm_ops`: canonical comm_ops rows (op,
-    is_p2p, start_ns, dur_ns) for the bubble columns.
+    `device`: columns kind ('compute' | 'comm' | 'memcpy' | 'memset'), start_ns, dur_ns and
+    optionally anchor_ns (the start of the host slice that launched it, pipelines/ingest/
+    launch_links.py; null: not linked). Each belongs to the step whose window holds its anchor
+    (launch attribution), its own start when it has no anchor (the start-time fallback); events
+    outside every window are left out. `steps`: step, start_ns, end_ns (may be empty: then the
+    whole trace is one row with a null step). `comm_ops`: canonical comm_ops rows (op, is_p2p,
+    start_ns, dur_ns, and anchor_ns when known) for the bubble columns. `copies`: the reader
+    tells memory copies and memsets apart (memcpy_ns / memset_ns are null otherwise).
 
     Returns (`slices`: lane='overlap' rows with thread = lane name, category 'derived';
-    `step_breakdown`: canonical columns without run_id/rank)."""
-    events = device.select(
+    `step_breakdown`: canonical columns without run_id/rank, `launch_coverage` = device time
+    launched in the step over device time assigned to it, complete = false below
+    LAUNCH_COVERAGE_MIN)."""
+
+    linked_rule = "anchor_ns" in device.columns and _mostly_linked(device)
+
+    def anchored(frame: pl.DataFrame) -> pl.DataFrame:
+        anchor = pl.col("anchor_ns") if "anchor_ns" in frame.columns else pl.lit(None, pl.Int64)
+        start = pl.col("start_ns").cast(pl.Int64)
+        return frame.with_columns(
+            anchor.cast(pl.Int64).is_not_null().alias("_linked"),
+            # launch rule: unlinked work (launched before the capture) belongs to no step
+            (
+                anchor.cast(pl.Int64) if linked_rule else pl.coalesce(anchor.cast(pl.Int64), start)
+            ).alias("_at"),
+        )
+
+    events = anchored(device).select(
         pl.col("kind"),
         pl.col("start_ns").cast(pl.Int64),
         (pl.col("start_ns") + pl.col("dur_ns")).cast(pl.Int64).alias("end_ns"),
+        "_at",
+        "_linked",
     )
     has_ops = comm_ops is not None and not comm_ops.is_empty()
     if has_ops:
-        p2p = comm_ops.filter(pl.col("is_p2p")).select(
+        p2p = anchored(comm_ops.filter(pl.col("is_p2p"))).select(
             pl.lit("p2p").alias("kind"),
             pl.col("start_ns").cast(pl.Int64),
             (pl.col("start_ns") + pl.col("dur_ns")).cast(pl.Int64).alias("end_ns"),
+            "_at",
+            "_linked",
         )
         events = pl.concat([events, p2p])
     has_steps = not steps.is_empty()
-    events = assign_steps(events, steps)
+    events = assign_steps(events, steps, at="_at")
     if has_steps:
         events = events.filter(pl.col("step").is_not_null())
-    lanes, totals = overlap_lanes(events.rename({"step": "group"}))
+    lanes, totals = overlap_lanes(events.drop("_at", "_linked").rename({"step": "group"}))
     slices = lanes.select(
         pl.lit("overlap").alias("lane"),
         pl.col("name").alias("thread"),
@@ -212,15 +244,84 @@ def derive_breakdown(
     ).sort("start_ns", "thread")
     receive = None
     if has_ops:
-        ops = assign_steps(comm_ops.select("op", "start_ns", "dur_ns"), steps)
+        ops = assign_steps(
+            anchored(comm_ops).select("op", "start_ns", "dur_ns", "_at"), steps, at="_at"
+        )
         if has_steps:
             ops = ops.filter(pl.col("step").is_not_null())
         receive = ops.filter(_receive_names(ops["op"])).select(
             pl.col("step").alias("group"), "dur_ns"
         )
     host_start = steps.select(pl.col("step").alias("group"), "start_ns")
-    breakdown = breakdown_rows(totals, receive, host_start).select(BREAKDOWN_COLUMNS)
-    return slices, breakdown
+    breakdown = breakdown_rows(totals, receive, host_start).select(
+        *BREAKDOWN_COLUMNS, *COPY_COLUMNS
+    )
+    if not copies:
+        breakdown = breakdown.with_columns(pl.lit(None, pl.Int64).alias(c) for c in COPY_COLUMNS)
+    if "anchor_ns" not in device.columns:  # the reader has no launch links: start-time rule
+        return slices, breakdown.with_columns(pl.lit(None, pl.Float64).alias("launch_coverage"))
+    work = anchored(device).select(
+        "start_ns", (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"), "_at", "_linked"
+    )
+    work = assign_steps(work, steps, at="_at").rename({"step": "_by_launch"})
+    work = assign_steps(work, steps, at="start_ns").rename({"step": "_by_start"})
+    return slices, _with_launch_coverage(breakdown, work, linked_rule)
+
+
+def _mostly_linked(device: pl.DataFrame) -> bool:
+    """Whether at least half the device time has a launch link (then the launch rule applies and
+    unlinked work, launched before the capture began, is left out of every step)."""
+    dur = device.get_column("dur_ns").cast(pl.Float64)
+    total = dur.sum()
+    linked = dur.filter(device.get_column("anchor_ns").is_not_null()).sum()
+    return bool(total) and linked >= 0.5 * total
+
+
+def _with_launch_coverage(
+    breakdown: pl.DataFrame, work: pl.DataFrame, linked_rule: bool
+) -> pl.DataFrame:
+    """`launch_coverage` per step: device time attributed to the step by its launch over that
+    plus the unlinked device time the step holds (unlinked work starting in its window under the
+    launch rule, left out of its figures; unlinked work assigned by its start under the
+    start-time fallback). Below LAUNCH_COVERAGE_MIN the row is incomplete, with the reason."""
+    dur = pl.col("end_ns") - pl.col("start_ns")
+    unlinked_step = "_by_start" if linked_rule else "_by_launch"
+    launched = (
+        work.filter(pl.col("_linked"))
+        .group_by(pl.col("_by_launch").alias("step"))
+        .agg(dur.sum().alias("_launched"))
+    )
+    unlinked = (
+        work.filter(~pl.col("_linked"))
+        .group_by(pl.col(unlinked_step).alias("step"))
+        .agg(dur.sum().alias("_unlinked"))
+    )
+    rows = (
+        breakdown.join(launched, on="step", how="left", nulls_equal=True)
+        .join(unlinked, on="step", how="left", nulls_equal=True)
+        .with_columns(pl.col("_launched").fill_null(0), pl.col("_unlinked").fill_null(0))
+        .with_columns(
+            pl.when(pl.col("_launched") + pl.col("_unlinked") > 0)
+            .then(pl.col("_launched") / (pl.col("_launched") + pl.col("_unlinked")))
+            .alias("launch_coverage")
+        )
+    )
+    short = pl.col("launch_coverage") < LAUNCH_COVERAGE_MIN
+    what = (
+        "starts in the step with no launch in the trace (launched before the capture began) "
+        "and is left out"
+        if linked_rule
+        else "has no launch link and was assigned by its start time"
+    )
+    reason = pl.format(
+        "launch_coverage {} %: {} ms of device work " + what,
+        (pl.col("launch_coverage") * 100).round(1),
+        (pl.col("_unlinked") / 1e6).round(3),
+    )
+    return rows.with_columns(
+        pl.when(short).then(pl.lit(False)).alias("complete"),
+        pl.when(short).then(reason).alias("incomplete_reason"),
+    ).drop("_launched", "_unlinked")
 
 
 def from_kernels(kernels: pl.DataFrame) -> pl.DataFrame:

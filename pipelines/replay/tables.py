@@ -66,7 +66,7 @@ def chunks_frame(result: SimResult, run_id: str) -> pl.DataFrame:
         "end_ns",
         (pl.col("end_ns") - pl.col("start_ns")).alias("busy_ns"),
     )
-    return frame.cast(SCHEMAS["chunks"]).select(list(SCHEMAS["chunks"]))
+    return conform("chunks", frame)
 
 
 def _content_hash(measured: Measured, schedule: str, cost: str, meta: dict[str, Any]) -> str:

@@ -5,7 +5,11 @@
 -- (the macro op_name, pipelines/sql_functions.py, shared with `tracereplay show`).
 select
     run_id,
-    case when is_comm then 'comm' else 'kernel' end as kind,
+    case
+        when is_comm then 'comm'
+        when work_class in ('memcpy', 'memset') then work_class
+        else 'kernel'
+    end as kind,
     op_name(name) as op,
     count(*) as n_launches,
     sum(dur_ns) as total_ns

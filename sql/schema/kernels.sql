@@ -8,7 +8,8 @@ create table if not exists kernels (
     start_ns bigint not null,
     dur_ns bigint not null,
     wait_ns bigint,
-    is_comm boolean not null
+    is_comm boolean not null,
+    work_class varchar
 );
 
 comment on table kernels is 'Rows of kernel_details per rank (name, type, core, start, duration, wait).';
@@ -22,3 +23,5 @@ comment on column kernels.start_ns is 'start (ns)';
 comment on column kernels.dur_ns is 'duration (ns)';
 comment on column kernels.wait_ns is 'wait before the kernel (ns)';
 comment on column kernels.is_comm is 'true for communication rows';
+comment on column kernels.work_class is
+'compute, collective, p2p, memcpy, memset or other (pipelines/device_work.py, docs/device_work.md)';

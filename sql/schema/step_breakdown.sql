@@ -18,7 +18,10 @@ create table if not exists step_breakdown (
     preparing_ns bigint,
     p2p_bubble_ns bigint,
     complete boolean,
-    incomplete_reason varchar
+    incomplete_reason varchar,
+    memcpy_ns bigint,
+    memset_ns bigint,
+    launch_coverage double
 );
 
 comment on table step_breakdown is 'Per rank and step: computing, communication, overlap, free, bubble (ns).';
@@ -39,3 +42,7 @@ comment on column step_breakdown.preparing_ns is 'time before the first device t
 comment on column step_breakdown.p2p_bubble_ns is 'ours: wait inside all p2p ops (send, receive, batchSendRecv) (ns)';
 comment on column step_breakdown.complete is 'false when a derived row cannot be right, null when nothing judges it';
 comment on column step_breakdown.incomplete_reason is 'e.g. kernel_coverage 5.6 % of the profiler step window; ...';
+comment on column step_breakdown.memcpy_ns is 'memory copies (Memcpy HtoD / DtoH / DtoD), not computing (ns)';
+comment on column step_breakdown.memset_ns is 'memsets, not computing (ns)';
+comment on column step_breakdown.launch_coverage is
+'device time launched in the step window over device time assigned to the step (derived rows)';

@@ -240,7 +240,6 @@ def _add_long_host_slice(con, run_id: str) -> None:
         (r"^chunk\[req=(?P<req>[^,]+)", "lacks the named group(s) k"),
         (r"^chunk\[k=(?P<k>\d+)", "lacks the named group(s) req"),
         (r"^no_such\[(?P<req>\w+),(?P<k>\d+)\]$", "matched no host slice"),
-        (r"^(?P<req>chunk)\[(?P<k>[^\]]+)\]$", "not an integer"),
         # nested quantifiers: exponential in `re` on LONG_NAME, linear in `regex`, no match
         (r"^(?P<req>(a+)+)$(?P<k>\d+)?", "matched no host slice"),
         # exponential in `regex` too: cut off by the time bound

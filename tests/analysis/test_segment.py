@@ -217,13 +217,27 @@ def test_a_user_regex_must_compile_and_name_req_and_k() -> None:
     assert isinstance(compile_marker_regex(r"^(?P<req>\w+)/(?P<k>\d+)$"), regex.Pattern)
 
 
-def test_a_non_integer_k_and_a_backtracking_regex_raise() -> None:
+def test_a_non_integer_vs_and_a_backtracking_regex_raise() -> None:
     slices = _slices(
         [(0, "host", "step[x]", 0, 10, None), (0, "host", "a" * 3000 + "!", 0, 1, None)]
     )
-    with pytest.raises(MarkerRuleError, match=r"group k captured 'x'.*not an integer"):
-        segment_chunks(slices, "r1", r"^(?P<req>step)\[(?P<k>\w+)\]$")
+    with pytest.raises(MarkerRuleError, match=r"group vs captured 'x'.*not an integer"):
+        segment_chunks(slices, "r1", r"^(?P<req>step)\[(?P<vs>\w+)\](?P<k>\d*)$")
     started = time.perf_counter()
     with pytest.raises(MarkerRuleError, match=r"time bound of 0\.2 s"):
         segment_chunks(slices, "r1", r"^(?P<req>(a|aa)+)(?P<k>\d+)$", match_timeout_s=0.2)
     assert time.perf_counter() - started < 3
+
+
+def test_a_label_k_is_ordered_by_start() -> None:
+    """`k` need not be an integer: labels (`attn(F)`) are ordered by their first start."""
+    slices = _slices(
+        [
+            (0, "host", "layer[attn(F)]", 0, 10, None),
+            (0, "host", "layer[mlp(F)]", 20, 10, None),
+            (0, "compute", "kernel_a", 2, 5, None),
+            (0, "compute", "kernel_b", 22, 6, None),
+        ]
+    )
+    chunks, _ = segment_chunks(slices, "r1", r"^(?P<req>layer)\[(?P<k>[^\]]+)\]$")
+    assert chunks.select("chunk_idx", "busy_ns").rows() == [(0, 5), (1, 6)]

@@ -86,14 +86,25 @@ def test_sampled_rank_derived_breakdown(sampled, sampled_events) -> None:
     breakdown = sampled.tables["step_breakdown"]
     assert breakdown.get_column("step").to_list() == sorted(steps) == [551, 552]
     assert set(breakdown.get_column("origin")) == {"derived"}
+    # device work belongs to the step whose host window holds its launch: the earliest host
+    # event sharing its correlation or External id (the runtime call, the ATen op)
+    launches: dict[tuple[str, int], int] = {}
+    for e in sampled_events:
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver", "cpu_op"):
+            for key in ("correlation", "External id"):
+                if key in e.get("args", {}):
+                    at = (key, e["args"][key])
+                    launches[at] = min(launches.get(at, e["ts"] * 1000), e["ts"] * 1000)
     for row in breakdown.iter_rows(named=True):
         start, end = steps[row["step"]]
         compute, comm = [], []
         for e in sampled_events:
-            if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            if e.get("cat") != "kernel":  # memcpy and memset are their own columns
                 continue
             s = e["ts"] * 1000
-            if start <= s < end:
+            links = [launches.get((k, e["args"].get(k))) for k in ("correlation", "External id")]
+            anchor = min((t for t in links if t is not None), default=s)
+            if start <= anchor < end:
                 interval = (s, s + round(e["dur"] * 1000))
                 (comm if e["name"].startswith("nccl") else compute).append(interval)
         assert row["computing_ns"] == _union_length(compute)

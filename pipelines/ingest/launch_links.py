@@ -1,0 +1,83 @@
+"""Which host slice launched a device slice: the launch anchor that step attribution (the step
+breakdown, pipelines/ingest/step_breakdown.py) and chunk segmentation (pipelines/analysis/
+segment.py) both use, so that the two agree on every trace.
+
+A device slice is linked to every host slice that carries an equal value under one of the
+`LINK_KEYS` in its args: the flow events a reader bound (`flow_links`: torch_npu's
+`torch_to_npu` and `HostToDevice`), torch_npu's `connection_id`, Kineto's `correlation` (the CUDA
+runtime launch call and the kernel it launched) and Kineto's `External id` (the ATen operator and
+its kernels). The keys are tried in that order and the first that links decides (an `External
+id` is not unique in every schema: the 2021 traces and ROCm traces reuse it across steps, which
+pulled kernels back into earlier steps); within it the anchor is the start of the earliest
+linked host slice: the operator that asked for the work, ahead of the runtime call.
+A device slice without a link keeps its own start (the start-time fallback, stated wherever a
+figure used it).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipelines.ingest.flows import FLOW_LINKS_KEY
+
+LINK_KEYS = (FLOW_LINKS_KEY, "connection_id", "correlation", "External id")
+"""args keys whose equal values link a host launch slice to the device slices it launched
+(`flow_links` holds a JSON list: every flow bound to the slice, pipelines/ingest/flows.py)."""
+
+ANCHOR_SCHEMA: dict[str, pl.DataType] = {"row_id": pl.UInt32, "host_ns": pl.Int64}
+
+
+def link_ids(frame: pl.DataFrame, keys: tuple[str, ...] = LINK_KEYS) -> pl.DataFrame:
+    """Long frame (row_id, link) of every link id present in args, as 'key=value' strings."""
+    if frame.is_empty() or not keys:
+        return pl.DataFrame(schema={"row_id": pl.UInt32, "link": pl.String})
+    parts = []
+    for key in keys:
+        value = pl.col("args").str.json_path_match(f"$['{key}']")
+        if key == FLOW_LINKS_KEY:
+            listed = frame.select("row_id", value.alias("link")).filter(
+                pl.col("link").str.starts_with("[")
+            )
+            part = listed.with_columns(pl.col("link").str.json_decode(pl.List(pl.String))).explode(
+                "link"
+            )
+            part = part.with_columns((pl.lit(f"{key}=") + pl.col("link")).alias("link"))
+        else:
+            part = frame.select("row_id", (pl.lit(f"{key}=") + value).alias("link"))
+        parts.append(part.select(pl.col("row_id").cast(pl.UInt32), "link"))
+    return pl.concat(parts).drop_nulls("link")
+
+
+def launch_anchors(
+    device: pl.DataFrame,
+    host: pl.DataFrame,
+    keys: tuple[str, ...] = LINK_KEYS,
+    by: tuple[str, ...] = ("rank",),
+) -> pl.DataFrame:
+    """(row_id, host_ns) for every device slice linked to a host slice: host_ns = the start of
+    the earliest linked host slice. `device` and `host` have row_id, start_ns, args and the
+    columns `by` (links only join within equal `by` values, e.g. one rank)."""
+    by = tuple(c for c in by if c in device.columns and c in host.columns)
+    if device.is_empty() or host.is_empty():
+        return pl.DataFrame(schema=ANCHOR_SCHEMA)
+    host_links = link_ids(host, keys).join(
+        host.select(pl.col("row_id").cast(pl.UInt32), *by, "start_ns"), on="row_id"
+    )
+    device_links = link_ids(device, keys).join(
+        device.select(pl.col("row_id").cast(pl.UInt32), *by), on="row_id"
+    )
+    priority = {key: index for index, key in enumerate(keys)}
+    key_of_link = (
+        pl.col("link")
+        .str.extract(r"^(.*?)=", 1)
+        .replace_strict(priority, default=len(keys), return_dtype=pl.Int32)
+    )
+    linked = device_links.join(host_links, on=[*by, "link"], suffix="_host").with_columns(
+        key_of_link.alias("_key")
+    )
+    first_key = pl.col("_key") == pl.col("_key").min().over("row_id")
+    return (
+        linked.filter(first_key)
+        .group_by("row_id")
+        .agg(pl.col("start_ns").min().cast(pl.Int64).alias("host_ns"))
+    )
