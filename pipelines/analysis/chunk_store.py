@@ -76,7 +76,7 @@ class SegmentationRule:
 
     def describe(self) -> str:
         if self.is_default:
-            return "chunk markers, else engine forwards"
+            return "chunk markers"
         if self.is_profiler_steps:
             return "profiler steps"
         return f"regex {self.marker_regex}" + (" (renumbered)" if self.renumber else "")

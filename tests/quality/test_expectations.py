@@ -47,7 +47,8 @@ def _clean(con: duckdb.DuckDBPyConnection) -> None:
         " ('r1', 0, 1, 'derived', 200000, 60000, 50000, 10000, 50000, 250000, 50000, true)"
     )
     con.execute(
-        "insert into chunks values"
+        "insert into chunks (run_id, rank, vstage, request_id, chunk_idx, tokens, prefix_tokens,"
+        " start_ns, end_ns, busy_ns) values"
         " ('r1', 0, 0, 'req-0', 0, 4096, 0, 10000, 20000, 9000),"
         " ('r1', 0, 0, 'req-0', 1, 4096, 4096, 30000, 45000, 14000)"
     )
