@@ -4,7 +4,7 @@ Object form `{"traceEvents": [...], "distributedInfo": {"rank": ...}, ...}` (a b
 accepted too). Decoded with msgspec typed structs (DuckDB's default object-size limit breaks on
 these files); everything after decoding is columnar Polars.
 
-Every Kineto schema since 2021 (docs/kineto_schemas.md): categories are matched case-blind and the
+Every Kineto schema since 2021 (docs/device_work.md): categories are matched case-blind and the
 2021 names are mapped to today's (`Operator` -> cpu_op, `Runtime` -> cuda_runtime, `Kernel` ->
 kernel, `Memcpy` -> gpu_memcpy, `Memset` -> gpu_memset); `B`/`E` pairs become complete events.
 
@@ -294,13 +294,11 @@ def _classified(complete: pl.DataFrame) -> pl.DataFrame:
     `anchor_ns`: the start of the host slice that launched each (null when not linked)."""
     device = complete.filter(pl.col("lane") == "device")
     host = complete.filter(pl.col("lane") == "host")
-    frame = device.select("row_id", "pid", "ts_ns", "args").rename({"ts_ns": "start_ns"})
     anchors = launch_anchors(
-        frame.with_columns(pl.lit(0).alias("rank")),
-        host.select("row_id", "args", pl.col("ts_ns").alias("start_ns")).with_columns(
-            pl.lit(0).alias("rank")
-        ),
+        device.select("row_id", "args", pl.col("ts_ns").alias("start_ns")),
+        host.select("row_id", "args", pl.col("ts_ns").alias("start_ns")),
         keys=("correlation", "External id"),
+        by=(),  # one rank per file
     ).rename({"host_ns": "anchor_ns"})
     device = _comm_range_of_launch(device, host).join(anchors, on="row_id", how="left")
     device = classify(device, category="cat", comm_range="_comm_range", collective="_coll")

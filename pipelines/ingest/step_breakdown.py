@@ -211,23 +211,20 @@ def derive_breakdown(
             ).alias("_at"),
         )
 
-    events = anchored(device).select(
-        pl.col("kind"),
-        pl.col("start_ns").cast(pl.Int64),
-        (pl.col("start_ns") + pl.col("dur_ns")).cast(pl.Int64).alias("end_ns"),
-        "_at",
-        "_linked",
-    )
-    has_ops = comm_ops is not None and not comm_ops.is_empty()
-    if has_ops:
-        p2p = anchored(comm_ops.filter(pl.col("is_p2p"))).select(
-            pl.lit("p2p").alias("kind"),
+    def spans(frame: pl.DataFrame, kind: pl.Expr) -> pl.DataFrame:
+        return anchored(frame).select(
+            kind.alias("kind"),
             pl.col("start_ns").cast(pl.Int64),
             (pl.col("start_ns") + pl.col("dur_ns")).cast(pl.Int64).alias("end_ns"),
             "_at",
             "_linked",
         )
-        events = pl.concat([events, p2p])
+
+    device_spans = spans(device, pl.col("kind"))
+    events = device_spans
+    has_ops = comm_ops is not None and not comm_ops.is_empty()
+    if has_ops:
+        events = pl.concat([events, spans(comm_ops.filter(pl.col("is_p2p")), pl.lit("p2p"))])
     has_steps = not steps.is_empty()
     events = assign_steps(events, steps, at="_at")
     if has_steps:
@@ -260,10 +257,7 @@ def derive_breakdown(
         breakdown = breakdown.with_columns(pl.lit(None, pl.Int64).alias(c) for c in COPY_COLUMNS)
     if "anchor_ns" not in device.columns:  # the reader has no launch links: start-time rule
         return slices, breakdown.with_columns(pl.lit(None, pl.Float64).alias("launch_coverage"))
-    work = anchored(device).select(
-        "start_ns", (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"), "_at", "_linked"
-    )
-    work = assign_steps(work, steps, at="_at").rename({"step": "_by_launch"})
+    work = assign_steps(device_spans, steps, at="_at").rename({"step": "_by_launch"})
     work = assign_steps(work, steps, at="start_ns").rename({"step": "_by_start"})
     return slices, _with_launch_coverage(breakdown, work, linked_rule)
 
