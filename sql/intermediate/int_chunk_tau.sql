@@ -3,7 +3,10 @@
 -- which curve fits leave out. The tensor-parallel ranks of a stage (one rank folder each when
 -- every device was profiled, TP8 x PP2 = 16) run the same chunk in lockstep, their collectives
 -- synchronising them: they are one measurement of the chunk, not tp repeats of it, so they make
--- one row (tau_ns their mean busy time, tp_ranks how many; start and end span them all)
+-- one row (tau_ns their mean busy time, tp_ranks how many; start and end span them all).
+-- A forward of an inference engine that batched several prefill pieces or decodes with its
+-- prefill (chunks.batch_prefills / batch_decodes, pipelines/analysis/engine_forwards.py) is a
+-- cost of the whole batch, not a tau_k point of one request: left out here
 select
     c.run_id,
     r.source,
@@ -32,4 +35,5 @@ select
     bool_or(c.is_partial) as is_partial
 from int_chunk_flags as c
 inner join runs as r on c.run_id = r.run_id
+where coalesce(c.batch_decodes, 0) = 0 and coalesce(c.batch_prefills, 1) <= 1
 group by all

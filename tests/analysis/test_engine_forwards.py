@@ -115,3 +115,25 @@ def test_real_engine_traces_yield_tau_points_without_flags(
     con = duckdb.connect(warehouse, read_only=True)
     rows = con.execute("select tokens, busy_ns from chunks").fetchall()
     assert len(rows) == 1 and rows[0][0] == tokens and rows[0][1] > 0
+
+
+def test_a_batched_forward_is_no_tau_k_point() -> None:
+    """Single-piece forwards are τ_k points; a forward that batched decodes is left out of
+    int_chunk_tau (its time is the whole batch's)."""
+    from pipelines.analysis.tau_points import chunk_tau_of
+
+    detailed = "execute_2048_context_1(sq2048sk{k}sqsq1sqsk1)_generation_0(sq0sk0sqsq0sqsk0)"
+    mixed = "step[MIXED bs=13 c=1 g=12 c_sq=2048 c_sk=6144 c_sqsq=1 c_sqsk=1 g_sq=12 g_sk=1]"
+    rows = [
+        ("host", detailed.format(k=2048), 0, 90),
+        ("compute", "gemm", 5, 10),
+        ("host", detailed.format(k=4096), 100, 90),
+        ("compute", "gemm", 105, 11),
+        ("host", mixed, 200, 90),
+        ("compute", "gemm", 205, 30),
+    ]
+    chunks, _ = segment_chunks(_slices(rows), "r")
+    assert chunks.height == 3
+    runs = pl.DataFrame({"run_id": ["r"], "source": ["kineto"], "content_hash": ["h"]})
+    tau = chunk_tau_of(chunks, runs)
+    assert sorted(tau.get_column("tau_ns").to_list()) == [10, 11]
