@@ -96,8 +96,6 @@ NAME_TABLE: tuple[NameRule, ...] = (
     NameRule(r"(?i)^hcom_([A-Za-z]+)", COLLECTIVE, None, "HCCL op names"),
 )
 
-NAME_REGEX_COMM = "|".join(f"(?:{r.regex.removeprefix('(?i)')})" for r in NAME_TABLE)
-
 COMM_HOST_RANGE = r"^(record_param_comms$|nccl:|c10d::|hccl:|c10d_functional::)"
 """Host ranges that only communication opens (torch.distributed's profiling hooks)."""
 
@@ -132,7 +130,15 @@ def classify(
     launched the event (null: none); `collective`: optional column with the collective's name
     from the event's own args. Events in no device category are `other`."""
     cat = pl.col(category).cast(pl.String).str.to_lowercase()
-    by_name, op_by_name = _name_rules()
+    # the name rules run once per distinct name (a trace repeats a few hundred kernel names)
+    klass_of_name, op_of_name = _name_rules()
+    names = frame.select(pl.col("name").unique()).with_columns(
+        klass_of_name.alias("_by_name"),
+        op_of_name.alias("_op_by_name"),
+        pl.col("name").str.contains(COMPUTE_NAME).alias("_compute_name"),
+    )
+    frame = frame.join(names, on="name", how="left", nulls_equal=True)
+    by_name, op_by_name = pl.col("_by_name"), pl.col("_op_by_name")
     host = pl.col(comm_range) if comm_range else pl.lit(None, pl.String)
     own = pl.col(collective) if collective else pl.lit(None, pl.String)
     from_host = host.str.extract(r"^(?:nccl:|c10d::|hccl:|c10d_functional::)(.+)$", 1)
@@ -141,7 +147,7 @@ def classify(
     op_type = (
         pl.coalesce(own, from_host, op_by_name).str.strip_chars_start("_").str.replace(r"_$", "")
     )
-    structural = host.is_not_null() & ~pl.col("name").str.contains(COMPUTE_NAME)
+    structural = host.is_not_null() & ~pl.col("_compute_name")
     is_comm = by_name.is_not_null() | structural
     is_p2p = op_type.str.contains(P2P_OP_REGEX).fill_null(False)
     klass = (
@@ -160,4 +166,4 @@ def classify(
     return frame.with_columns(
         klass.alias("work_class"),
         pl.when(is_comm).then(op_type).alias("op_type"),
-    )
+    ).drop("_by_name", "_op_by_name", "_compute_name")

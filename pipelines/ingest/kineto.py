@@ -580,16 +580,11 @@ def _comm_range_of_launch(device: pl.DataFrame, host: pl.DataFrame) -> pl.DataFr
     """Add `_comm_range` (the name of the communication host range — record_param_comms,
     nccl:*, c10d::* — holding the runtime call that launched each device event, same thread, by
     time; null when none) and `_coll` (the collective's name from the event's own args)."""
-    corr = pl.col("args").str.json_path_match("$.correlation").cast(pl.Int64, strict=False)
+    named = pl.col("args").str.contains('"Collective name"', literal=True)
     device = device.with_columns(
-        corr.alias("_corr"),
-        pl.col("args").str.json_path_match("$['Collective name']").alias("_coll"),
-    )
-    runtime = host.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver"])).select(
-        corr.alias("_corr"),
-        pl.col("pid").alias("_pid"),
-        pl.col("tid").alias("_tid"),
-        pl.col("ts_ns").alias("_launch_ns"),
+        pl.when(named)
+        .then(pl.col("args").str.json_path_match("$['Collective name']"))
+        .alias("_coll")
     )
     ranges = (
         host.filter(pl.col("name").str.contains(COMM_HOST_RANGE))
@@ -605,6 +600,16 @@ def _comm_range_of_launch(device: pl.DataFrame, host: pl.DataFrame) -> pl.DataFr
         )
         .sort("_range_start")
     )
+    if ranges.is_empty():  # no communication range: nothing to look up
+        return device.with_columns(pl.lit(None, dtype=pl.String).alias("_comm_range"))
+    corr = pl.col("args").str.json_path_match("$.correlation").cast(pl.Int64, strict=False)
+    device = device.with_columns(corr.alias("_corr"))
+    runtime = host.filter(pl.col("cat").is_in(["cuda_runtime", "cuda_driver"])).select(
+        corr.alias("_corr"),
+        pl.col("pid").alias("_pid"),
+        pl.col("tid").alias("_tid"),
+        pl.col("ts_ns").alias("_launch_ns"),
+    )
     launches = (
         device.select("_corr")
         .drop_nulls()
@@ -612,7 +617,7 @@ def _comm_range_of_launch(device: pl.DataFrame, host: pl.DataFrame) -> pl.DataFr
         .join(runtime.drop_nulls("_corr").unique("_corr"), on="_corr", how="inner")
         .sort("_launch_ns")
     )
-    if launches.is_empty() or ranges.is_empty():
+    if launches.is_empty():
         return device.with_columns(pl.lit(None, dtype=pl.String).alias("_comm_range")).drop("_corr")
     matched = launches.join_asof(
         ranges,
