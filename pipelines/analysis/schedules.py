@@ -1,4 +1,4 @@
-"""Schedules side by side, as seed 000's Table 2: per workload, CPP against DCPP, VPP and the
+"""Schedules side by side, as the VPP paper's Table 2: per workload, CPP against DCPP, VPP and the
 VPP variants, with intervals over repeats, and beside each measured change the change the replay
 of the same CPP runs' tau_k predicts. The library door `tracereplay schedules` and Dagster share
 (docs/schedule_comparison.md).

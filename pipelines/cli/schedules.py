@@ -1,4 +1,4 @@
-"""`tracereplay schedules`: CPP vs DCPP vs VPP per workload, as seed 000's Table 2, with the
+"""`tracereplay schedules`: CPP vs DCPP vs VPP per workload, as the VPP paper's Table 2, with the
 replayed prediction beside each measured change."""
 
 from __future__ import annotations

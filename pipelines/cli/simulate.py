@@ -1,7 +1,7 @@
 """`tracereplay simulate`: run one simulated schedule and write its traces.
 
-`single` runs the single-device chunked-prefill scheduler of seed 001 (pipelines/sim/
-single_device.py); the pipeline schedules run the pipeline-parallel simulator
+`single` runs the single-device scheduler of the chunked-prefill reference
+(pipelines/sim/single_device.py); the pipeline schedules run the pipeline-parallel simulator
 (pipelines.sim.run.simulate). With --out DIR the run is written as torch_npu `*_ascend_pt`
 folders (one per rank), a Perfetto/Chrome JSON and/or Kineto traces, ready for
 `tracereplay ingest DIR`.
@@ -53,9 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="simulate a chunked-prefill schedule and write its traces",
         description=textwrap.fill(
             "Simulate one chunked-prefill run and optionally write it as profiler traces. "
-            "'single' is the single-device scheduler of seed 001: every step gives decode "
-            "streams one token each first, then fills the --chunk token budget with prompt "
-            "chunks (48 streams decoding at 4k context, a 500-token interactive prompt every "
+            "'single' is the single-device scheduler of the chunked-prefill reference "
+            "(Sarathi-Serve-style): every step gives decode streams one token each first, then "
+            "fills the --chunk token budget with prompt chunks (48 streams decoding at 4k "
+            "context, a 500-token interactive prompt every "
             "50 ms, --requests long prompts of --seq-len tokens from 0.5 s, Llama-3-8B roofline "
             "on an H100). The other schedules run the pipeline-parallel simulator over --ranks "
             "stages: cpp (fixed chunks), dcpp (dynamic chunk sizes; vLLM-Ascend's rule, "
@@ -223,7 +224,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=0,
         metavar="N",
         help="N running decode streams ride along the prefill steps, one token each per step of "
-        "their group (seed 001's decode-first batching under pipeline parallelism; "
+        "their group (the chunked-prefill reference's decode-first batching under pipeline "
+        "parallelism; "
         "pipelines/sim/decode.py); the summary adds their inter-token latency (ITL p50 / p90 / "
         "p99 / max) (default: 0, prefill only as in the paper)",
     )
@@ -432,7 +434,7 @@ def _check_common(args: argparse.Namespace) -> None:
 
 
 def simulate_single_from_args(args: argparse.Namespace) -> tuple[SimResult, dict[str, Any]]:
-    """The single-device run the options describe, and its seed-001 metrics."""
+    """The single-device run the options describe, and its chunked-prefill reference metrics."""
     from pipelines.sim.roofline import MODELS
     from pipelines.sim.single_device import Policy, Workload, seed_metrics, simulate_single
 

@@ -1,7 +1,7 @@
 """Best token budget: one schedule simulated at each budget, the fastest kept.
 
 The paper reports every schedule at its best chunk budget out of {8K, 16K, 24K, 32K} tokens
-(seed 000 §7); `budget_sweep` runs `run.simulate` once per budget with the same options and
+(VPP paper §7); `budget_sweep` runs `run.simulate` once per budget with the same options and
 ranks them by makespan (ties: the smaller budget).
 """
 

@@ -150,8 +150,9 @@ class LayeredCost:
 
 @dataclass(frozen=True)
 class RooflineStageCost:
-    """Seed 001's roofline (pipelines/sim/roofline.py) for prefill-only steps, split by layers:
-    a stage holding a fraction f of the layers takes f of the full-model step time."""
+    """The chunked-prefill reference's roofline (pipelines/sim/roofline.py) for prefill-only steps,
+    split by layers: a stage holding a fraction f of the layers takes f of the full-model step
+    time."""
 
     model: DenseModel
     hardware: Accelerator

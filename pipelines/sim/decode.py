@@ -1,9 +1,9 @@
 """Decode streams riding along the pipeline's prefill steps, and their inter-token latency (ITL).
 
-Seed 001's single-device scheduler puts the running decode streams into every step ahead of the
-prefill chunk (decode first: one token per stream). Under pipeline parallelism a stream cannot
-be in two steps at once: its next token needs the last stage's output of its previous one. So
-the streams are split into `groups` micro-batch groups, as vLLM splits its running requests over
+The chunked-prefill reference's single-device scheduler puts the running decode streams into every
+step ahead of the prefill chunk (decode first: one token per stream). Under pipeline parallelism a
+stream cannot be in two steps at once: its next token needs the last stage's output of its previous
+one. So the streams are split into `groups` micro-batch groups, as vLLM splits its running requests over
 `pp` virtual engines: scheduler step j (the j-th stage-0 call on the first rank, in program
 order) carries group j mod groups, and its stage-0 call waits for the last-stage call of step
 j - groups (the group's previous token). `groups` None picks the fewest groups, from pp up,

@@ -11,14 +11,14 @@ Architectures (per-layer FLOP counts as in docs/schedules.md §4):
   512, qk 192+64, v 256; DSA: top-2048 sparse attention in MQA mode (2 x 64 x (576 + 512) FLOP
   per selected key) and a lightning indexer of 32 heads x 128 (FP8/INT8) recomputed on "full"
   layers only (index_topk_freq 4, index_skip_topk_offset 3: layers 0-2, 6, 10, ..., 74).
-* llama3-8b: seed 001's roofline (pipelines/sim/roofline.py) on an H100 SXM.
+* llama3-8b: the chunked-prefill reference's roofline (pipelines/sim/roofline.py) on an H100 SXM.
 
 Hardware: `ascend-910b` is one 910B-class die (the paper's 16 "NPUs" on an Atlas 900 A3 are 910C
 dies; a 910C is two such dies): 376 TFLOP/s FP16, twice that in INT8, 1.6 TB/s HBM, HCCS links of
 56 GB/s. The achieved-efficiency figures below are calibrated, not measured: attention runs at
 184 TFLOP/s and MLA's per-chunk prefix up-projection ("Slice" + "MatMulV3") at 140 TFLOP/s, which
-reproduce the paper's DeepSeek-V3.1 512K breakdown for VPP (attention 233 s, Slice 5.2 s; seed 000
-§7.4);
+reproduce the paper's DeepSeek-V3.1 512K breakdown for VPP (attention 233 s, Slice 5.2 s; the VPP
+paper §7.4);
 GEMM efficiency saturates as c / (c + 4096) (the small-chunk inefficiency DCPP pays, §7 caveat);
 per layer and per stage call fixed costs stand for kernel launches and step preparation.
 TP collectives (`collective_model`): 1.9 ms per AllReduce and 36 GB/s effective, identified from

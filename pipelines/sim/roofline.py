@@ -1,4 +1,5 @@
-"""Roofline step cost for a dense decoder on one accelerator (seed 001's model).
+"""Roofline step cost for a dense decoder on one accelerator (the chunked-prefill reference's
+model).
 
 A scheduling step runs one forward pass over every token in it: decode tokens (one per running
 stream) and prefill chunks. Its time is the larger of compute time and memory time:
@@ -40,8 +41,9 @@ class Accelerator:
     hbm_bandwidth: float
 
 
-# Seed 001: Llama-3-8B (7.5e9 parameters, 32 layers, d=4096, 8 KV heads x 128 x K,V x 2 bytes x 32
-# layers = 131072 bytes per token) on an H100 SXM (989 TFLOP/s bf16 dense, 3.35 TB/s).
+# The chunked-prefill reference: Llama-3-8B (7.5e9 parameters, 32 layers, d=4096, 8 KV heads x 128 x
+# K,V x 2 bytes x 32 layers = 131072 bytes per token) on an H100 SXM (989 TFLOP/s bf16 dense, 3.35
+# TB/s).
 LLAMA3_8B = DenseModel(
     name="llama3-8b", params=7.50e9, layers=32, hidden=4096, kv_bytes_per_token=131072
 )

@@ -13,7 +13,7 @@ is the paper's V schedule (Algorithm 1, docs/schedules.md §7):
     rank 1: s1(0) s2(0) s1(1) s2(1) ...
 
 VPP-Async (vpp_async, vpp_pack) swaps rank 0's pair in each cycle, s0(k+1) before s3(k-1)
-(seed 000 §4.4), so that each transfer is issued while the peer computes, and overlaps
+(VPP paper §4.4), so that each transfer is issued while the peer computes, and overlaps
 transfers with compute (comm.py `async`):
 
     rank 0: s0(0) s0(1) s0(2) s3(0) s0(3) s3(1) ... s0(N-1) s3(N-3) s3(N-2) s3(N-1)
@@ -78,7 +78,7 @@ def stage_slots(layout: StageLayout, reorder: bool = False) -> list[int]:
     not used yet, so no rank ever gets two stages in one slot. For vp <= 2 (and any pp) the
     slots are just 0, 1, 2, ...; with vp >= 3 fold points force gaps (pp=2, vp=3: 0 1 2 4 5 6).
 
-    `reorder` is VPP-Async's swap (seed 000 §4.4): the first stage that comes back across ranks
+    `reorder` is VPP-Async's swap (VPP paper §4.4): the first stage that comes back across ranks
     after the fold, and everything after it, starts one period (vp slots) later, so rank 0 runs
     s0(k+1) before s3(k-1) and each transfer is issued while its peer is computing."""
     vp = layout.vp
@@ -288,7 +288,7 @@ def estimate_pack_window(
     """Algorithm 2's window: rank 0 idles while the last chunk's middle stages run
     (`drain_work_ns`) minus the previous chunk's exit stage it still has to do
     (`last_exit_ns`); the next request's first chunks (`next_entry_ns`, stage-0 times in order)
-    are packed greedily while they fit. With τ = (k+1) t: window (N+1) t (seed 000 §4.7)."""
+    are packed greedily while they fit. With τ = (k+1) t: window (N+1) t (VPP paper §4.7)."""
     budget = drain_work_ns - last_exit_ns
     used, count = 0.0, 0
     for t in next_entry_ns:

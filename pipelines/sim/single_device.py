@@ -1,5 +1,5 @@
-"""Single-device chunked-prefill scheduler (seed 001): decode-first token budget, per-request cap,
-interactive-first priority, roofline step cost.
+"""Single-device chunked-prefill scheduler (Sarathi-Serve-style, the chunked-prefill reference):
+decode-first token budget, per-request cap, interactive-first priority, roofline step cost.
 
 Every step runs one forward pass. The running decode streams take one token each, first; what is
 left of the step's token budget goes to waiting prompts in queue order (arrival order, or
@@ -43,7 +43,7 @@ class Policy:
     interactive_first: bool = False
 
 
-# The five policies of seed 001's table, in its order.
+# The five policies of the chunked-prefill reference's table, in its order.
 SEED_POLICIES: tuple[Policy, ...] = (
     Policy("no chunking (whole prompts)", None),
     Policy("chunked, budget 8192", 8192),
@@ -55,9 +55,9 @@ SEED_POLICIES: tuple[Policy, ...] = (
 
 @dataclass(frozen=True)
 class Workload:
-    """Seed 001's workload by default: 48 streams decoding at 4k context for 3 s, a 500-token
-    interactive prompt every 50 ms from t=0, and one 32,768-token batch prompt at 0.5 s.
-    Interactive prompts leave after their first token, so they add no decode load."""
+    """The chunked-prefill reference's workload by default: 48 streams decoding at 4k context for 3
+    s, a 500-token interactive prompt every 50 ms from t=0, and one 32,768-token batch prompt at 0.5
+    s. Interactive prompts leave after their first token, so they add no decode load."""
 
     decoders: int = 48
     decode_ctx: int = 4096
@@ -238,9 +238,9 @@ def simulate_single(
 
 @dataclass(frozen=True)
 class SeedMetrics:
-    """The five figures of seed 001's table. ITL gaps are the durations of steps that end within
-    the horizon (every decode stream emits one token per step); p50 is the upper median
-    (sorted[n // 2]), the seed's convention."""
+    """The five figures of the chunked-prefill reference's table. ITL gaps are the durations of
+    steps that end within the horizon (every decode stream emits one token per step); p50 is the
+    upper median (sorted[n // 2]), the seed's convention."""
 
     itl_p50_ms: float
     itl_max_ms: float
