@@ -3,12 +3,12 @@
 The chunked-prefill reference's single-device scheduler puts the running decode streams into every
 step ahead of the prefill chunk (decode first: one token per stream). Under pipeline parallelism a
 stream cannot be in two steps at once: its next token needs the last stage's output of its previous
-one. So the streams are split into `groups` micro-batch groups, as vLLM splits its running requests over
-`pp` virtual engines: scheduler step j (the j-th stage-0 call on the first rank, in program
-order) carries group j mod groups, and its stage-0 call waits for the last-stage call of step
-j - groups (the group's previous token). `groups` None picks the fewest groups, from pp up,
-whose waits the schedule's program order can honour (VPP-Async runs s0(k+1) before s3(k-1), so
-it needs pp + 1); an explicit `groups` the order cannot honour is an error.
+one. So the streams are split into `groups` micro-batch groups, as vLLM splits its running requests
+over `pp` virtual engines: scheduler step j (the j-th stage-0 call on the first rank, in program
+order) carries group j mod groups, and its stage-0 call waits for the last-stage call of step j -
+groups (the group's previous token). `groups` None picks the fewest groups, from pp up, whose waits
+the schedule's program order can honour (VPP-Async runs s0(k+1) before s3(k-1), so it needs pp + 1);
+an explicit `groups` the order cannot honour is an error.
 
 Cost: the group's tokens are one more piece of every call of the step, costed by the model as
 `tokens` = the group's streams at prefix `context` (the causal attention over the context and
