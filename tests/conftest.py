@@ -3,6 +3,8 @@ TRACEREPLAY_REQUIRE_REAL=1 (set by .ci/run under CI=true), in which case they fa
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from pathlib import Path
 
@@ -34,3 +36,15 @@ def warehouse(tmp_path: Path):
     con = wh.connect(tmp_path / "warehouse.duckdb")
     yield con
     con.close()
+
+
+@pytest.fixture(scope="session")
+def quick_demo_warehouse(tmp_path_factory) -> Path:
+    """The warehouse of `tracereplay demo --quick`, built once per session for every test that
+    only reads it (a test that changes it works on a copy)."""
+    from pipelines.cli import main
+
+    out = tmp_path_factory.mktemp("quick-demo")
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["demo", "--quick", "--out", str(out), "--json"]) == 0
+    return out / "warehouse.duckdb"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pipelines.analysis.changepoints import detect_change_points, isolated_nights
 
@@ -34,6 +35,7 @@ def test_acceptance_campaigns_pass_in_most_seeds():
     assert passed >= 12, passed
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_step_rates_over_seeded_campaigns():
     # 83 % is the best any method can do here: the least-squares split of a 1.5-sigma step
     # lies within +-2 nights in 83.4 % of 500 series (docs/regressions.md); the searched-split p

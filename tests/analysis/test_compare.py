@@ -23,6 +23,7 @@ def _trial(rng: np.random.Generator, shift: float, n: int = 5, noise: float = NO
     return row
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_true_plus_5_percent_is_regressed_in_at_least_95_of_100_trials():
     rng = np.random.default_rng(9)
     verdicts = [_trial(rng, 0.05).verdict for _ in range(100)]
@@ -30,6 +31,7 @@ def test_true_plus_5_percent_is_regressed_in_at_least_95_of_100_trials():
     assert "improved" not in verdicts
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_no_difference_is_unchanged_or_inconclusive_in_at_least_95_of_100_trials():
     rng = np.random.default_rng(10)
     verdicts = [_trial(rng, 0.0).verdict for _ in range(100)]
@@ -37,6 +39,7 @@ def test_no_difference_is_unchanged_or_inconclusive_in_at_least_95_of_100_trials
     assert quiet >= 95, verdicts
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_the_interval_at_five_runs_holds_the_effect_in_95_percent():
     """Welch's t interval on logs below 8 runs a side (a bootstrap of 5 values held the effect in
     88 % of 300 trials: too narrow); the bootstrap from 8. Measured here: 194 of 200."""
@@ -130,6 +133,7 @@ def _run_set_trial(rng: np.random.Generator, shift: float, correction: str) -> d
     return {r.metric: r.verdict for r in rows}
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_a_run_set_with_a_true_plus_5_percent_is_regressed_in_95_of_100_trials():
     """The acceptance trial as `tracereplay compare` runs it (all six default metrics, its
     default correction): TTFT regressed in >= 95 of 100; Holm, paying for six looks at one
@@ -143,6 +147,7 @@ def test_a_run_set_with_a_true_plus_5_percent_is_regressed_in_95_of_100_trials()
     assert sum(t["ttft_ns"] == "regressed" for t in holm) < 95
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_a_run_set_without_a_difference_is_quiet_in_95_of_100_trials():
     """No metric of the six improved or regressed in >= 95 of 100 trials (measured: 5 of 400
     trials flagged any metric)."""

@@ -77,6 +77,7 @@ def test_pooling_few_runs_fits_the_mean_curve_and_bootstraps_runs() -> None:
     assert pooled.slope_hi - pooled.slope_lo < single.slope_hi - single.slope_lo
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_many_runs_use_cluster_robust_intervals_and_few_runs_never_lose_power() -> None:
     def pooled(g: int, seed: int):
         curves = [fixtures.linear(n=8, seed=1000 * seed + s, rel_sd=0.05) for s in range(g)]
@@ -92,6 +93,7 @@ def test_many_runs_use_cluster_robust_intervals_and_few_runs_never_lose_power() 
     assert width[1] > width[2] > width[3] > width[5], width
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_noise_floor_of_the_balance_residual_tracks_the_noise() -> None:
     fits = [fit_curve(*fixtures.linear(n=32, seed=s), n_boot=20) for s in range(30)]
     ratio = np.mean([f.balance for f in fits]) / np.mean([f.balance_floor for f in fits])

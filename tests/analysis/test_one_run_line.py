@@ -4,6 +4,7 @@ at rho's 90 % upper bound with bootstrap-t intervals, from 11 consecutive chunks
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pipelines.analysis.fits import fit_stage
 from pipelines.analysis.one_run_line import one_run_line
@@ -23,6 +24,7 @@ def _coverage(g: int, rho: float, seed: int, curves: int = 300) -> tuple[int, in
     return covered, bounded
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_one_serially_correlated_run_keeps_slope_coverage() -> None:
     """AR(1) rho = 0.7, one run of 16 chunks: GLS at rho's bias-corrected point estimate held
     the true slope in 83-87 % of curves (docs/tau_k.md §6.5)."""
@@ -31,6 +33,7 @@ def test_one_serially_correlated_run_keeps_slope_coverage() -> None:
     assert covered >= 0.925 * 300, covered
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_white_noise_is_not_made_conservative() -> None:
     """rho = 0: the bound is above 0 in most fits; the bootstrap-t takes the width back."""
     covered, _ = _coverage(1, 0.0, 13)

@@ -4,6 +4,7 @@ when three or more runs show serial correlation, GLS kept when they do not."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from pipelines.analysis.fits import fit_stage
@@ -33,6 +34,7 @@ def test_rho_standard_error_counts_pairs_within_runs() -> None:
     assert rho_standard_error(0.5, np.array([0.0, 2.0]), np.array([0, 0])) == np.inf
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_serially_correlated_runs_get_run_lines_and_keep_coverage() -> None:
     """AR(1) rho = 0.7, 3 runs of 16 chunks: GLS with rho from the pure error covered the true
     slope in 90.1 % of 1,000 DeepSeek-V3.1 stage curves (92.5 % with the true rho); here GLS

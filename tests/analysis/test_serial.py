@@ -59,6 +59,7 @@ def test_one_run_rho_is_bias_corrected() -> None:
     assert np.mean(raw) < 0.4 and np.median(corrected) > np.median(raw) + 0.2
 
 
+@pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
 def test_repeated_runs_keep_slope_coverage_under_ar1() -> None:
     """AR(1) rho = 0.7, 3 runs of 16 chunks: the mean curve keeps rho; HC3 on it covered the true
     slope in 77 % of 200 stage curves (docs/tau_k.md §6.3)."""

@@ -3,21 +3,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
 
-from pipelines.cli import main
-
 
 @pytest.fixture(scope="session")
-def demo_warehouse(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dash-demo")
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["demo", "--quick", "--no-dashboards", "--out", str(out), "--json"]) == 0
-    return out / "warehouse.duckdb"
+def demo_warehouse(quick_demo_warehouse: Path) -> Path:
+    """The session's quick demo warehouse (tests/conftest.py), shared, never changed in place."""
+    return quick_demo_warehouse
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ import dagster as dg
 import duckdb
 import pytest
 
-from pipelines.cli import main
 from pipelines.defs.quality.checks import (
     asset_of,
     check_name,
@@ -24,11 +23,10 @@ from pipelines.quality.catalog import EXPECTATIONS, MARTS, Severity
 ALL_CHECKS = [*table_data_checks, *mart_data_checks]
 
 
-@pytest.fixture(scope="module")
-def demo_warehouse(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("demo")
-    assert main(["demo", "--quick", "--out", str(out), "--json"]) == 0
-    return out / "warehouse.duckdb"
+@pytest.fixture(scope="session")
+def demo_warehouse(quick_demo_warehouse: Path) -> Path:
+    """The session's quick demo warehouse (tests/conftest.py), shared, never changed in place."""
+    return quick_demo_warehouse
 
 
 def _run_checks(warehouse: Path) -> dg.ExecuteInProcessResult:

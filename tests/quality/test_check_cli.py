@@ -15,11 +15,10 @@ from pipelines.cli import main
 from pipelines.quality.catalog import EXPECTATIONS
 
 
-@pytest.fixture(scope="module")
-def demo_warehouse(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("demo")
-    assert main(["demo", "--quick", "--out", str(out), "--json"]) == 0
-    return out / "warehouse.duckdb"
+@pytest.fixture(scope="session")
+def demo_warehouse(quick_demo_warehouse: Path) -> Path:
+    """The session's quick demo warehouse (tests/conftest.py), shared, never changed in place."""
+    return quick_demo_warehouse
 
 
 def _copy(demo_warehouse: Path, tmp_path: Path) -> Path:
