@@ -8,17 +8,19 @@ order (a Gantt of more spans is unreadable anyway) and says so in its frame (`tr
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import duckdb
 import polars as pl
-from scipy import stats
+
+from pipelines import schedule_kinds
+from pipelines.analysis.mean_interval import t_interval
+from pipelines.store import queries
 
 MAX_CHART_ROWS = 5000
 MIN_NIGHTS = 3  # a configuration needs runs on this many nights to be charted as a trend
 LEVEL = 0.95
-TIMELINE_SCHEDULES = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
+TIMELINE_SCHEDULES = schedule_kinds.BASES
 WORKLOAD = ("model", "seq_len", "chunk_size")
 
 
@@ -27,7 +29,7 @@ class ChartDataTooLarge(ValueError):
 
 
 def relation_sql(relation: str) -> str:
-    """A query over one derived relation of sql/ (pipelines.sql_runner builds them as views on
+    """A query over one derived relation of sql/ (pipelines.store.relations builds them as views on
     every warehouse connection, temp views on a read-only one)."""
     return f"select * from {relation}"
 
@@ -54,19 +56,7 @@ def _checked(frame: pl.DataFrame, what: str) -> pl.DataFrame:
 
 def with_replays(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[str]:
     """The run ids plus the simulated reruns of them (`tracereplay replay`, replay_of set)."""
-    rows = con.execute(
-        "select run_id from runs where replay_of in (select unnest(?::varchar[])) order by run_id",
-        [run_ids],
-    ).fetchall()
-    return list(dict.fromkeys([*run_ids, *(r[0] for r in rows)]))
-
-
-def t_interval(mean: float, sd: float | None, n: int, level: float = LEVEL) -> tuple[float, float]:
-    """Student-t confidence interval of a mean from n observations (NaN when n < 2)."""
-    if n < 2 or sd is None or not math.isfinite(sd):
-        return (math.nan, math.nan)
-    half = stats.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
-    return (mean - half, mean + half)
+    return list(dict.fromkeys([*run_ids, *queries.replays_of(con, run_ids)]))
 
 
 # ---- tau_k ---------------------------------------------------------------------------------
@@ -412,14 +402,27 @@ def replay_pairs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataF
 
 def freshness(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict:
     """Runs selected, first and last collection time and last ingest time among them."""
-    row = con.execute(
-        "select count(*), min(collected_at), max(collected_at), max(ingested_at) from runs"
-        " where run_id in (select unnest(?::varchar[]))",
-        [run_ids],
-    ).fetchone()
-    return {
-        "runs": row[0],
-        "first_collected": row[1],
-        "last_collected": row[2],
-        "last_ingested": row[3],
-    }
+    return queries.run_freshness(con, run_ids)
+
+
+# ---- change points -------------------------------------------------------------------------
+
+
+def change_point_frame(changes: list) -> pl.DataFrame:
+    """The change points as dashboards.trends wants them: config, metric, collected_at,
+    direction (up / down) per trend metric (ttft_ns -> ttft), and the 95 % interval of the first
+    night after the change (earliest_at, latest_at)."""
+    rows = [
+        {
+            "config": f"{c.config['model']} · {c.config['schedule']} · seq {c.config['seq_len']}"
+            f" · chunk {c.config['chunk_size']}",
+            "metric": c.metric.removesuffix("_ns"),
+            "collected_at": c.collected_after,
+            "direction": "up" if c.magnitude > 0 else "down",
+            "earliest_at": c.earliest_after_at,
+            "latest_at": c.latest_after_at,
+        }
+        for c in changes
+    ]
+    columns = ("config", "metric", "collected_at", "direction", "earliest_at", "latest_at")
+    return pl.DataFrame(rows, schema=dict.fromkeys(columns, pl.String))

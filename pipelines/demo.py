@@ -207,26 +207,6 @@ class RegressionCheck:
         )
 
 
-def change_point_frame(changes: list[Any]) -> pl.DataFrame:
-    """The change points as dashboards.trends wants them: config, metric, collected_at,
-    direction (up / down) per trend metric (ttft_ns -> ttft), and the 95 % interval of the first
-    night after the change (earliest_at, latest_at)."""
-    rows = [
-        {
-            "config": f"{c.config['model']} · {c.config['schedule']} · seq {c.config['seq_len']}"
-            f" · chunk {c.config['chunk_size']}",
-            "metric": c.metric.removesuffix("_ns"),
-            "collected_at": c.collected_after,
-            "direction": "up" if c.magnitude > 0 else "down",
-            "earliest_at": c.earliest_after_at,
-            "latest_at": c.latest_after_at,
-        }
-        for c in changes
-    ]
-    columns = ("config", "metric", "collected_at", "direction", "earliest_at", "latest_at")
-    return pl.DataFrame(rows, schema=dict.fromkeys(columns, pl.String))
-
-
 def check_curves(curves: pl.DataFrame) -> CurveCheck:
     """The verdict policy (pipelines.analysis.verdict_policy.check_fits: fixed-chunk schedules)."""
     return CurveCheck(check_fits(curves))
@@ -250,7 +230,6 @@ def _since(start: float) -> str:
 
 def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
     """Run the whole demo into `config.out` and `config.warehouse_path`."""
-    from pipelines import warehouse
     from pipelines.analysis.chunk_store import extract_chunks
     from pipelines.analysis.comparison import compare_run_sets
     from pipelines.analysis.fit_store import fit_and_store
@@ -258,15 +237,17 @@ def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
     from pipelines.ingest.load import ingest_paths
     from pipelines.quality.checks import run_checks
     from pipelines.selectors import SelectorError
+    from pipelines.store import open_store, queries
+    from pipelines.store.schema import CANONICAL_TABLES
 
     report = DemoReport(config)
     t0 = time.perf_counter()
     folders = simulate_campaign(config, log)
     report.timings["simulate_s"] = time.perf_counter() - t0
 
-    con = warehouse.connect(config.warehouse_path)
+    con = open_store(config.warehouse_path).open()
     try:
-        report.rows_before = warehouse.row_counts(con)
+        report.rows_before = queries.row_counts(con, CANONICAL_TABLES)
         t = time.perf_counter()
         batch = 20
         for i in range(0, len(folders), batch):
@@ -326,6 +307,7 @@ def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
             report.timings["replay_s"] = time.perf_counter() - t
 
         if config.dashboards:
+            from dashboards.data import change_point_frame
             from dashboards.site import build_site
 
             t = time.perf_counter()
@@ -334,7 +316,7 @@ def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
             )
             log(f"dashboards: {len(report.site.pages)} pages  {_since(t)}")
             report.timings["dashboards_s"] = time.perf_counter() - t
-        report.rows_after = warehouse.row_counts(con)
+        report.rows_after = queries.row_counts(con, CANONICAL_TABLES)
     finally:
         con.close()
     report.timings["total_s"] = time.perf_counter() - t0
@@ -343,10 +325,10 @@ def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
 
 def replay_first(con, config: DemoConfig, run_ids: list[str]):
     """Replay the campaign's first DeepSeek (else first) CPP run under the replay schedules."""
-    from pipelines import warehouse_queries
     from pipelines.replay.store import replay_run
+    from pipelines.store import queries
 
-    rows = warehouse_queries.cpp_runs_by_length(con, run_ids)
+    rows = queries.cpp_runs_by_length(con, run_ids)
     if not rows:
         return None
     preferred = [r for r, model in rows if model == "deepseek-v3.1"]

@@ -5,6 +5,7 @@ the Dagster tables, from one definition."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 UNTAGGED = "(untagged)"
@@ -36,3 +37,10 @@ def config_label(config: Mapping[str, object]) -> str:
 def is_untagged(config: Mapping[str, object]) -> bool:
     """Whether a configuration lacks the model fact (its runs may mix workloads)."""
     return not config.get("model")
+
+
+def json_value(x: object) -> object:
+    """A float as JSON can hold it: NaN -> None, inf -> 'inf' / '-inf' (JSON has neither)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x

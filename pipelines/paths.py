@@ -56,15 +56,12 @@ def site_dir() -> Path:
 
 
 def warehouse_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The explicit argument, else $TRACEREPLAY_WAREHOUSE, else <lake>/warehouse.duckdb when a
-    lake is set (lake_path), else data/warehouse.duckdb."""
+    """The explicit argument, else $TRACEREPLAY_WAREHOUSE, else data/warehouse.duckdb (a lake's
+    views file is chosen by pipelines.store.open_store)."""
     if explicit:
         return Path(explicit)
     env = os.environ.get("TRACEREPLAY_WAREHOUSE")
-    if env:
-        return Path(env)
-    lake = lake_path()
-    return lake / WAREHOUSE_NAME if lake is not None else data_dir() / WAREHOUSE_NAME
+    return Path(env) if env else data_dir() / WAREHOUSE_NAME
 
 
 LAKE_ENV = "TRACEREPLAY_LAKE"

@@ -19,7 +19,7 @@ from datetime import date, timedelta
 
 import duckdb
 
-from pipelines import warehouse_queries
+from pipelines.store import catalog, queries
 
 SPECIAL_KEYS = ("since", "until", "runs", "replays")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -92,7 +92,7 @@ def parse_selector(text: str | None) -> Selector:
 
 
 def _run_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [c for t, c in warehouse_queries.schema_columns(con) if t == "runs"]
+    return [c for t, c in catalog.schema_columns(con) if t == "runs"]
 
 
 def _where(selector: Selector, columns: list[str]) -> tuple[str, list[object]]:
@@ -127,7 +127,7 @@ def select_run_ids(con: duckdb.DuckDBPyConnection, selector: Selector | str | No
     if not isinstance(selector, Selector):
         selector = parse_selector(selector)
     where, params = _where(selector, _run_columns(con))
-    return warehouse_queries.run_ids_where(con, where, params)
+    return queries.run_ids_where(con, where, params)
 
 
 def available_facts(con: duckdb.DuckDBPyConnection, keys: list[str], limit: int = 8) -> str:
@@ -141,7 +141,7 @@ def available_facts(con: duckdb.DuckDBPyConnection, keys: list[str], limit: int 
             expr, params = f'cast("{key}" as varchar)', []
         else:
             expr, params = "json_extract_string(tags, ?)", [f'$."{key}"']
-        values = warehouse_queries.distinct_run_values(con, expr, params)
+        values = queries.distinct_run_values(con, expr, params)
         shown = ", ".join(values[:limit]) + (
             f", ... ({len(values)} in all)" if len(values) > limit else ""
         )
@@ -157,7 +157,7 @@ def require_runs(con: duckdb.DuckDBPyConnection, selector: Selector | str | None
     found = select_run_ids(con, selector)
     if found:
         return found
-    total, first, last = warehouse_queries.measured_run_span(con)
+    total, first, last = queries.measured_run_span(con)
     if total == 0:
         raise SelectorError("the warehouse holds no runs: run `tracereplay ingest PATH` first")
     keys = [k for k, _ in selector.facts] or ["model", "schedule", "seq_len"]

@@ -31,9 +31,9 @@ def real_dir() -> Path:
 @pytest.fixture
 def warehouse(tmp_path: Path):
     """A fresh on-disk warehouse connection with the canonical schema."""
-    from pipelines import warehouse as wh
+    from pipelines.store import open_store
 
-    con = wh.connect(tmp_path / "warehouse.duckdb")
+    con = open_store(tmp_path / "warehouse.duckdb").open()
     yield con
     con.close()
 

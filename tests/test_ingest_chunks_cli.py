@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipelines import warehouse as wh
 from pipelines.cli import main
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
+from pipelines.store import open_store
 
 
 def _written_run(tmp_path: Path):
@@ -26,12 +26,12 @@ def test_ingest_stores_the_chunks_of_marked_runs(tmp_path: Path, capsys) -> None
     runs = json.loads(capsys.readouterr().out)["runs"]
     expected = chunks_frame(result, "sim").height
     assert [r["chunks"] for r in runs] == [expected]
-    con = wh.connect(target, read_only=True)
+    con = open_store(target).open(read_only=True)
     busy = con.execute("select sum(busy_ns) from chunks").fetchone()[0]
     con.close()
     assert busy == int(chunks_frame(result, "sim")["busy_ns"].sum())
     assert main(argv) == 0  # again: same rows
-    con = wh.connect(target, read_only=True)
+    con = open_store(target).open(read_only=True)
     assert con.execute("select count(*) from chunks").fetchone()[0] == expected
     con.close()
 
@@ -42,7 +42,7 @@ def test_no_chunks_leaves_the_chunks_table_empty(tmp_path: Path, capsys) -> None
     argv = ["ingest", str(tmp_path / "raw"), "--no-chunks", "--warehouse", str(target)]
     assert main(argv) == 0
     assert "chunks=" not in capsys.readouterr().out
-    con = wh.connect(target, read_only=True)
+    con = open_store(target).open(read_only=True)
     assert con.execute("select count(*) from chunks").fetchone()[0] == 0
     con.close()
 

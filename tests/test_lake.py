@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import lake, lake_catalog, warehouse
-from pipelines.canonical_schema import CANONICAL_TABLES
-from pipelines.ingest.load import WarehouseTarget, ingest_paths
+from pipelines.ingest.load import ingest_paths
 from pipelines.paths import LAKE_ENV
+from pipelines.store import LakeStore, lake_catalog, open_store, parquet_lake, queries
+from pipelines.store.lake_layout import PART, partition_dir
+from pipelines.store.schema import CANONICAL_TABLES, RUN_TABLES
 
 pytestmark = pytest.mark.real
 
@@ -33,7 +34,7 @@ def _folders(real_dir: Path) -> list[Path]:
 
 
 def _rows(con, table: str) -> list[tuple]:
-    columns = [c for c in warehouse.table_columns(con, table) if c not in TIMESTAMPS]
+    columns = [c for c in queries.table_columns(con, table) if c not in TIMESTAMPS]
     listed = ", ".join(f'"{c}"' for c in columns)
     return con.execute(f"select {listed} from {table} order by all").fetchall()
 
@@ -49,16 +50,16 @@ def _bad_folder(tmp_path: Path) -> Path:
 def test_file_warehouse_and_lake_hold_the_same_rows(real_dir, tmp_path, monkeypatch):
     folders = [*_folders(real_dir), _bad_folder(tmp_path)]
     monkeypatch.delenv(LAKE_ENV, raising=False)
-    file_report = ingest_paths(folders, WarehouseTarget(tmp_path / "file.duckdb"), progress=False)
+    file_report = ingest_paths(folders, open_store(tmp_path / "file.duckdb"), progress=False)
     monkeypatch.setenv(LAKE_ENV, str(tmp_path / "lake"))
-    lake_report = ingest_paths(folders, WarehouseTarget(), progress=False)
+    lake_report = ingest_paths(folders, open_store(), progress=False)
     assert [r.run_id for r in lake_report.runs] == [r.run_id for r in file_report.runs]
     assert len(lake_report.runs) == 3 and lake_report.quarantined
 
-    with warehouse.session(read_only=False) as lake_con:
-        assert warehouse.warehouse_path() == tmp_path / "lake" / "warehouse.duckdb"
+    with open_store().session() as lake_con:
+        assert open_store().warehouse_file == tmp_path / "lake" / "warehouse.duckdb"
         monkeypatch.delenv(LAKE_ENV)
-        with warehouse.session(tmp_path / "file.duckdb", read_only=True) as file_con:
+        with open_store(tmp_path / "file.duckdb").session(read_only=True) as file_con:
             for table in CANONICAL_TABLES:
                 expected = _rows(file_con, table)
                 assert _rows(lake_con, table) == expected, table
@@ -79,7 +80,7 @@ def _copy_run(real_dir: Path, tmp_path: Path) -> Path:
 
 
 def _lake_rows(root: Path, table: str) -> list[tuple]:
-    with lake.session(root) as con:
+    with LakeStore(root).open_runs() as con:
         return _rows(con, table)
 
 
@@ -87,19 +88,19 @@ def test_reingest_replaces_the_run_partitions(real_dir, tmp_path, monkeypatch):
     root = tmp_path / "lake"
     monkeypatch.setenv(LAKE_ENV, str(root))
     folder = _copy_run(real_dir, tmp_path)
-    first = ingest_paths([folder], WarehouseTarget(), progress=False).runs[0]
+    first = ingest_paths([folder], open_store(), progress=False).runs[0]
     kernels = folder / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
     lines = kernels.read_text().splitlines(keepends=True)
     kernels.write_text("".join(lines[:-1]))  # one kernel row fewer: new bytes, same origin
-    second = ingest_paths([folder], WarehouseTarget(), progress=False).runs[0]
+    second = ingest_paths([folder], open_store(), progress=False).runs[0]
     assert second.status == "replaced" and second.replaced == [first.run_id]
     assert [r[0] for r in _lake_rows(root, "runs")] == [second.run_id]
     kernel_runs = {r[0] for r in _lake_rows(root, "kernels")}
     assert kernel_runs == {second.run_id}
     assert second.rows["kernels"] == first.rows["kernels"] - 1
-    for table in lake.RUN_TABLES:  # the old run's folders are gone, the new run's are there
-        assert not lake.partition_dir(root, table, first.run_id).exists()
-        assert lake.partition_dir(root, table, second.run_id).is_dir()
+    for table in RUN_TABLES:  # the old run's folders are gone, the new run's are there
+        assert not partition_dir(root, table, first.run_id).exists()
+        assert partition_dir(root, table, second.run_id).is_dir()
 
 
 def test_the_identity_catalog_follows_the_run_folders(real_dir, tmp_path, monkeypatch):
@@ -108,19 +109,19 @@ def test_the_identity_catalog_follows_the_run_folders(real_dir, tmp_path, monkey
     root = tmp_path / "lake"
     monkeypatch.setenv(LAKE_ENV, str(root))
     folder = _copy_run(real_dir, tmp_path)
-    first = ingest_paths([folder], WarehouseTarget(), progress=False).runs[0]
+    first = ingest_paths([folder], open_store(), progress=False).runs[0]
     (entry,) = lake_catalog.entries(root)
     assert entry["run_id"] == first.run_id and entry["origin"] == first.origin
-    with lake.session(root) as con:
+    with LakeStore(root).open_runs() as con:
         inputs = con.execute("select path, sha256 from run_inputs order by all").fetchall()
     assert sorted(map(tuple, entry["files"])) == inputs
 
     shutil.rmtree(root / lake_catalog.FOLDER)  # a lake written before the catalog existed
-    again = ingest_paths([folder], WarehouseTarget(), progress=False).runs[0]
+    again = ingest_paths([folder], open_store(), progress=False).runs[0]
     assert again.status == "unchanged" and again.run_id == first.run_id
 
-    runs_file = lake.partition_dir(root, "runs", first.run_id) / lake.PART
-    with lake.session(root) as con:  # a runs file rewritten behind the catalog's back
+    runs_file = partition_dir(root, "runs", first.run_id) / PART
+    with LakeStore(root).open_runs() as con:  # a runs file rewritten behind the catalog's back
         con.execute(
             f"copy (select * replace ('/elsewhere' as origin) from read_parquet('{runs_file}'))"
             f" to '{tmp_path / 'runs.parquet'}' (format parquet)"
@@ -128,7 +129,7 @@ def test_the_identity_catalog_follows_the_run_folders(real_dir, tmp_path, monkey
     os.replace(tmp_path / "runs.parquet", runs_file)
     assert [e["origin"] for e in lake_catalog.entries(root)] == ["/elsewhere"]
 
-    lake.delete_run(root, first.run_id)
+    parquet_lake.delete_partitions(root, first.run_id)
     assert lake_catalog.entries(root) == []
     assert not list((root / lake_catalog.FOLDER).glob("*.json"))
 
@@ -139,9 +140,9 @@ def test_a_failed_write_leaves_the_stored_run_whole(real_dir, tmp_path, monkeypa
     root = tmp_path / "lake"
     monkeypatch.setenv(LAKE_ENV, str(root))
     folder = _copy_run(real_dir, tmp_path)
-    run_id = ingest_paths([folder], WarehouseTarget(), progress=False).runs[0].run_id
-    before = {t: _lake_rows(root, t) for t in lake.RUN_TABLES}
-    real_aside = lake._conformed_aside
+    run_id = ingest_paths([folder], open_store(), progress=False).runs[0].run_id
+    before = {t: _lake_rows(root, t) for t in RUN_TABLES}
+    real_aside = parquet_lake._conformed_aside
     calls = []
 
     def failing(scratch, root_, table, frame):
@@ -150,10 +151,10 @@ def test_a_failed_write_leaves_the_stored_run_whole(real_dir, tmp_path, monkeypa
             raise OSError(28, "No space left on device")
         return real_aside(scratch, root_, table, frame)
 
-    monkeypatch.setattr(lake, "_conformed_aside", failing)
-    with lake.session(root) as con, pytest.raises(OSError):
-        warehouse.write_run(con, run_id, {"runs": warehouse.queries.run_row(con, run_id)})
-    assert {t: _lake_rows(root, t) for t in lake.RUN_TABLES} == before
+    monkeypatch.setattr(parquet_lake, "_conformed_aside", failing)
+    with LakeStore(root).open_runs() as con, pytest.raises(OSError):
+        con.write_run(run_id, {"runs": con.run_row(run_id)})
+    assert {t: _lake_rows(root, t) for t in RUN_TABLES} == before
     assert not list(root.rglob(".incoming/*"))
 
 
@@ -226,7 +227,7 @@ def test_chunks_rules_and_fit_through_either_store(tmp_path, monkeypatch, capsys
     assert fits, "fit printed nothing"
     if store == "lake":
         monkeypatch.setenv(LAKE_ENV, str(tmp_path / "lake"))
-        with lake.session(tmp_path / "lake") as con:
+        with LakeStore(tmp_path / "lake").open_runs() as con:
             rule = con.execute("select segmentation from runs").fetchone()[0]
         assert rule and "profiler" in rule
         assert (tmp_path / "lake" / "warehouse.duckdb").is_file()

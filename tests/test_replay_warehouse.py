@@ -9,7 +9,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines import warehouse as wh
 from pipelines.analysis.chunk_store import extract_chunks
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
@@ -17,6 +16,8 @@ from pipelines.replay.store import ReplayError, replay_run, replay_run_id
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
+from pipelines.store import open_store, queries
+from pipelines.store.schema import CANONICAL_TABLES
 
 SCHEDULES = ["cpp", "vpp", "vpp_pack"]
 
@@ -37,7 +38,7 @@ def measured(measured_folder, tmp_path: Path):
     """(warehouse path, open connection, run_id, simulated result) with chunks extracted."""
     result, folder = measured_folder
     path = tmp_path / "warehouse.duckdb"
-    con = wh.connect(path)
+    con = open_store(path).open()
     run_id = ingest_paths([folder], con, progress=False).runs[0].run_id
     assert extract_chunks(con, [run_id]).total_chunks == 16
     yield path, con, run_id, result
@@ -98,10 +99,10 @@ def test_step_breakdown_accounts_for_each_ranks_span(measured) -> None:
 def test_replaying_twice_adds_no_rows(measured) -> None:
     _, con, run_id, _ = measured
     replay_run(con, run_id, SCHEDULES)
-    counts = wh.row_counts(con)
+    counts = queries.row_counts(con, CANONICAL_TABLES)
     stamps = con.execute("select run_id, ingested_at from runs order by 1").fetchall()
     replay_run(con, run_id, SCHEDULES)
-    assert wh.row_counts(con) == counts
+    assert queries.row_counts(con, CANONICAL_TABLES) == counts
     assert con.execute("select run_id, ingested_at from runs order by 1").fetchall() == stamps
 
 
@@ -129,7 +130,7 @@ def test_replay_command(measured, capsys) -> None:
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "speed-up" in text and "cpp (measured)" in text and "1.000x" in text
-    check = wh.connect(path, read_only=True)
+    check = open_store(path).open(read_only=True)
     try:
         ids = check.execute("select run_id from runs where replay_of = ? order by 1", [run_id])
         assert [r[0] for r in ids.fetchall()] == [
@@ -144,14 +145,14 @@ def test_replay_command(measured, capsys) -> None:
 
 def test_no_write_compares_without_writing(measured, capsys) -> None:
     path, con, run_id, _ = measured
-    counts = wh.row_counts(con)
+    counts = queries.row_counts(con, CANONICAL_TABLES)
     con.close()
     assert main(["replay", run_id, "--warehouse", str(path), "--no-write", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert len(rows) == 6  # measured + cpp, dcpp, vpp, vpp_async, vpp_pack
-    check = wh.connect(path, read_only=True)
+    check = open_store(path).open(read_only=True)
     try:
-        assert wh.row_counts(check) == counts
+        assert queries.row_counts(check, CANONICAL_TABLES) == counts
         assert pl.DataFrame(rows)["makespan_ns"].min() > 0
     finally:
         check.close()

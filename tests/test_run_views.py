@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import warehouse as wh
 from pipelines.analysis.run_views import show_run
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
+from pipelines.store import open_store
 
 REAL_SETS = {
     "A": "msinsight/test/st/level2",
@@ -26,7 +26,7 @@ REAL_SETS = {
 @pytest.fixture(scope="module")
 def real_warehouse(real_dir: Path, tmp_path_factory) -> Path:
     target = tmp_path_factory.mktemp("views") / "w.duckdb"
-    con = wh.connect(target)
+    con = open_store(target).open()
     try:
         ingest_paths([real_dir / p for p in REAL_SETS.values()], con, progress=False)
     finally:
@@ -35,7 +35,7 @@ def real_warehouse(real_dir: Path, tmp_path_factory) -> Path:
 
 
 def _run_ids(target: Path) -> dict[str, str]:
-    con = wh.connect(target, read_only=True)
+    con = open_store(target).open(read_only=True)
     try:
         return dict(con.execute("select origin, run_id from runs").fetchall())
     finally:
@@ -43,7 +43,7 @@ def _run_ids(target: Path) -> dict[str, str]:
 
 
 def test_show_breakdown_equals_the_profilers_where_it_has_one(real_warehouse: Path) -> None:
-    con = wh.connect(real_warehouse, read_only=True)
+    con = open_store(real_warehouse).open(read_only=True)
     try:
         profiler = con.execute(
             "select run_id, rank, sum(stage_ns), sum(computing_ns), sum(free_ns)"
@@ -68,7 +68,7 @@ def test_the_16_rank_set_uses_the_profiler_for_its_trimmed_ranks(real_warehouse:
     """Issue 7 item 9: ranks 0-1 have a trimmed kernel_details.csv; their derived rows are
     marked incomplete and `show` uses the profiler's figures (291.7 / 294.6 ms), the other ranks
     the cluster summary's; ranks 8-15 carry the profiler's Bubble of 178-196 ms."""
-    con = wh.connect(real_warehouse, read_only=True)
+    con = open_store(real_warehouse).open(read_only=True)
     try:
         (run_id,) = [r for o, r in _run_ids(real_warehouse).items() if o.endswith("test_data")]
         flags = con.execute(

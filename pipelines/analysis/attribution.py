@@ -12,9 +12,9 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from pipelines import warehouse_queries
 from pipelines.analysis.compare import DEFAULT_MIN_EFFECT, MetricComparison, compare_samples
 from pipelines.analysis.run_metrics import build_marts
+from pipelines.store import queries
 
 TOP_OPS = 8
 
@@ -49,7 +49,7 @@ class Explanation:
     tau_moved: str  # slope, intercept, both, neither, unknown
 
     def to_json(self) -> dict[str, object]:
-        from pipelines.cli._report import json_value
+        from pipelines.labels import json_value
 
         return {
             "ops": [{k: json_value(v) for k, v in o.as_dict().items()} for o in self.ops],
@@ -63,7 +63,7 @@ def op_changes(
     con: duckdb.DuckDBPyConnection, baseline: list[str], candidate: list[str], top: int = TOP_OPS
 ) -> tuple[list[OpChange], float]:
     """The `top` ops whose mean total time per run changed most, and the net change of all."""
-    frame = warehouse_queries.op_time_by_run(con, baseline + candidate)
+    frame = queries.op_time_by_run(con, baseline + candidate)
     if frame.is_empty():
         return [], float("nan")
     # every run x op, zero where a run never launched the op
@@ -116,7 +116,7 @@ def tau_movement(
     min_effect: float = DEFAULT_MIN_EFFECT,
 ) -> tuple[list[MetricComparison], str]:
     """Compare the runs' tau_k slope and intercept (fct_run_metrics) and say which moved."""
-    rows = warehouse_queries.run_tau_parameters(con, baseline + candidate)
+    rows = queries.run_tau_parameters(con, baseline + candidate)
     if rows.is_empty():
         return [], "unknown"
     samples = {}

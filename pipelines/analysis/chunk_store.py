@@ -24,8 +24,6 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import warehouse
-from pipelines import warehouse_queries as queries
 from pipelines.analysis.segment import (
     DEFAULT_MARKER_REGEX,
     PROFILER_STEP_REGEX,
@@ -35,6 +33,7 @@ from pipelines.analysis.segment import (
     run_totals,
     segment_chunks,
 )
+from pipelines.store import Session, queries
 
 SIMULATED_SOURCE = "sim"
 SEGMENT_LANES = ("host", "compute", "comm")
@@ -192,14 +191,14 @@ def _select_runs(
 
 def stored_rules(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict[str, str | None]:
     """The segmentation rule (JSON or None) stored with each of `run_ids` that exists."""
-    if SEGMENTATION_COLUMN not in warehouse.table_columns(con, "runs"):
+    if SEGMENTATION_COLUMN not in queries.table_columns(con, "runs"):
         return dict.fromkeys(run_ids)  # a warehouse from before the column: all default
     rules = queries.run_columns(con, run_ids, [SEGMENTATION_COLUMN])
     return dict(rules.iter_rows())
 
 
 def extract_chunks(
-    con: duckdb.DuckDBPyConnection,
+    session: Session,
     run_ids: list[str] | None = None,
     marker_regex: str | None = None,
     *,
@@ -226,13 +225,13 @@ def extract_chunks(
         explicit = SegmentationRule(marker_regex or DEFAULT_MARKER_REGEX, renumber)
         compile_marker_regex(explicit.marker_regex)
     report = ChunkReport()
-    chosen = _select_runs(con, run_ids, report)
-    stored = stored_rules(con, chosen)
+    chosen = _select_runs(session.con, run_ids, report)
+    stored = stored_rules(session.con, chosen)
     for run_id in chosen:
         try:
             rule = explicit or SegmentationRule.from_json(stored[run_id])
             chunks, unassigned = segment_run(
-                con,
+                session.con,
                 run_id,
                 rule.marker_regex,
                 include_comm=include_comm,
@@ -241,14 +240,14 @@ def extract_chunks(
                 match_timeout_s=match_timeout_s,
             )
         except MarkerRuleError as exc:
-            report.kept.append(_kept(con, run_id, str(exc), stored[run_id]))
+            report.kept.append(_kept(session.con, run_id, str(exc), stored[run_id]))
             continue
         summary = _run_summary(run_id, chunks, unassigned, rule.to_json())
         if summary.markers == 0 and not rule.is_default:
             why = f"the rule ({rule.describe()}) matched no host slice of the run"
-            report.kept.append(_kept(con, run_id, why, stored[run_id]))
+            report.kept.append(_kept(session.con, run_id, why, stored[run_id]))
             continue
-        _replace_chunks(con, run_id, chunks, record=explicit is not None, rule=rule.to_json())
+        _replace_chunks(session, run_id, chunks, record=explicit is not None, rule=rule.to_json())
         report.runs.append(summary)
     return report
 
@@ -287,7 +286,7 @@ def segment_run(
 
 
 def _replace_chunks(
-    con: duckdb.DuckDBPyConnection,
+    session: Session,
     run_id: str,
     chunks: pl.DataFrame,
     *,
@@ -296,11 +295,9 @@ def _replace_chunks(
 ) -> None:
     """Replace the run's chunk rows; with `record` also set its stored rule to `rule` (JSON,
     None: the default), in the same transaction."""
-    if record and SEGMENTATION_COLUMN not in warehouse.table_columns(con, "runs"):
-        # a warehouse created before the column (sql/schema/runs.sql) existed
-        con.execute(f"alter table runs add column {SEGMENTATION_COLUMN} varchar")
-    warehouse.replace_run_rows(
-        con, run_id, {"chunks": chunks}, {SEGMENTATION_COLUMN: rule} if record else None
+    # (a store adds the column to a warehouse from before it when it opens it for writing)
+    session.replace_run_rows(
+        run_id, {"chunks": chunks}, {SEGMENTATION_COLUMN: rule} if record else None
     )
 
 

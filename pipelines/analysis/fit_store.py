@@ -24,10 +24,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipelines import warehouse, warehouse_queries
 from pipelines.analysis.curve_keys import CONFIG_KEYS, CURVE_KEYS
 from pipelines.analysis.fit_inputs import current_inputs, store_inputs
 from pipelines.paths import SQL_DIR
+from pipelines.store import Session, queries
 
 FIT_TABLE = "tau_fits"
 INPUTS_TABLE = "tau_fit_inputs"
@@ -57,27 +57,27 @@ class FitReport:
     kept: int = 0
 
 
-def store_fits(con: duckdb.DuckDBPyConnection, fits: pl.DataFrame) -> None:
+def store_fits(session: Session, fits: pl.DataFrame) -> None:
     """Replace the `tau_fits` table with `fits`, in one transaction."""
-    warehouse.replace_table(con, FIT_TABLE, fits)
+    session.replace_table(FIT_TABLE, fits)
 
 
-def fit_and_store(con: duckdb.DuckDBPyConnection, options: FitOptions = FitOptions()) -> FitReport:
+def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitReport:
     """Fit the tau_k curves of the warehouse and store the result as `tau_fits`: only the
     configurations whose runs changed since the stored fit (module docstring), all of them when
     no fit (or no fingerprint) is stored. Runs with chunk markers but no chunk rows are segmented
     in memory with their default rule (`options.segment`;
     pipelines.analysis.tau_points.load_tau_points)."""
-    inputs = current_inputs(con)
+    inputs = current_inputs(session)
     now = config_fingerprints(inputs, options)
-    stored_fits, before = load_fits(con), _load_fingerprints(con)
+    stored_fits, before = load_fits(session.con), _load_fingerprints(session.con)
     if stored_fits is None or before is None:
         changed, kept, run_ids = set(now), None, None
     else:
         changed = {key for key, (fingerprint, _) in now.items() if before.get(key) != fingerprint}
         drop = changed | (set(before) - set(now))
         if not drop:
-            store_inputs(con, inputs)
+            store_inputs(session, inputs)
             return FitReport(stored_fits, 0, [], 0, _configs(stored_fits))
         configs = pl.Series(
             [
@@ -94,7 +94,7 @@ def fit_and_store(con: duckdb.DuckDBPyConnection, options: FitOptions = FitOptio
         from pipelines.analysis.curves import fit_curves
         from pipelines.analysis.tau_points import load_tau_points
 
-        frame, segmented = load_tau_points(con, segment=options.segment, run_ids=run_ids)
+        frame, segmented = load_tau_points(session, segment=options.segment, run_ids=run_ids)
         points = frame.height
         fitted = fit_curves(
             frame,
@@ -104,9 +104,9 @@ def fit_and_store(con: duckdb.DuckDBPyConnection, options: FitOptions = FitOptio
             seed=options.seed,
         )
     fits = _merge(kept, fitted)
-    store_fits(con, fits)
-    _store_fingerprints(con, now)
-    store_inputs(con, inputs)
+    store_fits(session, fits)
+    _store_fingerprints(session, now)
+    store_inputs(session, inputs)
     return FitReport(fits, points, segmented, len(changed), _configs(kept))
 
 
@@ -115,7 +115,7 @@ def config_fingerprints(
 ) -> dict[str, tuple[str, list[str]]]:
     """Per configuration (its JSON key): the fingerprint of what its fit depends on (the options,
     each run's id, content hash and segmentation rule) and its run ids.
-    `inputs`: pipelines.warehouse_queries.fit_inputs."""
+    `inputs`: pipelines.store.queries.fit_inputs."""
     runs: dict[str, list[tuple[str, str, str | None]]] = {}
     for row in inputs.iter_rows(named=True):
         key = _config_key(tuple(row[k] for k in CONFIG_KEYS))
@@ -168,15 +168,13 @@ def _merge(kept: pl.DataFrame | None, fitted: pl.DataFrame | None) -> pl.DataFra
 
 
 def _load_fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, str] | None:
-    if not warehouse_queries.relation_exists(con, INPUTS_TABLE):
+    if not queries.relation_exists(con, INPUTS_TABLE):
         return None
-    frame = warehouse_queries.read_relation(con, INPUTS_TABLE)
+    frame = queries.read_relation(con, INPUTS_TABLE)
     return dict(zip(frame["config"].to_list(), frame["fingerprint"].to_list(), strict=True))
 
 
-def _store_fingerprints(
-    con: duckdb.DuckDBPyConnection, fingerprints: dict[str, tuple[str, list[str]]]
-) -> None:
+def _store_fingerprints(session: Session, fingerprints: dict[str, tuple[str, list[str]]]) -> None:
     frame = pl.DataFrame(
         {
             "config": list(fingerprints),
@@ -184,11 +182,11 @@ def _store_fingerprints(
         },
         schema={"config": pl.String, "fingerprint": pl.String},
     )
-    warehouse.replace_table(con, INPUTS_TABLE, frame)
+    session.replace_table(INPUTS_TABLE, frame)
 
 
 def load_fits(con: duckdb.DuckDBPyConnection) -> pl.DataFrame | None:
     """The stored fit table, or None when no fit was ever stored in this warehouse."""
-    if not warehouse_queries.relation_exists(con, FIT_TABLE):
+    if not queries.relation_exists(con, FIT_TABLE):
         return None
-    return warehouse_queries.read_relation(con, FIT_TABLE)
+    return queries.read_relation(con, FIT_TABLE)

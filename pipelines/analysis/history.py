@@ -9,7 +9,6 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from pipelines import warehouse_queries
 from pipelines.analysis.changepoints import (
     DEFAULT_MIN_MAGNITUDE,
     SPIKE_WINDOW,
@@ -19,6 +18,7 @@ from pipelines.analysis.changepoints import (
 from pipelines.analysis.run_metrics import CONFIG_KEYS, METRICS, build_marts, check_metrics
 from pipelines.labels import is_untagged
 from pipelines.selectors import parse_selector, require_runs
+from pipelines.store import queries
 
 DEFAULT_HISTORY_METRICS = ("ttft_ns", "makespan_ns", "throughput_tok_s")
 # a configuration whose runs carry no chunks (a training or a plain inference profile) has no
@@ -103,7 +103,7 @@ def find_changes(
     run_ids = require_runs(con, parse_selector(text))
     if build:
         build_marts(con)
-    values = warehouse_queries.metric_values(con, run_ids, chosen, collected_only=True)
+    values = queries.metric_values(con, run_ids, chosen, collected_only=True)
     if metrics is None:
         values = _default_metrics_per_config(values)
     changes: list[HistoryChange] = []
@@ -180,7 +180,7 @@ def runs_around(
 ) -> tuple[list[str], list[str]]:
     """Up to `before` runs of the configuration just before the change and `after` from it on
     (for attribution)."""
-    rows = warehouse_queries.config_run_history(con, {k: change.config[k] for k in CONFIG_KEYS})
+    rows = queries.config_run_history(con, {k: change.config[k] for k in CONFIG_KEYS})
     ids = [r[0] for r in rows]
     i = ids.index(change.run_after)
     return ids[max(0, i - before) : i], ids[i : i + after]

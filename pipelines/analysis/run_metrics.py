@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from pipelines import sql_functions, sql_runner, warehouse_queries
+from pipelines.store import functions, queries, relations
 
 # (relation, layer) in dependency order; the integrator will hand these to the general runner.
 MART_BUILD_ORDER: tuple[tuple[str, str], ...] = (
@@ -94,15 +94,15 @@ def check_metrics(names: list[str] | tuple[str, ...] | None, default: tuple[str,
 
 
 def build_marts(con: duckdb.DuckDBPyConnection) -> None:
-    """The metric marts are views that pipelines.sql_runner builds on every connection
-    (pipelines.warehouse.connect); this only makes sure they are there on a connection opened
+    """The metric marts are views that pipelines.store.relations builds on every connection
+    (pipelines.store); this only makes sure they are there on a connection opened
     some other way."""
-    sql_functions.register(con)
-    sql_runner.build(con, [relation for relation, _ in MART_BUILD_ORDER], temporary=True)
+    functions.register(con)
+    relations.build(con, [relation for relation, _ in MART_BUILD_ORDER], temporary=True)
 
 
 def metric_values(
     con: duckdb.DuckDBPyConnection, run_ids: list[str], metrics: list[str]
 ) -> pl.DataFrame:
     """fct_run_metric_values rows of the given runs and metrics (after build_marts)."""
-    return warehouse_queries.metric_values(con, run_ids, metrics)
+    return queries.metric_values(con, run_ids, metrics)

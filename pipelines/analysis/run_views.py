@@ -12,8 +12,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import warehouse_queries
-from pipelines.warehouse_queries import run_list  # noqa: F401  (re-exported for the CLI)
+from pipelines.store import queries
+from pipelines.store.queries import run_list  # noqa: F401  (re-exported for the CLI)
 
 TOP = 10
 # derived and profiler figures closer than this are "the same" (docs/step_breakdown.md: complete
@@ -98,18 +98,18 @@ def _notes(view: RunView) -> list[str]:
 
 def show_run(con: duckdb.DuckDBPyConnection, run_id: str, fit: bool = True) -> RunView | None:
     """The view of one run, or None when no such run is stored."""
-    run = warehouse_queries.run_record(con, run_id)
+    run = queries.run_record(con, run_id)
     if run is None:
         return None
-    chunks = warehouse_queries.chunk_summary(con, run_id)
+    chunks = queries.chunk_summary(con, run_id)
     view = RunView(
         run=run,
-        breakdown=warehouse_queries.breakdown_by_rank(con, run_id),
-        kernels=warehouse_queries.top_kernels(con, run_id, TOP),
-        comm=warehouse_queries.top_comm_ops(con, run_id, TOP),
+        breakdown=queries.breakdown_by_rank(con, run_id),
+        kernels=queries.top_kernels(con, run_id, TOP),
+        comm=queries.top_comm_ops(con, run_id, TOP),
         chunks=chunks,
         fits=_run_fits(con, run_id) if fit and chunks.height else pl.DataFrame(),
-        has_markers=warehouse_queries.has_chunk_markers(con, run_id),
+        has_markers=queries.has_chunk_markers(con, run_id),
     )
     view.notes = _notes(view)
     return view
@@ -117,4 +117,4 @@ def show_run(con: duckdb.DuckDBPyConnection, run_id: str, fit: bool = True) -> R
 
 def match_run_id(con: duckdb.DuckDBPyConnection, text: str) -> list[str]:
     """Run ids equal to `text`, else those starting with it (a unique prefix is enough)."""
-    return warehouse_queries.match_run_id(con, text)
+    return queries.match_run_id(con, text)

@@ -22,19 +22,20 @@ from dataclasses import asdict, dataclass, field
 import duckdb
 import numpy as np
 import polars as pl
-from scipy import stats
 
-from pipelines import warehouse_queries
+from pipelines import schedule_kinds
 from pipelines.analysis.compare import (
     DEFAULT_MIN_EFFECT,
     MIN_RUNS,
     compare_samples,
     welch_difference_interval,
 )
+from pipelines.analysis.mean_interval import mean_interval
 from pipelines.analysis.run_metrics import build_marts
 from pipelines.replay.options import SCHEDULE_CHOICES
 from pipelines.replay.store import ReplayError, replay_run, replay_run_id
 from pipelines.selectors import parse_selector, require_runs
+from pipelines.store import queries
 
 WORKLOAD_KEYS: tuple[str, ...] = ("model", "seq_len", "chunk_size", "tp", "pp", "hardware")
 """A workload: one prompt length and chunk budget of one model on one setup; schedules vary."""
@@ -45,8 +46,8 @@ PARTS: tuple[tuple[str, str], ...] = (
     ("exposed_comm_ns", "exposed comm"),
     ("total_ns", "total"),
 )
-BASELINE = "cpp"
-SCHEDULE_ORDER = ("cpp", "dcpp", "dcpp_sglang", "dcpp_vllm_ascend", "vpp", "vpp_async", "vpp_pack")
+BASELINE = schedule_kinds.BASELINE
+SCHEDULE_ORDER = schedule_kinds.NAMES
 NEGLIGIBLE_SHARE = 0.001
 """A part under this share of the total in every run of a workload is called negligible."""
 
@@ -111,17 +112,6 @@ class ScheduleReport:
         return [
             (w.workload, r) for w in self.workloads for r in w.rows if r.versus_predicted == "short"
         ]
-
-
-def _mean_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-    n = len(values)
-    if n == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(values.mean())
-    if n < 2:
-        return mean, math.nan, math.nan
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * values.std(ddof=1) / math.sqrt(n))
-    return mean, mean - half, mean + half
 
 
 def _welch_interval(base: np.ndarray, cand: np.ndarray) -> tuple[float, float, float]:
@@ -217,12 +207,12 @@ def _compare_workload(
             }
         for part, label in PARTS:
             mine = values(schedule, part)
-            mean, lo, hi = _mean_interval(mine)
+            mean, lo, hi = mean_interval(mine.tolist())
             nan3 = (math.nan, math.nan, math.nan)
             delta = _welch_interval(values(BASELINE, part), mine) if part in against else nan3
             cmp = against.get(part)
             pred = _predictions(reruns, cpp_runs, schedule, part, cost)
-            p_mean, p_lo, p_hi = _mean_interval(pred)
+            p_mean, p_lo, p_hi = mean_interval(pred.tolist())
             if cmp is None:
                 rel = (math.nan,) * 3
                 test, p_adj, verdict, versus, reason = "none", math.nan, "baseline", "n/a", ""
@@ -266,7 +256,7 @@ def compare_schedules(
     if build:
         build_marts(con)
     report = ScheduleReport(sel.text, cost, min_effect, [])
-    frame = warehouse_queries.schedule_breakdown(con, run_ids)
+    frame = queries.schedule_breakdown(con, run_ids)
     measured = frame.filter(pl.col("replay_of").is_null() & pl.col("schedule").is_not_null())
     if replay:
         stored = set(frame["run_id"].to_list())
@@ -275,7 +265,7 @@ def compare_schedules(
             schedules = [BASELINE, *group["schedule"].unique().to_list()]
             _ensure_replays(con, cpp, list(dict.fromkeys(schedules)), stored, cost, report)
         if report.replayed:
-            frame = warehouse_queries.schedule_breakdown(con, run_ids)
+            frame = queries.schedule_breakdown(con, run_ids)
     reruns = frame.filter(pl.col("replay_of").is_not_null())
     for key, group in measured.group_by(list(WORKLOAD_KEYS), maintain_order=True):
         workload = dict(zip(WORKLOAD_KEYS, key, strict=True))

@@ -6,22 +6,22 @@ the same SQL. One loader for `tracereplay fit`, the demo and Dagster."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from pipelines import lake, sql_runner, warehouse
-from pipelines import warehouse_queries as queries
+from pipelines.store import Session, functions, queries, relations
+from pipelines.store.insert import insert_frame
+from pipelines.store.schema import ddl_text
 
 PER_RUN_SCANS_UP_TO = 50
-"""In a lake, up to this many given runs are read through their own folders (lake.run_scan);
-the views glob every run's folder, which at 1,000 runs cost more than the new run's own rows
-(docs/lake.md, incremental fit)."""
+"""Up to this many given runs are read through the store's per-run relation
+(Session.runs_relation); in a lake the views glob every run's folder, which at 1,000 runs cost
+more than the new run's own rows (docs/lake.md, incremental fit)."""
 
 
 def load_tau_points(
-    con: duckdb.DuckDBPyConnection,
+    session: Session,
     model: str | None = None,
     schedule: str | None = None,
     segment: bool = True,
@@ -32,10 +32,10 @@ def load_tau_points(
     of runs that have chunk markers in their slices but no chunk rows yet, segmented in memory
     with each run's rule; of `run_ids` only when given (only their chunks and slices are read).
     Returns (rows, run ids segmented here)."""
-    root = lake.stored_root(con)
-    per_run = root is not None and run_ids is not None and len(run_ids) <= PER_RUN_SCANS_UP_TO
+    con = session.con
+    per_run = run_ids is not None and len(run_ids) <= PER_RUN_SCANS_UP_TO
     if per_run:
-        frame, unchunked = _lake_runs_tau(con, root, list(run_ids))
+        frame, unchunked = _runs_tau(session, list(run_ids))
     else:
         frame = queries.measured_chunk_tau(con, run_ids)
     segmented: list[str] = []
@@ -51,21 +51,19 @@ def load_tau_points(
     return frame, segmented
 
 
-def _lake_runs_tau(
-    con: duckdb.DuckDBPyConnection, root: Path, run_ids: list[str]
-) -> tuple[pl.DataFrame, list[str]]:
-    """`int_chunk_tau` rows of `run_ids` (measured runs only) from their own lake folders, and
-    those of them that have chunk markers in their host slices but no chunk rows."""
+def _runs_tau(session: Session, run_ids: list[str]) -> tuple[pl.DataFrame, list[str]]:
+    """`int_chunk_tau` rows of `run_ids` (measured runs only) from the store's per-run
+    relations, and those of them that have chunk markers in their host slices but no chunk
+    rows."""
     if not run_ids:
-        return queries.measured_chunk_tau(con, []), []
-
-    chunks = queries.union_rows(con, [lake.run_scan(root, "chunks", r) for r in run_ids])
-    runs = queries.union_rows(con, [lake.run_scan(root, "runs", r) for r in run_ids])
+        return queries.measured_chunk_tau(session.con, []), []
+    chunks = session.rows_of_runs("chunks", run_ids)
+    runs = session.rows_of_runs("runs", run_ids)
     frame = chunk_tau_of(chunks, runs)
     chunked = set(chunks["run_id"].unique().to_list())
     bare = [run_id for run_id in run_ids if run_id not in chunked]
     unchunked = (
-        queries.runs_with_markers_in(con, [lake.run_scan(root, "slices", r) for r in bare])
+        queries.runs_with_markers_in(session.con, [session.runs_relation("slices", bare)])
         if bare
         else []
     )
@@ -90,16 +88,13 @@ def chunk_tau_of(chunks: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     in for the `chunks` and `runs` tables of a scratch DuckDB, conformed to the canonical
     columns, where int_chunk_tau and what it reads are built from sql/ as everywhere else (only
     those: building every view took ~0.1 s, docs/lake.md)."""
-    from pipelines import sql_functions
-    from pipelines.canonical_schema import ddl_text
-
     scratch = duckdb.connect()
     try:
         for table, frame in (("runs", runs), ("chunks", chunks)):
             scratch.execute(ddl_text(table))
-            warehouse.insert_frame(scratch, table, frame)
-        sql_functions.register(scratch)
-        sql_runner.build(scratch, ["int_chunk_tau"], temporary=True)
+            insert_frame(scratch, table, frame)
+        functions.register(scratch)
+        relations.build(scratch, ["int_chunk_tau"], temporary=True)
         return queries.measured_chunk_tau(scratch)
     finally:
         scratch.close()
@@ -112,7 +107,7 @@ def flag_partial_chunks(chunks: pl.DataFrame) -> pl.DataFrame:
     scratch = duckdb.connect()
     try:
         scratch.register("chunks", chunks.to_arrow())
-        sql_runner.build(scratch, ["int_chunk_flags"], temporary=True)
+        relations.build(scratch, ["int_chunk_flags"], temporary=True)
         return queries.read_relation(scratch, "int_chunk_flags")
     finally:
         scratch.close()

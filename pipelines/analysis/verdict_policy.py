@@ -26,6 +26,8 @@ from typing import Literal
 
 import polars as pl
 
+from pipelines import schedule_kinds
+
 FLAGGED_VERDICTS = ("linear_offset", "kinked", "convex", "concave")
 DISTURBANCE_VERDICTS = ("drift",)
 INCONCLUSIVE_VERDICTS = ("too_noisy", "too_short")
@@ -121,7 +123,7 @@ def _shown(frame: pl.DataFrame) -> pl.DataFrame:
 # tau_k is not a fixed-size chunk's and has no linear expectation (in the full demo the dense
 # models' dcpp curves were judged `convex` by 10-12 % of mean tau). The expectations cover the
 # fixed-chunk schedules only; dcpp curves are still fitted and shown (docs/demo.md).
-VARIABLE_CHUNK_SCHEDULES = ("dcpp", "dcpp_sglang", "dcpp_vllm_ascend")
+VARIABLE_CHUNK_SCHEDULES = schedule_kinds.VARIABLE_CHUNKS
 
 
 def check_expectation(fits: pl.DataFrame, expectation: Expectation) -> ExpectationResult:

@@ -38,7 +38,7 @@ from pipelines.bench.generate import (
     to_kineto,
 )
 from pipelines.bench.harness import Measurement, measure, median_of
-from pipelines.ingest.memory import DEFAULT_MAX_MEMORY, ENV_MAX_MEMORY, ENV_SPILL_DIR
+from pipelines.memory import DEFAULT_MAX_MEMORY, ENV_MAX_MEMORY, ENV_SPILL_DIR
 
 HTA_PYTHON_ENV = "TRACEREPLAY_HTA_PYTHON"
 HTA_PROBE = Path(__file__).with_name("hta_probe.py")

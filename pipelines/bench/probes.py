@@ -36,14 +36,14 @@ DUCKDB_COLUMNS = (
 def _ours(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
     import pyarrow.dataset  # noqa: F401  (duckdb imports it, and pandas, on the first register)
 
-    from pipelines import warehouse
     from pipelines.ingest.load import ingest_paths
+    from pipelines.store import open_store, queries
 
     def work() -> dict[str, Any]:
-        con = warehouse.connect(out)
+        con = open_store(out).open()
         try:
             report = ingest_paths([path], con, progress=False)
-            slices = warehouse.row_counts(con, ["slices"])["slices"]
+            slices = queries.row_counts(con, ["slices"])["slices"]
         finally:
             con.close()
         return {
@@ -67,7 +67,7 @@ def _ours_streamed(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
 def _duckdb(path: Path, out: Path, threads: int | None = None) -> Callable[[], dict[str, Any]]:
     import duckdb
 
-    from pipelines.ingest.duck import sql_string
+    from pipelines.store.duck import sql_string
 
     literal = sql_string(path)
 

@@ -32,9 +32,11 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from pipelines import lake, lake_catalog
 from pipelines.bench.cluster import DEFAULT_RANK, replicate_rank
 from pipelines.ingest import per_rank
+from pipelines.store import lake_catalog, open_store, parquet_lake
+from pipelines.store.lake_layout import partition_dir
+from pipelines.store.schema import RUN_TABLES
 
 
 @dataclass
@@ -106,9 +108,9 @@ def _history(root: Path, template_root: Path, run_id: str, count: int, configs: 
     try:
         for index in range(count):
             new_id = f"history-{index:05d}"
-            for table in lake.RUN_TABLES:
-                source = lake.partition_dir(template_root, table, run_id)
-                target = lake.partition_dir(root, table, new_id)
+            for table in RUN_TABLES:
+                source = partition_dir(template_root, table, run_id)
+                target = partition_dir(root, table, new_id)
                 target.mkdir(parents=True, exist_ok=True)
                 for path in source.glob("*.parquet"):
                     if table == "runs":
@@ -129,7 +131,7 @@ def _history(root: Path, template_root: Path, run_id: str, count: int, configs: 
 def incremental_probe(
     work: Path, small: int = 10, large: int = 1000, repeat: int = PROBE_REPEAT
 ) -> IncrementalProbe:
-    from pipelines.ingest.load import WarehouseTarget, ingest_paths
+    from pipelines.ingest.load import ingest_paths
     from pipelines.paths import LAKE_ENV
 
     template = work / "template_lake"
@@ -138,11 +140,11 @@ def incremental_probe(
     walls: dict[int, float] = {}
     with mock.patch.dict(os.environ):  # LAKE_ENV as it was, once the probe is done
         os.environ[LAKE_ENV] = str(template)
-        run_id = ingest_paths([first], WarehouseTarget(), progress=False).runs[0].run_id
+        run_id = ingest_paths([first], open_store(), progress=False).runs[0].run_id
         for count in (small, large):
             root = work / f"lake_{count}"
             shutil.rmtree(root, ignore_errors=True)
-            lake.init(root)
+            parquet_lake.init(root)
             _history(root, template, run_id, count)
             lake_catalog.entries(root)  # setup: the copies' catalog entries, as ingest writes them
             os.environ[LAKE_ENV] = str(root)
@@ -151,11 +153,11 @@ def incremental_probe(
                 repeat
             ):  # the median of `repeat` ingests, the new run removed after each
                 start = time.perf_counter()
-                report = ingest_paths([newcomer], WarehouseTarget(), progress=False)
+                report = ingest_paths([newcomer], open_store(), progress=False)
                 times.append(time.perf_counter() - start)
                 if [r.status for r in report.runs] != ["loaded"]:
                     raise RuntimeError(f"the new run was not loaded: {report.as_json()}")
-                lake.delete_run(root, report.runs[0].run_id)
+                parquet_lake.delete_partitions(root, report.runs[0].run_id)
             walls[count] = statistics.median(times)
     return IncrementalProbe(small, large, walls)
 
@@ -197,14 +199,10 @@ def _chunk_run(run_id: str, model: str, seed: int, n: int = 12) -> dict[str, pl.
 
 
 def _fit_now() -> None:
-    from pipelines import warehouse
     from pipelines.analysis.fit_store import fit_and_store
 
-    con = warehouse.connect()
-    try:
-        fit_and_store(con)
-    finally:
-        con.close()
+    with open_store().session() as session:
+        fit_and_store(session)
 
 
 def fit_probe(
@@ -214,25 +212,27 @@ def fit_probe(
 
     template = work / "template_lake"
     shutil.rmtree(template, ignore_errors=True)
-    lake.init(template)
-    lake.write_run(template, "template", _chunk_run("template", "template", 0))
+    parquet_lake.init(template)
+    parquet_lake.write_partitions(template, "template", _chunk_run("template", "template", 0))
     walls: dict[int, float] = {}
     with mock.patch.dict(os.environ):  # LAKE_ENV as it was, once the probe is done
         for count in (small, large):
             root = work / f"lake_{count}"
             shutil.rmtree(root, ignore_errors=True)
-            lake.init(root)
+            parquet_lake.init(root)
             _history(root, template, "template", count, configs=5)
             lake_catalog.entries(root)
             os.environ[LAKE_ENV] = str(root)
             _fit_now()  # setup: the history fitted (and statsmodels imported)
             times = []
             for index in range(repeat):
-                lake.write_run(root, "newcomer", _chunk_run("newcomer", "new-config", index + 1))
+                parquet_lake.write_partitions(
+                    root, "newcomer", _chunk_run("newcomer", "new-config", index + 1)
+                )
                 start = time.perf_counter()
                 _fit_now()
                 times.append(time.perf_counter() - start)
-                lake.delete_run(root, "newcomer")
+                parquet_lake.delete_partitions(root, "newcomer")
                 _fit_now()  # untimed: back to the history's fits
             walls[count] = statistics.median(times)
     return IncrementalProbe(small, large, walls)

@@ -16,12 +16,13 @@ import time
 
 import polars as pl
 
+from pipelines import schedule_kinds
 from pipelines.sim.run import simulate
 from pipelines.sim.sweep import SweepPoint, sweep
 
-SCHEDULES = ("cpp", "dcpp", "dcpp_sglang", "vpp", "vpp_async", "vpp_pack")
+SCHEDULES = schedule_kinds.DISTINCT
 MODELS = ("deepseek-v3.1", "glm-5.2", "qwen3-coder-30b-a3b")
-SWEEP_SCHEDULES = ("cpp", "dcpp", "vpp", "vpp_async")
+SWEEP_SCHEDULES = tuple(s for s in schedule_kinds.BASES if not schedule_kinds.packs(s))
 LENGTHS = (65536, 131072, 262144, 524288, 1048576)
 CHUNKS = (8192, 16384, 24576, 32768)
 PIPELINES = (2, 4)

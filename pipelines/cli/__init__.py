@@ -63,11 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.BAD_INPUT
-    from pipelines.warehouse import WarehouseError
+    from pipelines.store import StoreError
 
     try:
         return int(args.func(args) or 0)
-    except WarehouseError as exc:
+    except StoreError as exc:
         print(f"tracereplay {args.command}: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except BrokenPipeError:  # `tracereplay runs | head`: the reader left, nothing to say

@@ -43,10 +43,3 @@ def table(columns: list[tuple[str, str]], rows: list[dict[str, str]]) -> str:
     lines = ["  ".join(t.ljust(widths[k]) for k, t in columns)]
     lines += ["  ".join(r.get(k, "").ljust(widths[k]) for k, _ in columns) for r in rows]
     return "\n".join(line.rstrip() for line in lines)
-
-
-def json_value(x: object) -> object:
-    """NaN -> None, inf -> 'inf' (JSON has neither)."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    return x

@@ -228,7 +228,7 @@ def run_ingest(args: argparse.Namespace) -> int:
         return ExitCode.BAD_INPUT
 
     from pipelines.bench.ingest_bench import ALL_PATHS
-    from pipelines.ingest.memory import max_memory
+    from pipelines.memory import max_memory
 
     paths = tuple(p.strip() for p in args.paths.split(",")) if args.paths else ALL_PATHS
     unknown = sorted(set(paths) - set(ALL_PATHS))

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 
 DESCRIPTION = """\
 Run the data-check suites (pipelines/quality/catalog.py, docs/quality.md) over the warehouse, or
@@ -47,7 +47,6 @@ def _write(path: str, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
     from pipelines.quality.checks import run_checks
     from pipelines.quality.report import (
         as_dict,
@@ -59,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
     )
     from pipelines.selectors import SelectorError, parse_selector, require_runs
 
-    path = warehouse.warehouse_path(args.warehouse)
-    if not warehouse.exists(path):
-        print(f"tracereplay check: no warehouse at {path}", file=sys.stderr)
+    store = store_of(args)
+    if not store.exists():
+        print(f"tracereplay check: no warehouse at {store.location}", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    con = warehouse.connect(path, read_only=True, wait_s=args.wait)
+    con = store.open(read_only=True)
     try:
         run_ids = None
         if args.selector:

@@ -7,7 +7,7 @@ import json
 import sys
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 
 DESCRIPTION = """\
 Segment every ingested run (or the --run ones) into chunks from its host-side chunk markers
@@ -107,7 +107,6 @@ def format_report(frame) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
     from pipelines.analysis.chunk_store import describe_rule, extract_chunks
     from pipelines.analysis.segment import (
         DEFAULT_MARKER_REGEX,
@@ -142,11 +141,12 @@ def run(args: argparse.Namespace) -> int:
     except MarkerRuleError as exc:
         print(f"tracereplay chunks: {exc}; nothing changed", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    path = warehouse.warehouse_path(args.warehouse)
-    if not warehouse.exists(path):
+    store = store_of(args)
+    path = store.location
+    if not store.exists():
         print(f"tracereplay chunks: no warehouse at {path}", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    con = warehouse.connect(path, wait_s=args.wait)
+    con = store.open()
     try:
         report = extract_chunks(
             con,

@@ -8,8 +8,9 @@ import sys
 import textwrap
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
-from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, json_value, table
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, table
+from pipelines.labels import json_value
 
 DESCRIPTION = """\
 Compare the runs CANDIDATE selects with those BASELINE selects (selectors: docs/selectors.md),
@@ -129,14 +130,13 @@ def to_json(result) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
     from pipelines.analysis.comparison import compare_run_sets
     from pipelines.analysis.run_metrics import UnknownMetricError
     from pipelines.selectors import SelectorError
 
     correction = {"holm": "holm", "bh": "fdr_bh"}[args.correction]
     try:
-        with warehouse.session(args.warehouse, wait_s=args.wait) as con:
+        with store_of(args).session(read_only=True) as con:
             result = compare_run_sets(
                 con,
                 args.baseline,

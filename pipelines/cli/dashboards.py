@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 
 DESCRIPTION = """\
 Write the dashboards of the runs SEL selects (docs/selectors.md; default: every measured run)
@@ -50,19 +50,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dashboards.site import build_site
-    from pipelines import paths, warehouse
+    from pipelines import paths
     from pipelines.selectors import SelectorError
 
-    path = warehouse.warehouse_path(args.warehouse)
-    if not warehouse.exists(path):
+    store = store_of(args)
+    if not store.exists():
         print(
-            f"tracereplay dashboards: no warehouse at {path} (run `tracereplay ingest PATH` "
-            "or `tracereplay demo`)",
+            f"tracereplay dashboards: no warehouse at {store.location}"
+            " (run `tracereplay ingest PATH` or `tracereplay demo`)",
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT
     out = args.out or paths.site_dir()
-    con = warehouse.connect(path, read_only=True, wait_s=args.wait)
+    con = store.open(read_only=True)
     try:
         report = build_site(con, args.selector, out)
     except SelectorError as exc:

@@ -107,7 +107,7 @@ def _comparison_json(report) -> dict | None:
 
 
 def _regressions_json(check) -> dict | None:
-    from pipelines.cli._report import json_value
+    from pipelines.labels import json_value
 
     if check is None:
         return None

@@ -7,7 +7,7 @@ import json
 import sys
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, table
 
 DESCRIPTION = """\
@@ -101,12 +101,11 @@ def format_explanation(explanation) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
     from pipelines.analysis.attribution import explain_run_sets
     from pipelines.selectors import SelectorError, require_runs
 
     try:
-        with warehouse.session(args.warehouse, wait_s=args.wait) as con:
+        with store_of(args).session(read_only=True) as con:
             base = require_runs(con, args.baseline)
             cand = require_runs(con, args.candidate)
             explanation = explain_run_sets(con, base, cand)

@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 
 if TYPE_CHECKING:  # polars loads when a fit runs, not when the parser is built
     import polars as pl
@@ -198,9 +198,9 @@ def policy_summary(curves: pl.DataFrame) -> str:
 
 def _nothing_to_fit(con, model: str | None) -> str:
     """Why no curve came out, and what to do about it."""
-    from pipelines import warehouse_queries
+    from pipelines.store import queries
 
-    counts = warehouse_queries.row_counts(con, ["runs", "chunks"])
+    counts = queries.row_counts(con, ["runs", "chunks"])
     if counts["runs"] == 0:
         return (
             "nothing to fit: the warehouse holds no runs. Ingest profiler output first"
@@ -220,15 +220,14 @@ def _nothing_to_fit(con, model: str | None) -> str:
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from pipelines import warehouse
     from pipelines.analysis.fit_store import FitOptions, fit_and_store
 
-    path = warehouse.warehouse_path(args.warehouse)
-    if not warehouse.exists(path):
-        print(f"tracereplay fit: no warehouse at {path}", file=sys.stderr)
+    store = store_of(args)
+    if not store.exists():
+        print(f"tracereplay fit: no warehouse at {store.location}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     options = FitOptions(segment=not args.no_segment, drop_partial=not args.keep_partial)
-    con = warehouse.connect(path, wait_s=args.wait)
+    con = store.open()
     try:
         report = fit_and_store(con, options)
         hint = _nothing_to_fit(con, args.model) if report.fits.is_empty() or args.model else None
@@ -260,5 +259,5 @@ def run(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{v}: {n}" for v, n in counts.iter_rows())
     print(f"\n{curves.height} curves ({summary}); evidence per curve with --json")
     print(policy_summary(curves))
-    print(f"stored {report.fits.height} curves as table tau_fits in {path}")
+    print(f"stored {report.fits.height} curves as table tau_fits in {store.warehouse_file}")
     return ExitCode.OK

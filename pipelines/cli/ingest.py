@@ -6,9 +6,13 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+
+if TYPE_CHECKING:
+    from pipelines.store import Store
 
 DESCRIPTION = """\
 Find runs under the given files and folders (searched recursively, recognised by content, not by
@@ -108,24 +112,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _extract_chunks(target, run_ids: list[str]) -> dict[str, int]:
+def _extract_chunks(store: Store, run_ids: list[str]) -> dict[str, int]:
     """Chunks found per (re)written run (runs without markers get 0 and no rows); each run's
     stored chunk rule is applied."""
     from pipelines.analysis.chunk_store import extract_chunks
 
     if not run_ids:
         return {}
-    with target.open() as con:
-        return {run.run_id: run.chunks for run in extract_chunks(con, run_ids).runs}
+    with store.open_runs() as session:
+        return {run.run_id: run.chunks for run in extract_chunks(session, run_ids).runs}
 
 
-def _stored_chunks(target, run_ids: list[str]) -> dict[str, int]:
+def _stored_chunks(store: Store, run_ids: list[str]) -> dict[str, int]:
     if not run_ids:
         return {}
-    from pipelines import warehouse_queries
+    from pipelines.store import queries
 
-    with target.open() as con:
-        rows = warehouse_queries.chunk_counts(con, run_ids)
+    with store.open_runs() as session:
+        rows = queries.chunk_counts(session.con, run_ids)
     return dict.fromkeys(run_ids, 0) | rows
 
 
@@ -148,8 +152,7 @@ def _line(r, chunks: int | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.ingest.frames import printable
-    from pipelines.ingest.load import WarehouseTarget, ingest_paths
-    from pipelines.warehouse import check_warehouse_file, warehouse_path
+    from pipelines.ingest.load import ingest_paths
 
     try:
         tags = _parse_tags(args.tag)
@@ -157,27 +160,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"tracereplay ingest: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     if args.max_memory is not None:
-        from pipelines.ingest import memory
+        from pipelines import memory
 
         try:
             os.environ[memory.ENV_MAX_MEMORY] = str(memory.parse_size(args.max_memory))
         except ValueError as exc:
             print(f"tracereplay ingest: --max-memory: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT
-    target = WarehouseTarget(warehouse_path(args.warehouse), wait_s=args.wait)
-    check_warehouse_file(target.path)  # refuse a non-DuckDB path before any work
+    store = store_of(args)
+    store.check()  # refuse a path that cannot hold a warehouse before any work
     report = ingest_paths(
         args.paths,
-        target,
+        store,
         tags=tags,
         progress=not (args.json or args.no_progress),
         prune=args.prune,
     )
     chunks = {}
     if not args.no_chunks:
-        chunks = _extract_chunks(target, report.changed_run_ids)
+        chunks = _extract_chunks(store, report.changed_run_ids)
         kept = [r.run_id for r in report.runs if r.run_id not in chunks]
-        chunks |= _stored_chunks(target, kept)
+        chunks |= _stored_chunks(store, kept)
     for item in report.quarantined:
         print(item.message(), file=sys.stderr)
     for path, why in report.skipped:

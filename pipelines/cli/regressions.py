@@ -14,10 +14,10 @@ from pipelines.analysis.changepoint_defaults import (
     DEFAULT_SPIKE_SIGMAS,
 )
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 from pipelines.cli._format import MAX_WIDTH, render_table
-from pipelines.cli._report import fmt_p, fmt_pct, json_value, table
-from pipelines.labels import UNTAGGED, config_label
+from pipelines.cli._report import fmt_p, fmt_pct, table
+from pipelines.labels import UNTAGGED, config_label, json_value
 
 DESCRIPTION = textwrap.fill(
     f"""\
@@ -99,7 +99,6 @@ def _row(ch) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
     from pipelines.analysis.attribution import explain_run_sets
     from pipelines.analysis.history import find_changes, runs_around
     from pipelines.analysis.run_metrics import UnknownMetricError
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     explanations = {}
     explained = {}  # one attribution per pair of run sets
     try:
-        with warehouse.session(args.warehouse, wait_s=args.wait) as con:
+        with store_of(args).session(read_only=True) as con:
             scan = find_changes(
                 con,
                 args.selector,

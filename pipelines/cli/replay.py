@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 
 DESCRIPTION = """\
 Take the chunks (tau_k per chunk and stage) measured in one ingested run, re-simulate its requests
@@ -72,15 +72,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
     from pipelines.replay.store import ReplayError, format_comparison, replay_run
 
-    path = warehouse.warehouse_path(args.warehouse)
-    if not warehouse.exists(path):
-        print(f"tracereplay replay: no warehouse at {path}", file=sys.stderr)
+    store = store_of(args)
+    if not store.exists():
+        print(f"tracereplay replay: no warehouse at {store.location}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
-    con = warehouse.connect(path, read_only=args.no_write, wait_s=args.wait)
+    con = store.open(read_only=args.no_write)
     try:
         report = replay_run(
             con,
@@ -107,7 +106,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_comparison(report))
         if not args.no_write:
-            print(f"\nwrote {len(report.reruns)} reruns to {path} (replay_of = {args.run_id})")
+            print(
+                f"\nwrote {len(report.reruns)} reruns to {store.location}"
+                f" (replay_of = {args.run_id})"
+            )
         for folder in written:
             print(f"wrote {folder}")
     return ExitCode.OK

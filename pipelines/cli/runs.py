@@ -7,7 +7,7 @@ import json
 import sys
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 
 DESCRIPTION = """\
 List the runs in the warehouse, one line each: id, source, model, schedule, sequence length,
@@ -31,12 +31,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
     from pipelines.analysis.run_views import run_list
     from pipelines.cli._format import console_width, duration, render_table, short_ids, tokens
     from pipelines.selectors import SelectorError, require_runs
 
-    con = warehouse.connect(args.warehouse, read_only=True, wait_s=args.wait)
+    con = store_of(args).open(read_only=True)
     try:
         try:
             run_ids = require_runs(con, args.selector)

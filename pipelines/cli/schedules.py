@@ -10,8 +10,9 @@ import sys
 import textwrap
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
-from pipelines.cli._report import json_value, table
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._report import table
+from pipelines.labels import json_value
 
 DESCRIPTION = """\
 For each workload (model, seq_len, chunk_size, tp, pp, hardware) among the runs SEL selects
@@ -161,12 +162,11 @@ def to_json(report) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
     from pipelines.analysis.schedules import compare_schedules
     from pipelines.selectors import SelectorError
 
     try:
-        with warehouse.session(args.warehouse, wait_s=args.wait) as con:
+        with store_of(args).session(read_only=args.no_replay) as con:
             report = compare_schedules(
                 con, args.selector, replay=not args.no_replay, min_effect=args.min_effect / 100
             )

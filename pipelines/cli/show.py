@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option
+from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 
 DESCRIPTION = """\
 Show one stored run (its id, or a unique prefix of it):
@@ -215,10 +215,9 @@ def _text(view) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
     from pipelines.analysis.run_views import match_run_id, show_run
 
-    con = warehouse.connect(args.warehouse, read_only=True, wait_s=args.wait)
+    con = store_of(args).open(read_only=True)
     try:
         found = match_run_id(con, args.run_id)
         if len(found) != 1:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import textwrap
 from dataclasses import replace
@@ -19,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipelines import schedule_kinds
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
 from pipelines.cli._format import duration
@@ -26,16 +26,7 @@ from pipelines.cli._format import duration
 if TYPE_CHECKING:  # polars loads when a simulation runs, not when the parser is built
     from pipelines.sim.result import SimResult
 
-SCHEDULES = (
-    "single",
-    "cpp",
-    "dcpp",
-    "dcpp_sglang",
-    "dcpp_vllm_ascend",
-    "vpp",
-    "vpp_async",
-    "vpp_pack",
-)
+SCHEDULES = ("single", *schedule_kinds.NAMES)  # single: one device, no pipeline
 FORMATS = ("ascend", "kineto", "chrome")
 DEFAULT_FORMATS = "ascend,chrome"
 SINGLE_MODEL = "llama3-8b"
@@ -453,8 +444,8 @@ def simulate_single_from_args(args: argparse.Namespace) -> tuple[SimResult, dict
         raise ArgumentError("--schedule single runs on one device: --ranks must be 1")
     if args.decode_streams or args.decode_groups is not None or args.decode_context is not None:
         raise ArgumentError(
-            "--decode-* apply to the pipeline schedules; --schedule single always runs seed "
-            "001's 48 decode streams at 4K context"
+            "--decode-* apply to the pipeline schedules; --schedule single always runs the "
+            "chunked-prefill reference's 48 decode streams at 4K context"
         )
     if args.vp not in (None, 1):
         raise ArgumentError("--schedule single has no virtual stages: --vp must be 1")
@@ -486,8 +477,8 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
     prompts of --seq-len tokens arriving --arrival-gap apart from t=0."""
     if args.cap is not None or args.interactive_first:
         raise ArgumentError("--cap and --interactive-first apply to --schedule single only")
-    vp = args.vp if args.vp is not None else (2 if args.schedule.startswith("vpp") else 1)
-    if not args.schedule.startswith("vpp") and vp != 1:
+    vp = args.vp if args.vp is not None else schedule_kinds.default_vp(args.schedule)
+    if not schedule_kinds.is_virtual(args.schedule) and vp != 1:
         raise ArgumentError(f"--vp {vp} needs a vpp* schedule, not {args.schedule}")
     if args.chunk == 0:
         raise ArgumentError("--chunk 0 (no chunking) applies to --schedule single only")
@@ -533,7 +524,12 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
         raise ArgumentError("--decode-groups and --decode-context need --decode-streams")
     if args.pack_requests:
         options |= {"pack_requests": True, "max_running": args.max_running}
-    if args.schedule in ("dcpp", "dcpp_vllm_ascend"):
+    kind = schedule_kinds.BY_NAME.get(args.schedule)
+    if (
+        kind is not None
+        and kind.base == "dcpp"
+        and kind.dcpp_rule in (None, schedule_kinds.DEFAULT_DCPP_RULE)
+    ):
         from pipelines.sim.chunking import DcppConfig
 
         options["dcpp"] = DcppConfig(online=args.dcpp_online == "on")
@@ -569,62 +565,6 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
     return result
 
 
-def summary(result: SimResult, extra: dict[str, Any]) -> dict[str, Any]:
-    """Run summary: the simulator's metrics plus schedule-specific figures."""
-    from pipelines.sim.metrics import summarize
-
-    out = summarize(result)
-    out.update(extra)
-    if result.meta.get("dcpp_rule") == "vllm_ascend":
-        out["dcpp_online"] = result.meta.get("dcpp_online")
-    if "budget_sweep" in result.meta:
-        out["budget_sweep"] = result.meta["budget_sweep"]
-    if "disturbance" in result.meta:
-        out["disturbance"] = result.meta["disturbance"]
-    return out
-
-
-def previous_outputs(out: Path) -> tuple[list[Path], list[Path]]:
-    """Trace output already under `out`: (written by this command earlier, anything else that
-    ingest would read together with a new run)."""
-    if not out.is_dir():
-        return [], []
-    ours: list[Path] = []
-    foreign: list[Path] = []
-    for path in sorted(out.glob("*_ascend_pt")):
-        (ours if path.name.startswith("sim-") else foreign).append(path)
-    for path in sorted((out / "kineto").glob("*.pt.trace.json")):
-        (ours if path.name.startswith("sim-") else foreign).append(path)
-    ours += sorted(out.glob("*.perfetto.json"))
-    return ours, foreign
-
-
-def check_out(out: Path, overwrite: bool) -> list[Path]:
-    """What must be removed from `out` before writing a new run there. Refuses to mix a new run
-    with earlier output (ingest would merge their ranks into one run): foreign profiler output
-    always, an earlier run of this command unless `overwrite`."""
-    ours, foreign = previous_outputs(out)
-    if foreign:
-        raise ArgumentError(
-            f"--out {out} already holds profiler output not written by this command "
-            f"({foreign[0].name}); choose another folder"
-        )
-    if ours and not overwrite:
-        raise ArgumentError(
-            f"--out {out} already holds a simulated run ({len(ours)} entries, e.g. "
-            f"{ours[0].name}); choose an empty folder or pass --overwrite"
-        )
-    return ours
-
-
-def _remove(paths: list[Path]) -> None:
-    for path in paths:
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-
-
 def _collected_at(text: str) -> int:
     """--collected-at as the epoch (ns) of the simulated t = 0."""
     try:
@@ -638,46 +578,15 @@ def _collected_at(text: str) -> int:
     return int(when.replace(tzinfo=UTC).timestamp()) * 1_000_000_000
 
 
-def traced_result(result: SimResult, detail: str = "tasks", tp_ranks: bool = False) -> SimResult:
-    """The run as its traces show it: one ProfilerStep per scheduler step with "layers" detail,
-    one rank per TP rank with `tp_ranks` (pipelines.sim.trace_shape)."""
-    from pipelines.sim.trace_shape import expand_tp_ranks, with_scheduler_steps
-
-    if detail == "layers":
-        result = with_scheduler_steps(result)
-    if tp_ranks:
-        result = expand_tp_ranks(result)
-    return result
-
-
-def write_outputs(
-    result: SimResult,
-    out: Path,
-    formats: list[str],
-    detail: str = "tasks",
-    tp_ranks: bool = False,
-) -> list[Path]:
-    """Write the requested trace formats under `out` (traced_result's shape); return what was
-    written."""
-    result = traced_result(result, detail, tp_ranks)
-    written: list[Path] = []
-    if "ascend" in formats:
-        from pipelines.sim.writers_ascend import write_ascend_pt
-
-        written += write_ascend_pt(result, out, detail=detail)  # type: ignore[arg-type]
-    if "kineto" in formats:
-        from pipelines.sim.writers_kineto import write_kineto_trace
-
-        written += write_kineto_trace(result, out / "kineto")
-    if "chrome" in formats:
-        from pipelines.sim.writers_chrome import write_chrome_trace
-
-        name = f"{result.meta.get('schedule', 'sim')}.perfetto.json"
-        written.append(write_chrome_trace(result, out / name))
-    return written
-
-
 def run(args: argparse.Namespace) -> int:
+    from pipelines.sim.outputs import (
+        OutputFolderError,
+        check_out,
+        remove_outputs,
+        summary,
+        write_outputs,
+    )
+
     try:
         _check_common(args)
         formats = parse_formats(args.format)
@@ -688,14 +597,14 @@ def run(args: argparse.Namespace) -> int:
             result, extra = simulate_single_from_args(args)
         else:
             result, extra = simulate_pipeline_from_args(args), {}
-    except ArgumentError as exc:
+    except (ArgumentError, OutputFolderError) as exc:
         print(f"tracereplay simulate: error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     if args.collected_at is not None:
         result = replace(result, meta=result.meta | {"epoch_ns": args.collected_at})
     written = []
     if args.out is not None:
-        _remove(stale)
+        remove_outputs(stale)
         written = write_outputs(result, args.out, formats, args.trace_detail, args.tp_ranks)
     report = summary(result, extra)
     report["written"] = [str(p) for p in written]

@@ -108,12 +108,12 @@ def format_rows(rows: list[dict]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import warehouse
+    from pipelines.store import open_store
     from pipelines.workload.validation import validate
 
     with tempfile.TemporaryDirectory() as tmp:
         path = args.warehouse or str(Path(tmp) / "validate.duckdb")
-        with warehouse.session(path) as con:
+        with open_store(path).session() as con:
             rows = validate(args.paths, con)
     if not rows:
         print(

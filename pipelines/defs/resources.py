@@ -15,31 +15,34 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 
 from pipelines import paths
-from pipelines import warehouse as wh
+from pipelines.store import Session, Store, open_store
 
 WRITE_POOL = "duckdb_write"
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """The DuckDB warehouse file (empty: $TRACEREPLAY_WAREHOUSE or data/warehouse.duckdb)."""
+    """The store (pipelines.store.open_store): the DuckDB warehouse file `path` (empty:
+    $TRACEREPLAY_WAREHOUSE or data/warehouse.duckdb), or the Parquet lake `lake` (empty:
+    $TRACEREPLAY_LAKE or `lake` in tracereplay.toml, else none)."""
 
     path: str = ""
+    lake: str = ""
+
+    @property
+    def store(self) -> Store:
+        return open_store(self.path or None, self.lake or None)
 
     @property
     def file(self) -> Path:
-        return paths.warehouse_path(self.path or None)
+        return self.store.warehouse_file
 
     @contextmanager
-    def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection for one step (canonical schema created when writable), closed after."""
-        con = wh.connect(self.file, read_only=read_only)
-        try:
-            yield con
-        finally:
-            con.close()
+    def connect(self, read_only: bool = False) -> Iterator[Session]:
+        """A session for one step (canonical schema created when writable), closed after."""
+        with self.store.session(read_only=read_only) as session:
+            yield session
 
 
 class RawDirResource(dg.ConfigurableResource):

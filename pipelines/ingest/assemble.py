@@ -285,7 +285,7 @@ class RunAssembler:
     def _ranks_side_by_side(self) -> bool:
         if len(self.run.ranks) < 2 or RANK_READ_WORKERS < 2:
             return False
-        from pipelines.ingest import memory
+        from pipelines import memory
 
         try:
             size = sum(p.stat().st_size for rank in self.run.ranks for p in rank.files)

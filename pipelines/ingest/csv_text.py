@@ -10,8 +10,8 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines.ingest.duck import sql_string
 from pipelines.ingest.errors import QuarantineError
+from pipelines.store.duck import sql_string
 
 # A number Excel rewrote in scientific notation (e.g. 1.69512E+15): its precision is gone.
 EXCEL_MANGLED = r"^[+-]?[0-9]+(\.[0-9]+)?[eE][+-]?[0-9]+$"

@@ -8,14 +8,14 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.canonical_schema import CANONICAL_TABLES, polars_schema
+from pipelines.store.schema import CANONICAL_TABLES, polars_schema
 
 RUN_TABLE_NAMES = tuple(t for t in CANONICAL_TABLES if t != "quarantine")
 """The tables a reader fills for one run (`quarantine` is the warehouse's own)."""
 
 
 def __getattr__(name: str) -> Any:
-    # SCHEMAS is built on first use from sql/schema (pipelines.canonical_schema), so importing
+    # SCHEMAS is built on first use from sql/schema (pipelines.store.schema), so importing
     # this module does not start DuckDB.
     if name == "SCHEMAS":
         return _schemas()

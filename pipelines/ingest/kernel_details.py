@@ -33,8 +33,8 @@ from pipelines.ingest.csv_text import (
     trimmed,
 )
 from pipelines.ingest.csv_text import pick as pick_column
-from pipelines.ingest.duck import scratch_connection
 from pipelines.ingest.units import us_text_to_ns_sql
+from pipelines.store.duck import scratch_connection
 
 COMM_CORES = ("HCCL", "COMMUNICATION")
 

@@ -13,17 +13,16 @@ its ranks); every input file belongs to at most one current run. For each discov
 * every failure of one run (a reader bug, an unreadable file, a row the warehouse refuses)
   becomes a quarantine row written as it happens; the other runs still load.
 
-The warehouse lock is held only to write: `target` is either an open connection (held by the
-caller) or a `WarehouseTarget` that opens the file per write and waits while another process
-holds it.
+`target` is a store (pipelines.store), which gives the sessions to write through under its own
+policy (a DuckDB file is opened per write, so its lock is held only to write; a lake keeps one
+session), or an open session held by the caller.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,9 +30,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import lake, warehouse, warehouse_queries
-from pipelines.canonical_schema import canonical_tables
-from pipelines.ingest import memory
+from pipelines import memory
 from pipelines.ingest.assemble import (
     FileDigest,
     apply_tags,
@@ -44,35 +41,8 @@ from pipelines.ingest.assemble import (
 )
 from pipelines.ingest.discover import Discovery, RunInput, discover
 from pipelines.ingest.frames import Quarantined, RunFrames
-from pipelines.paths import lake_path
-
-
-@dataclass
-class WarehouseTarget:
-    """A warehouse file that ingest opens only while it writes (waiting up to `wait_s` for
-    another process's lock); with a lake set (docs/lake.md), the lake, which has no lock."""
-
-    path: str | Path | None = None
-    wait_s: float | None = None
-
-    @contextmanager
-    def open(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        root = lake_path()
-        if root is not None:  # a lake: each run is its own files, no lock to wait for
-            with lake.session(root) as con:
-                yield con
-            return
-        with warehouse.session(self.path, wait_s=self.wait_s) as con:
-            yield con
-
-
-@contextmanager
-def _opened(target: duckdb.DuckDBPyConnection | WarehouseTarget) -> Iterator[Any]:
-    if isinstance(target, WarehouseTarget):
-        with target.open() as con:
-            yield con
-    else:
-        yield target
+from pipelines.store import Session, Store, StoreError
+from pipelines.store.base import HeldSession, WriteSessions
 
 
 @dataclass
@@ -165,11 +135,11 @@ def _json_dict(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def stored_runs(con: duckdb.DuckDBPyConnection) -> dict[str, StoredRun]:
+def stored_runs(session: Session) -> dict[str, StoredRun]:
     """Every measured run of the warehouse (reruns made by `replay` excluded), by run_id."""
-    rows = warehouse_queries.stored_run_rows(con)
+    rows = session.stored_runs()
     files: dict[str, dict[str, str]] = {}
-    for run_id, path, sha in warehouse_queries.run_input_files(con):
+    for run_id, path, sha in session.run_input_files():
         files.setdefault(run_id, {})[path] = sha
     out = {}
     for row in rows:
@@ -265,23 +235,8 @@ def _drop_null_keys(
     return out, dropped
 
 
-def _not_null_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
-    """Columns declared NOT NULL: from the DDL in a lake (its tables are views, which DuckDB
-    reports nullable), from the file's catalog otherwise (what its tables really enforce)."""
-    if lake.stored_root(con) is not None:
-        return {
-            name: [c.name for c in table.columns if not c.nullable]
-            for name, table in canonical_tables().items()
-        }
-    rows = warehouse_queries.schema_columns(con, not_null_only=True)
-    out: dict[str, list[str]] = {}
-    for table, column in rows:
-        out.setdefault(table, []).append(column)
-    return out
-
-
 def _write_run(
-    con: duckdb.DuckDBPyConnection,
+    session: Session,
     frames: RunFrames,
     origin: str,
     replace: list[str],
@@ -290,7 +245,7 @@ def _write_run(
     """Replace the runs at `origin` and the runs in `replace` by this run, in one transaction.
     Returns (rows per table, run ids replaced, rows dropped per reason)."""
     tables = frames.conformed()
-    tables, dropped = _drop_null_keys(tables, _not_null_columns(con))
+    tables, dropped = _drop_null_keys(tables, session.not_null_columns())
     if dropped:
         previous = _json_dict(tables["runs"]["dropped_rows"][0])
         merged = {**previous}
@@ -303,28 +258,28 @@ def _write_run(
         tables["runs"] = tables["runs"].with_columns(pl.lit(segmentation).alias("segmentation"))
     all_dropped = {str(k): int(v) for k, v in _json_dict(tables["runs"]["dropped_rows"][0]).items()}
     run_id = frames.run_id
-    here = warehouse_queries.run_ids_at_origin(con, origin)
+    here = session.run_ids_at_origin(origin)
     gone = sorted({*here, *replace} - {run_id})
-    counts = warehouse.write_run(con, run_id, tables, replaces=gone)
+    counts = session.write_run(run_id, tables, replaces=gone)
     return {t: n for t, n in counts.items() if t in tables}, gone, all_dropped
 
 
-def write_frames(con: duckdb.DuckDBPyConnection, frames: RunFrames) -> tuple[str, dict[str, int]]:
+def write_frames(session: Session, frames: RunFrames) -> tuple[str, dict[str, int]]:
     """Write one run read outside `ingest_paths`, replacing whatever its origin held."""
-    counts, _, _ = _write_run(con, frames, frames.run["origin"], [], None)
+    counts, _, _ = _write_run(session, frames, frames.run["origin"], [], None)
     return frames.run_id, counts
 
 
-def _retag(con: duckdb.DuckDBPyConnection, stored: StoredRun, tags: dict[str, str]) -> None:
+def _retag(session: Session, stored: StoredRun, tags: dict[str, str]) -> None:
     """Store merged tags on an unchanged run (and the run facts they set)."""
-    row = warehouse_queries.run_row(con, stored.run_id)
+    row = session.run_row(stored.run_id)
     updated = apply_tags(row.row(0, named=True), tags)
     columns = [c for c in row.columns if c != "run_id" and updated.get(c) != row[c][0]]
     if columns:
-        warehouse.replace_run_rows(con, stored.run_id, {}, {c: updated[c] for c in columns})
+        session.replace_run_rows(stored.run_id, {}, {c: updated[c] for c in columns})
 
 
-def _record(con: duckdb.DuckDBPyConnection, items: Iterable[Quarantined]) -> None:
+def _record(session: Session, items: Iterable[Quarantined]) -> None:
     for item in items:
         path = Path(item.path)
         digest = item.content_hash
@@ -333,7 +288,7 @@ def _record(con: duckdb.DuckDBPyConnection, items: Iterable[Quarantined]) -> Non
                 digest = file_sha256(path)
             except OSError:
                 digest = None
-        warehouse.record_quarantine(con, item.path, item.reason, item.detail, digest)
+        session.record_quarantine(item.path, item.reason, item.detail, digest)
 
 
 def _failure(run: RunInput, exc: BaseException, stage: str) -> Quarantined:
@@ -373,14 +328,14 @@ class _Ingest:
 
     def __init__(
         self,
-        target: duckdb.DuckDBPyConnection | WarehouseTarget,
+        target: WriteSessions,
         tags: dict[str, str],
         report: IngestReport,
     ) -> None:
         self.target = target
         self.tags = tags
         self.report = report
-        with _opened(target) as con:
+        with target.open() as con:
             self.known = _Known(stored_runs(con))
         self.done: set[str] = set()  # origins handled in this call
 
@@ -389,14 +344,14 @@ class _Ingest:
         if not items:
             return
         self.report.quarantined.extend(items)
-        with _opened(self.target) as con:
+        with self.target.open() as con:
             _record(con, items)
 
     def unchanged(self, stored: StoredRun, run: RunInput, tags: dict[str, str]) -> None:
         status = "unchanged"
-        with _opened(self.target) as con:
+        with self.target.open() as con:
             if not stored.rows:
-                counts = warehouse_queries.run_row_counts(con, stored.run_id)
+                counts = con.run_row_counts(stored.run_id)
                 stored.ranks = counts.pop("ranks", 0)
                 stored.rows = counts
             if tags != stored.tags:
@@ -437,7 +392,7 @@ class _Ingest:
         overlapping = [r.run_id for r in self.known.owners(inputs)]
         replace = sorted({*overlapping, *([stored.run_id] if stored else [])})
         try:
-            with _opened(self.target) as con:
+            with self.target.open() as con:
                 _record(con, quarantined)
                 counts, gone, dropped = _write_run(
                     con, frames, origin, replace, stored.segmentation if stored else None
@@ -490,9 +445,9 @@ class _Ingest:
         ]
         if not stale:
             return
-        with _opened(self.target) as con:
+        with self.target.open() as con:
             for run_id in stale:
-                warehouse.delete_run(con, run_id)
+                con.delete_run(run_id)
         for run_id in stale:
             self.known.runs.pop(run_id, None)
         self.report.pruned.extend(stale)
@@ -500,7 +455,7 @@ class _Ingest:
 
 def ingest_discovered(
     found: Discovery,
-    target: duckdb.DuckDBPyConnection | WarehouseTarget,
+    target: Store | Session,
     tags: dict[str, str] | None = None,
     progress: bool = True,
     prune: Iterable[str | Path] = (),
@@ -509,16 +464,22 @@ def ingest_discovered(
 
     prune: folders whose stored runs that this call did not produce are removed (the Dagster
     partition of a folder uses it; `tracereplay ingest --prune` too)."""
-    root = lake_path() if isinstance(target, WarehouseTarget) else None
-    if root is not None:
-        # a lake has no lock to release between runs: one connection for the whole call; stored
-        # runs come from the lake's identity catalog and one run's rows from its own folder,
-        # so no view over every run is made (docs/lake.md, incremental cost)
-        with lake.session(root, views=False) as con:
-            return ingest_discovered(found, con, tags=tags, progress=progress, prune=prune)
+    if isinstance(target, Store):
+        with target.writer() as sessions:
+            return _ingest(found, sessions, tags, progress, prune)
+    return _ingest(found, HeldSession(target), tags, progress, prune)
+
+
+def _ingest(
+    found: Discovery,
+    sessions: WriteSessions,
+    tags: dict[str, str] | None,
+    progress: bool,
+    prune: Iterable[str | Path],
+) -> IngestReport:
     report = IngestReport()
     report.ignored = [str(p) for p in found.ignored]
-    state = _Ingest(target, dict(tags or {}), report)
+    state = _Ingest(sessions, dict(tags or {}), report)
     state.quarantine(list(found.quarantined))
     sizes = {id(run): _size(run) for run in found.runs}
     bar = _progress(progress, sum(sizes.values()))
@@ -528,7 +489,7 @@ def ingest_discovered(
                 bar.update(bar.task_ids[0], description=run.origin.name)
             try:
                 state.one(run)
-            except warehouse.WarehouseError:
+            except StoreError:
                 raise
             except Exception as exc:  # one run's failure never stops the others
                 stage = "write" if isinstance(exc, duckdb.Error) else "read"
@@ -555,7 +516,7 @@ def _size(run: RunInput) -> int:
 
 def ingest_paths(
     paths: Iterable[str | Path],
-    target: duckdb.DuckDBPyConnection | WarehouseTarget,
+    target: Store | Session,
     tags: dict[str, str] | None = None,
     progress: bool = True,
     prune: bool = False,

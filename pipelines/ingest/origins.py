@@ -6,10 +6,10 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines import warehouse_queries
+from pipelines.store import queries
 
 
 def runs_under(con: duckdb.DuckDBPyConnection, folder: Path) -> list[str]:
     """run_ids whose origin is `folder` (resolved) or lies inside it, sorted."""
     root = str(folder.resolve())
-    return warehouse_queries.run_ids_under(con, root)
+    return queries.run_ids_under(con, root)

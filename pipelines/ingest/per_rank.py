@@ -7,7 +7,7 @@ from each other, so each can be read and written by its own process or machine:
    its rank folders (the partitions).
 2. `ingest_rank(plan, index)`: read rank folder `index` alone and write its rows as
    `<lake>/<table>/run_id=<id>/part-rank<r>.parquet` for ranks, slices, kernels, comm_ops and
-   step_breakdown (pipelines.lake.write_run with `rank`); quarantine rows as their own batch.
+   step_breakdown (LakeSession.write_rank); quarantine rows as their own batch.
 3. `finish_run(plan, results)`: write the `runs` and `run_inputs` partitions (runs last: the run
    appears when every rank is there) and remove the runs this one replaces (same origin).
 
@@ -27,7 +27,6 @@ from typing import Any
 
 import polars as pl
 
-from pipelines import lake, warehouse, warehouse_queries
 from pipelines.ingest.assemble import (
     RANK_TABLES,
     FileDigest,
@@ -38,7 +37,8 @@ from pipelines.ingest.assemble import (
 )
 from pipelines.ingest.discover import RankInput, RunInput, discover
 from pipelines.ingest.frames import SCHEMAS
-from pipelines.ingest.memory import release_spills
+from pipelines.memory import release_spills
+from pipelines.store import LakeStore, parquet_lake
 
 RANK_FILE_TABLES = ("ranks", *RANK_TABLES)
 
@@ -124,7 +124,8 @@ def ingest_rank(plan: RunPlan, index: int) -> RankResult:
         rank = int(ranks["rank"][0])
         tables = {t: frames.tables.get(t) for t in RANK_FILE_TABLES}
         _drop_whole_run_files(plan)
-        rows = lake.write_run(Path(plan.lake), plan.run_id, tables, rank=rank)
+        with LakeStore(plan.lake).writer() as sessions, sessions.open() as session:
+            rows = session.write_rank(plan.run_id, rank, tables)
         return RankResult(index, rank, rows, len(assembler.quarantined), frames.run)
     finally:
         release_spills()
@@ -144,15 +145,15 @@ def _quarantine(plan: RunPlan, assembler: RunAssembler) -> None:
         }
         for q in assembler.quarantined
     ]
-    lake.append_quarantine(Path(plan.lake), pl.DataFrame(rows, schema=SCHEMAS["quarantine"]))
+    parquet_lake.append_quarantine(
+        Path(plan.lake), pl.DataFrame(rows, schema=SCHEMAS["quarantine"])
+    )
 
 
 def _drop_whole_run_files(plan: RunPlan) -> None:
     """A whole-run file of the same run (from `tracereplay ingest`) would double its rows."""
     for table in RANK_FILE_TABLES:
-        (lake.partition_dir(Path(plan.lake), table, plan.run_id) / lake.PART).unlink(
-            missing_ok=True
-        )
+        parquet_lake.remove_whole_run_file(Path(plan.lake), table, plan.run_id)
 
 
 def finish_run(plan: RunPlan, results: list[RankResult]) -> dict[str, int]:
@@ -182,13 +183,11 @@ def finish_run(plan: RunPlan, results: list[RankResult]) -> dict[str, int]:
         schema=SCHEMAS["run_inputs"],
     )
     runs = pl.DataFrame([row], schema=SCHEMAS["runs"])
-    with lake.session(Path(plan.lake), views=False) as con:
-        gone = [
-            r for r in warehouse_queries.run_ids_at_origin(con, plan.origin) if r != plan.run_id
-        ]
-        for old in gone:
-            warehouse.delete_run(con, old)
-    lake.write_run(Path(plan.lake), plan.run_id, {"run_inputs": inputs, "runs": runs}, partial=True)
+    with LakeStore(plan.lake).writer() as sessions, sessions.open() as session:
+        for old in session.run_ids_at_origin(plan.origin):
+            if old != plan.run_id:
+                session.delete_run(old)
+        session.replace_run_rows(plan.run_id, {"run_inputs": inputs, "runs": runs})
     totals: dict[str, int] = {"runs": 1, "run_inputs": inputs.height}
     for result in results:
         for table, count in result.rows.items():

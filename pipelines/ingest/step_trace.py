@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.ingest.csv_text import as_int_sql, open_csv, pick, require, trimmed
-from pipelines.ingest.duck import scratch_connection
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.units import us_text_to_ns_sql
+from pipelines.store.duck import scratch_connection
 
 # canonical step_breakdown column -> header of step_trace_time.csv
 COLUMN_HEADERS = {

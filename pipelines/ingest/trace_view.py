@@ -40,16 +40,16 @@ import duckdb
 import msgspec
 import polars as pl
 
+from pipelines import memory
 from pipelines.ingest import dropped as drop
 from pipelines.ingest import flows as flow_links
-from pipelines.ingest import memory
-from pipelines.ingest.duck import private_connection, scratch_connection, sql_string
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.lookups import left_lookup
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.intervals import assign_steps
 from pipelines.profiler_names import PROFILER_STEP_PREFIX as STEP_PREFIX
 from pipelines.profiler_names import RECEIVE_REGEX
+from pipelines.store.duck import private_connection, scratch_connection, sql_string
 
 LANE_BY_PROCESS = {
     "python": "host",

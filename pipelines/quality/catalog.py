@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from pipelines.store.schema import CANONICAL_TABLES
+
 
 class Severity(StrEnum):
     ERROR = "error"
@@ -164,17 +166,7 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
     ("fct_rank_time_split", "non_negative_parts", E, "no part of the step window is negative"),
 )
 
-TABLES = (
-    "runs",
-    "run_inputs",
-    "ranks",
-    "slices",
-    "kernels",
-    "comm_ops",
-    "step_breakdown",
-    "chunks",
-    "quarantine",
-)
+TABLES = CANONICAL_TABLES
 
 # the marts (sql/marts, views built on every connection): no schema of their own to compare with
 MARTS = (

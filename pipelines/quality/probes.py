@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from pipelines import warehouse as wh
 from pipelines.paths import SQL_DIR
 from pipelines.quality.catalog import SCHEMA, Expectation
+from pipelines.store.schema import RUN_TABLES, declared_columns
 
 SAMPLE_ROWS = 5
 
@@ -33,7 +33,7 @@ def select_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None) -> in
     con.execute("create or replace temp table checked_runs (run_id varchar)")
     if run_ids is None:
         present = {r[0] for r in con.execute("show tables").fetchall()}
-        parts = [f"select run_id from {t}" for t in wh.RUN_TABLES if t in present]
+        parts = [f"select run_id from {t}" for t in RUN_TABLES if t in present]
         if parts:
             con.execute(f"insert into checked_runs {' union '.join(parts)}")
     elif run_ids:
@@ -42,7 +42,7 @@ def select_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None) -> in
 
 
 def _schema_query(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, list[object]]:
-    declared = wh.declared_columns(table)
+    declared = declared_columns(table)
     values = ", ".join("(?, ?)" for _ in declared)
     params: list[object] = [x for pair in declared for x in pair]
     sql = f"""

@@ -1,8 +1,9 @@
 """The choices `tracereplay replay` offers, apart from the replay code so the parser loads light
 (this package's __init__ imports nothing)."""
 
-REPLAY_SCHEDULES = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
-# accepted besides the defaults: the two DCPP rules by name
-SCHEDULE_CHOICES = (*REPLAY_SCHEDULES, "dcpp_sglang", "dcpp_vllm_ascend")
+from pipelines import schedule_kinds
+
+REPLAY_SCHEDULES = schedule_kinds.BASES
+SCHEDULE_CHOICES = schedule_kinds.NAMES  # the defaults and the DCPP rules by name
 COSTS = ("tabulated", "fitted")
 COMM_CHOICES = ("auto", "preset", "none")

@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from pipelines import schedule_kinds
 from pipelines.replay.costs import TabulatedCost
 from pipelines.sim.comm import CollectiveModel, CommModel
 from pipelines.sim.costs import StageCost
@@ -23,7 +24,7 @@ from pipelines.sim.run import simulate
 
 def replay(
     chunks: pl.DataFrame,
-    schedules: Sequence[str] = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack"),
+    schedules: Sequence[str] = schedule_kinds.BASES,
     *,
     cost: str = "tabulated",
     pp: int | None = None,
@@ -93,7 +94,7 @@ def replay(
             schedule,
             model=model,
             pp=pp,
-            vp=vp if schedule.startswith("vpp") else 1,
+            vp=vp if schedule_kinds.is_virtual(schedule) else 1,
             chunk_size=chunk_size,
             comm=comm,
             collectives=collectives,

@@ -1,12 +1,12 @@
 """Replay an ingested run under other schedules and store each rerun in the warehouse.
 
-`replay_run(con, run_id, schedules)` reads the chunks (tau) measured in run `run_id`, re-simulates
-its requests under every schedule (pipelines.replay.rerun.replay), converts each simulated rerun
-to the canonical tables (pipelines.replay.tables.rerun_tables: runs, ranks, chunks, slices,
-comm_ops, step_breakdown) and writes it as a run of its own, `<run_id>~replay-<schedule>-<cost>`
-(source 'sim', replay_of = run_id, the measured run's model, tp and hardware). The run id is
-deterministic and warehouse.write_run replaces a run's rows, so replaying twice adds nothing.
-Returns the comparison of the reruns with the measured run.
+`replay_run(session, run_id, schedules)` reads the chunks (tau) measured in run `run_id`,
+re-simulates its requests under every schedule (pipelines.replay.rerun.replay), converts each
+simulated rerun to the canonical tables (pipelines.replay.tables.rerun_tables: runs, ranks,
+chunks, slices, comm_ops, step_breakdown) and writes it as a run of its own,
+`<run_id>~replay-<schedule>-<cost>` (source 'sim', replay_of = run_id, the measured run's model,
+tp and hardware). The run id is deterministic and a store session's write_run replaces a run's
+rows, so replaying twice adds nothing. Returns the comparison of the reruns with the measured run.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import warehouse, warehouse_queries
+from pipelines import schedule_kinds
 from pipelines.replay.measured import Measured
 from pipelines.replay.options import COMM_CHOICES, COSTS, REPLAY_SCHEDULES, SCHEDULE_CHOICES
 from pipelines.replay.tables import SOURCE, rerun_tables
 from pipelines.sim.metrics import summarize
 from pipelines.sim.result import SimResult
+from pipelines.store import Session, queries
 
 
 class ReplayError(ValueError):
@@ -81,18 +82,18 @@ class ReplayReport:
         }
 
 
-def load_measured(con: duckdb.DuckDBPyConnection, run_id: str, extract: bool = True) -> Measured:
+def load_measured(session: Session, run_id: str, extract: bool = True) -> Measured:
     """The runs row and chunks of `run_id`; with `extract`, a run without stored chunks is
     segmented first (chunk_store.extract_chunks). Raises ReplayError when there are none."""
-    run = warehouse_queries.run_row(con, run_id)
+    run = session.run_row(run_id)
     if run.is_empty():
         raise ReplayError(f"no run {run_id!r} in the warehouse (see `tracereplay chunks`)")
-    chunks = warehouse_queries.run_chunks(con, run_id)
+    chunks = queries.run_chunks(session.con, run_id)
     if chunks.is_empty() and extract and run["source"][0] != SOURCE:
         from pipelines.analysis.chunk_store import extract_chunks
 
-        extract_chunks(con, [run_id])
-        chunks = warehouse_queries.run_chunks(con, run_id)
+        extract_chunks(session, [run_id])
+        chunks = queries.run_chunks(session.con, run_id)
     if chunks.is_empty():
         raise ReplayError(
             f"run {run_id!r} has no chunks: its slices carry no chunk markers "
@@ -114,7 +115,7 @@ def _comm_model(measured: Measured, comm: str, schedule: str):
     hardware = measured.run.get("hardware")
     hardware = hardware if hardware in presets.HARDWARE else None
     link = presets.comm_model(model, hardware, measured.run.get("tp"))
-    return link.with_mode("async" if schedule in ("vpp_async", "vpp_pack") else "blocking")
+    return link.with_mode("async" if schedule_kinds.is_async(schedule) else "blocking")
 
 
 def comm_label(measured: Measured, comm: str) -> str:
@@ -200,11 +201,11 @@ def simulate_reruns(
 
 def _ingested_at(con: duckdb.DuckDBPyConnection, run_id: str, content_hash: str) -> Any:
     """Keep the first write time of an unchanged rerun (same content hash)."""
-    return warehouse_queries.ingested_at(con, run_id, content_hash)
+    return queries.ingested_at(con, run_id, content_hash)
 
 
 def replay_run(
-    con: duckdb.DuckDBPyConnection,
+    session: Session,
     run_id: str,
     schedules: Sequence[str] = REPLAY_SCHEDULES,
     *,
@@ -219,7 +220,7 @@ def replay_run(
     schedule (simulated for the purpose if not asked for) when that is a pipeline schedule,
     else to the measured makespan. `host_call_ns` is charged on every stage call besides its
     measured busy time (pipelines.replay.host_time)."""
-    measured = load_measured(con, run_id, extract=write)
+    measured = load_measured(session, run_id, extract=write)
     results = simulate_reruns(measured, schedules, cost, comm, vp, host_call_ns)
     label = comm_label(measured, comm)
     own = measured.run.get("schedule")
@@ -241,12 +242,12 @@ def replay_run(
                 rerun_id, measured, result, cost, label, link.bytes_per_token if link else 0.0
             )
             content_hash = tables["runs"]["content_hash"][0]
-            first = _ingested_at(con, rerun_id, content_hash)
+            first = _ingested_at(session.con, rerun_id, content_hash)
             if first is not None:
                 tables["runs"] = tables["runs"].with_columns(
                     pl.lit(first).cast(pl.Datetime("us")).alias("ingested_at")
                 )
-            rows = warehouse.write_run(con, rerun_id, tables)
+            rows = session.write_run(rerun_id, tables)
         report.reruns.append(
             {
                 "kind": "replay",

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipelines import schedule_kinds
 from pipelines.sim import presets
 from pipelines.sim.batching import Piece, pack_dcpp_steps, pack_steps, packed_stage_ns
 from pipelines.sim.chunking import (
@@ -52,8 +53,7 @@ from pipelines.sim.schedules import (
 from pipelines.sim.timeline import request_table, task_table
 
 RequestsLike = int | Sequence[int] | pl.DataFrame
-_ALIASES = {"dcpp_sglang": ("dcpp", "sglang"), "dcpp_vllm_ascend": ("dcpp", "vllm_ascend")}
-_ASYNC_SCHEDULES = ("vpp_async", "vpp_pack")
+_ALIASES = {s.name: (s.base, s.dcpp_rule) for s in schedule_kinds.ALL if s.dcpp_rule}
 BATCH_REQUEST = "batch"
 """request_id of a packed run's steps in the task table (prepare(pack_requests=True))."""
 
@@ -317,14 +317,14 @@ def prepare(
     (request index, tokens, prefix) pieces. `decode`: decode streams ride along the steps
     (pipelines.sim.decode); meta["decode_plan"] says where."""
     base, dcpp = _resolve_schedule(schedule, dcpp)
-    if pack_requests and base == "vpp_pack":
+    if pack_requests and schedule_kinds.packs(base):
         raise ValueError("vpp_pack packs requests into drain windows: not with packed steps")
-    is_vpp = base.startswith("vpp")
-    vp = vp if vp is not None else (2 if is_vpp else 1)
+    is_vpp = schedule_kinds.is_virtual(base)
+    vp = vp if vp is not None else schedule_kinds.default_vp(base)
     if not is_vpp and vp != 1:
         raise ValueError(f"{base} runs one stage per rank: vp must be 1")
     cost = _resolve_cost(model, hardware, tp)
-    mode = comm_mode or ("async" if base in _ASYNC_SCHEDULES else "blocking")
+    mode = comm_mode or ("async" if schedule_kinds.is_async(base) else "blocking")
     comm_model = _resolve_comm(comm, model, hardware, tp, mode)
     coll = _resolve_collectives(collectives, model, hardware, tp) if comm is not None else None
     layout = fold_back_layout(cost.num_layers, pp, vp, layer_split)
@@ -343,7 +343,7 @@ def prepare(
         chunked = [ChunkedRequest(BATCH_REQUEST, int(frame["arrival_ns"].max()), tokens)]
     else:
         chunked = _chunk_requests(frame, base, chunk_size, dcpp, cost, layout, coll)
-    reorder = reorder if reorder is not None else base in _ASYNC_SCHEDULES
+    reorder = reorder if reorder is not None else schedule_kinds.is_async(base)
     windows = (
         _pack_windows(chunked, layout, cost, comm_model, pack_window, reorder, coll)
         if base == "vpp_pack"

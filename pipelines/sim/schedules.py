@@ -39,10 +39,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipelines import schedule_kinds
 from pipelines.sim.engine import TaskGraph, build_graph
 from pipelines.sim.layout import StageLayout
 
-SCHEDULES: tuple[str, ...] = ("cpp", "dcpp", "vpp", "vpp_async", "vpp_pack")
+SCHEDULES: tuple[str, ...] = schedule_kinds.BASES
 DEFAULT_PACK_WINDOW = 4
 
 # node kinds of a plan

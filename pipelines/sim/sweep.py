@@ -18,6 +18,7 @@ from functools import cache
 import numpy as np
 import polars as pl
 
+from pipelines import schedule_kinds
 from pipelines.sim import presets
 from pipelines.sim.chunking import DcppConfig
 from pipelines.sim.comm import CommModel
@@ -78,7 +79,7 @@ def _layout(model: str, pp: int, vp: int) -> StageLayout:
 def _comm(point: SweepPoint, base: str) -> CommModel | None:
     if not point.comm:
         return None
-    mode = "async" if base in ("vpp_async", "vpp_pack") else "blocking"
+    mode = "async" if schedule_kinds.is_async(base) else "blocking"
     return presets.comm_model(point.model).with_mode(mode)
 
 
@@ -96,13 +97,13 @@ def _chunks(
 
 def _prepare(point: SweepPoint):
     base, dcpp = _resolve_schedule(point.schedule, None)
-    vp = point.vp if point.vp is not None else (2 if base.startswith("vpp") else 1)
+    vp = point.vp if point.vp is not None else schedule_kinds.default_vp(base)
     rule = dcpp.rule if dcpp else None
     chunks = _chunks(
         point.model, base, rule, point.pp, vp, point.seq_len, point.chunk_size, point.comm
     )
     comm = _comm(point, base)
-    windows = (DEFAULT_PACK_WINDOW,) * (point.requests - 1) if base == "vpp_pack" else ()
+    windows = (DEFAULT_PACK_WINDOW,) * (point.requests - 1) if schedule_kinds.packs(base) else ()
     key = (base, point.pp, vp, chunks, point.requests, comm and comm.mode, windows)
     return key, base, vp, chunks, comm, windows
 
@@ -110,7 +111,7 @@ def _prepare(point: SweepPoint):
 def _plan(point: SweepPoint, vp: int, chunks, comm, windows) -> Plan:
     layout = _layout(point.model, point.pp, vp)
     requests = [ChunkedRequest(f"req-{i}", 0, chunks) for i in range(point.requests)]
-    reorder = point.schedule in ("vpp_async", "vpp_pack")
+    reorder = schedule_kinds.is_async(point.schedule)
     orders = rank_orders(requests, layout, windows, reorder)
     return build_plan(requests, layout, orders, comm and comm.mode)
 

@@ -22,6 +22,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipelines.analysis.mean_interval import mean_interval
+
 VALIDATED_SCHEDULES = ("cpp", "vpp")
 
 
@@ -45,24 +47,18 @@ def _curves(fits: pl.DataFrame, run: dict[str, Any]) -> pl.DataFrame:
 def ttft_interval(chunks: pl.DataFrame, level: float = 0.95) -> tuple[int, float, float]:
     """(n requests, low, high) of the t interval of the mean TTFT over the run's requests
     (NaN bounds with one request)."""
-    from scipy import stats
-
     per_request = chunks.group_by("request_id").agg(
         (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("ttft")
     )["ttft"]
-    n = per_request.len()
-    if n < 2:
-        return n, float("nan"), float("nan")
-    mean, sem = float(per_request.mean()), float(per_request.std()) / n**0.5
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sem
-    return n, mean - half, mean + half
+    _, low, high = mean_interval([float(v) for v in per_request.to_list()], level)
+    return per_request.len(), low, high
 
 
 def on_cpu_fits(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pl.DataFrame:
     """tau_k fits (pipelines.analysis.curves.fit_curves, as for the stored fits) of the runs'
     on-CPU chunk times; empty when no run's traces carry them."""
-    from pipelines import warehouse_queries as queries
     from pipelines.analysis.curves import fit_curves
+    from pipelines.store import queries as queries
     from pipelines.workload.on_cpu import chunk_cpu, with_on_cpu_tau
 
     points = queries.measured_chunk_tau(con)
@@ -75,7 +71,7 @@ def on_cpu_fits(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pl.Da
 
 
 def _input_paths(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> dict[str, list[str]]:
-    from pipelines import warehouse_queries as queries
+    from pipelines.store import queries as queries
 
     out: dict[str, list[str]] = {}
     for run_id, path, _ in queries.run_input_files(con):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines import warehouse
 from pipelines.analysis.chunk_store import extract_chunks
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
+from pipelines.store import open_store
 
 SEQ_LEN = 131072
 CHUNK = 16384
@@ -31,7 +31,7 @@ def build(root: Path, schedules: tuple[str, ...] = ("cpp", "vpp"), repeats: int 
             folders.append(folder)
             results[folder.name] = result
     path = root / "warehouse.duckdb"
-    con = warehouse.connect(path)
+    con = open_store(path).open()
     try:
         ingested = ingest_paths(folders, con, progress=False)
         extract_chunks(con, [r.run_id for r in ingested.runs])

@@ -10,8 +10,6 @@ from datetime import datetime, timedelta
 import numpy as np
 import polars as pl
 
-from pipelines import warehouse
-
 N_CHUNKS = 8
 CHUNK = 16384
 
@@ -63,8 +61,7 @@ def write_run(
         "end_ns",
         "busy_ns",
     ]
-    warehouse.write_run(
-        con,
+    con.write_run(
         run_id,
         {
             "runs": pl.DataFrame(

@@ -9,7 +9,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines import warehouse as wh
 from pipelines.analysis.chunk_store import extract_chunks
 from pipelines.analysis.segment import (
     DEFAULT_MARKER_REGEX,
@@ -22,6 +21,9 @@ from pipelines.ingest.load import ingest_paths
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
+from pipelines.store import open_store, queries
+from pipelines.store.insert import insert_frame
+from pipelines.store.schema import CANONICAL_TABLES
 
 KEY = ["rank", "vstage", "request_id", "chunk_idx"]
 
@@ -71,22 +73,20 @@ def test_extract_twice_changes_nothing(ingested) -> None:
     con, run_id, _ = ingested
     extract_chunks(con)
     first = _stored(con, run_id)
-    counts = wh.row_counts(con)
+    counts = queries.row_counts(con, CANONICAL_TABLES)
     again = extract_chunks(con, [run_id])
     assert again.total_chunks == first.height
-    assert wh.row_counts(con) == counts
+    assert queries.row_counts(con, CANONICAL_TABLES) == counts
     assert _stored(con, run_id).equals(first)
 
 
 def test_unknown_and_simulated_runs_are_not_segmented(ingested) -> None:
     con, run_id, truth = ingested
     sim_id = "replayed~sim"
-    wh.insert_frame(
-        con,
-        "runs",
-        pl.DataFrame({"run_id": [sim_id], "source": ["sim"], "content_hash": ["x"]}),
+    insert_frame(
+        con, "runs", pl.DataFrame({"run_id": [sim_id], "source": ["sim"], "content_hash": ["x"]})
     )
-    wh.insert_frame(con, "chunks", truth.with_columns(pl.lit(sim_id).alias("run_id")))
+    insert_frame(con, "chunks", truth.with_columns(pl.lit(sim_id).alias("run_id")))
     report = extract_chunks(con, ["nope", sim_id, run_id])
     assert report.unknown == ["nope"]
     assert [r for r, _ in report.skipped] == [sim_id]
@@ -214,7 +214,7 @@ def _cli_warehouse(ingested, tmp_path: Path) -> tuple[str, str, pl.DataFrame]:
 
 
 def _reopened(path: str, run_id: str) -> tuple[pl.DataFrame, object]:
-    con = wh.connect(path, read_only=True)
+    con = open_store(path).open(read_only=True)
     try:
         return _stored(con, run_id), _rule(con, run_id)
     finally:
@@ -292,7 +292,7 @@ def test_profiler_steps_are_stored_shown_and_reapplied(ingested, tmp_path: Path,
     assert text.splitlines()[0].split()[-1] == "rule" and "profiler steps" in text.splitlines()[1]
     assert _reopened(path, run_id)[0].equals(steps)
     # what ingest does after re-ingesting the run
-    con = wh.connect(path)
+    con = open_store(path).open()
     assert extract_chunks(con, [run_id]).runs[0].chunks == 2
     con.close()
     assert _reopened(path, run_id)[0].equals(steps)

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import polars as pl
 
-from pipelines import warehouse as wh
 from pipelines.cli import main
+from pipelines.store import open_store
 from tests.analysis import fixtures
 
 
@@ -45,19 +45,19 @@ def _run(run_id: str, model: str, taus: np.ndarray, chunk: int = 100, last: int 
 
 
 def _warehouse(path) -> None:
-    con = wh.connect(path)
+    con = open_store(path).open()
     for s in range(3):
         _, tau = fixtures.linear(n=10, seed=s)
         tau[-1] *= 0.4
-        wh.write_run(con, f"dense{s}", _run(f"dense{s}", "dense", tau, last=40))
-    wh.write_run(con, "dsa0", _run("dsa0", "dsa", fixtures.offset(n=12)[1]))
+        con.write_run(f"dense{s}", _run(f"dense{s}", "dense", tau, last=40))
+    con.write_run("dsa0", _run("dsa0", "dsa", fixtures.offset(n=12)[1]))
     con.close()
 
 
 def test_sql_models_flag_the_remainder_chunk_and_aggregate_per_run(tmp_path) -> None:
     path = tmp_path / "w.duckdb"
     _warehouse(path)
-    con = wh.connect(path)
+    con = open_store(path).open()
     partial = con.execute(
         "select run_id, chunk_idx from int_chunk_tau where is_partial order by run_id"
     ).fetchall()
@@ -103,8 +103,8 @@ def test_fit_segments_ingested_runs_that_have_markers_but_no_chunks(tmp_path, ca
         pl.lit("traced").alias("run_id"), pl.lit(0, pl.Int32).alias("rank")
     )
     runs = _run("traced", "traced-model", tau)["runs"]
-    con = wh.connect(path)
-    wh.write_run(con, "traced", {"runs": runs, "slices": slices})
+    con = open_store(path).open()
+    con.write_run("traced", {"runs": runs, "slices": slices})
     con.close()
     assert main(["fit", "--warehouse", str(path), "--json"]) == 0
     captured = capsys.readouterr()

@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from pipelines import warehouse as wh
 from pipelines.analysis.fit_store import INPUTS_TABLE, FitOptions, fit_and_store
+from pipelines.store import open_store
 from tests.analysis import fixtures
 from tests.analysis.test_fit_cli import _run
 
@@ -17,7 +17,7 @@ OPTIONS = FitOptions(n_boot=50)
 
 def _linear_run(con, run_id: str, model: str, seed: int) -> None:
     _, tau = fixtures.linear(n=10, seed=seed)
-    wh.write_run(con, run_id, _run(run_id, model, tau))
+    con.write_run(run_id, _run(run_id, model, tau))
 
 
 def _full_refit(con) -> pl.DataFrame:
@@ -26,7 +26,7 @@ def _full_refit(con) -> pl.DataFrame:
 
 
 def test_one_new_configuration_is_fitted_alone_and_rows_equal_a_full_refit(tmp_path) -> None:
-    con = wh.connect(tmp_path / "w.duckdb")
+    con = open_store(tmp_path / "w.duckdb").open()
     for s in range(3):
         _linear_run(con, f"a{s}", "model_a", s)
         _linear_run(con, f"b{s}", "model_b", 10 + s)
@@ -38,7 +38,7 @@ def test_one_new_configuration_is_fitted_alone_and_rows_equal_a_full_refit(tmp_p
     assert_frame_equal(again.fits, first.fits)
 
     _, tau = fixtures.offset(n=12)
-    wh.write_run(con, "c0", _run("c0", "model_c", tau))
+    con.write_run("c0", _run("c0", "model_c", tau))
     one_new = fit_and_store(con, OPTIONS)
     assert (one_new.refitted, one_new.kept) == (1, 2)
     assert one_new.points == 12  # only the new run's chunks were read
@@ -48,7 +48,7 @@ def test_one_new_configuration_is_fitted_alone_and_rows_equal_a_full_refit(tmp_p
 
 
 def test_a_new_run_of_a_configuration_refits_that_configuration_only(tmp_path) -> None:
-    con = wh.connect(tmp_path / "w.duckdb")
+    con = open_store(tmp_path / "w.duckdb").open()
     for s in range(2):
         _linear_run(con, f"a{s}", "model_a", s)
         _linear_run(con, f"b{s}", "model_b", 10 + s)
@@ -68,7 +68,7 @@ def test_a_new_run_of_a_configuration_refits_that_configuration_only(tmp_path) -
 
 
 def test_other_options_refit_every_configuration(tmp_path) -> None:
-    con = wh.connect(tmp_path / "w.duckdb")
+    con = open_store(tmp_path / "w.duckdb").open()
     _linear_run(con, "a0", "model_a", 0)
     _linear_run(con, "b0", "model_b", 1)
     fit_and_store(con, OPTIONS)
@@ -85,7 +85,7 @@ def test_in_a_lake_only_new_runs_rows_are_read_and_rows_equal_a_full_refit(
     from pipelines.paths import LAKE_ENV
 
     monkeypatch.setenv(LAKE_ENV, str(tmp_path / "lake"))
-    con = wh.connect()
+    con = open_store().open()
     for s in range(2):
         _linear_run(con, f"a{s}", "model_a", s)
         _linear_run(con, f"b{s}", "model_b", 10 + s)
@@ -93,14 +93,14 @@ def test_in_a_lake_only_new_runs_rows_are_read_and_rows_equal_a_full_refit(
     assert sorted(fit_inputs._stored(con)["run_id"]) == ["a0", "a1", "b0", "b1"]
     con.close()
 
-    con = wh.connect()  # a new connection, as the next `tracereplay fit`
+    con = open_store().open()  # a new connection, as the next `tracereplay fit`
     _, tau = fixtures.offset(n=12)
-    wh.write_run(con, "c0", _run("c0", "model_c", tau))
+    con.write_run("c0", _run("c0", "model_c", tau))
     _linear_run(con, "a0", "model_b", 0)  # a0 rewritten into model_b: its runs file changed
     read: list[list[str]] = []
     original = fit_inputs._read
     monkeypatch.setattr(
-        fit_inputs, "_read", lambda c, root, ids: read.append(ids) or original(c, root, ids)
+        fit_inputs, "_read", lambda session, ids: read.append(ids) or original(session, ids)
     )
     after = fit_and_store(con, OPTIONS)
     assert read == [["a0", "c0"]]
@@ -115,7 +115,7 @@ def test_changed_fit_code_refits_every_configuration(tmp_path, monkeypatch) -> N
     # an upgrade that changes a fit or verdict rule must not keep the old verdicts
     from pipelines.analysis import fit_store
 
-    con = wh.connect(tmp_path / "w.duckdb")
+    con = open_store(tmp_path / "w.duckdb").open()
     _linear_run(con, "a0", "model_a", 0)
     _linear_run(con, "b0", "model_b", 1)
     fit_and_store(con, OPTIONS)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pipelines.cli import main
-from pipelines.cli.simulate import write_outputs
+from pipelines.sim.outputs import write_outputs
 from pipelines.sim.run import simulate
 
 CHUNK = 16384

@@ -7,15 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from pipelines import warehouse
 from pipelines.cli import main
+from pipelines.store import open_store
 from tests.analysis.synthetic_runs import write_run
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     path = tmp_path_factory.mktemp("history") / "warehouse.duckdb"
-    con = warehouse.connect(path)
+    con = open_store(path).open()
     rng = np.random.default_rng(2026)
     for night in range(60):
         write_run(con, f"a-n{night:02d}", night, model="a", rng=rng)
@@ -53,7 +53,7 @@ def test_regressions_on_the_clean_configuration_is_quiet(history, capsys):
 
 
 def test_explain_says_slope_when_the_cost_grows_with_the_prefix(tmp_path, capsys):
-    con = warehouse.connect(tmp_path / "w.duckdb")
+    con = open_store(tmp_path / "w.duckdb").open()
     rng = np.random.default_rng(5)
     for i in range(5):
         write_run(con, f"base{i}", i, schedule="cpp", rng=rng, noise=0.01)
@@ -99,7 +99,7 @@ def test_compare_flags_the_step_and_exits_1(history, capsys, metric):
 def test_a_single_night_spike_is_listed_but_is_no_change_point(tmp_path, capsys):
     """Otava raises a change point at a lone slow night; here it is set aside and named."""
     path = tmp_path / "warehouse.duckdb"
-    con = warehouse.connect(path)
+    con = open_store(path).open()
     rng = np.random.default_rng(7)
     for night in range(30):
         write_run(

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from pipelines import warehouse
 from pipelines.analysis.run_metrics import METRICS, build_marts
 from pipelines.sim.metrics import summarize
+from pipelines.store import open_store
 from tests.analysis import metrics_warehouse
 
 
@@ -18,7 +18,7 @@ from tests.analysis import metrics_warehouse
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("metrics")
     path, results = metrics_warehouse.build(root, repeats=2)
-    con = warehouse.connect(path)
+    con = open_store(path).open()
     build_marts(con)
     yield con, results
     con.close()
@@ -83,7 +83,7 @@ def test_ttft_percentiles_over_several_requests(tmp_path):
         [16384, 49152, 32768, 65536], "cpp", model="llama3-8b", chunk_size=16384, pp=2
     )
     write_ascend_pt(result, tmp_path / "raw")
-    con = warehouse.connect(tmp_path / "w.duckdb")
+    con = open_store(tmp_path / "w.duckdb").open()
     try:
         runs = ingest_paths([tmp_path / "raw"], con, progress=False).runs
         extract_chunks(con, [r.run_id for r in runs])

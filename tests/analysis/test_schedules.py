@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipelines import warehouse
 from pipelines.analysis.chunk_store import extract_chunks
 from pipelines.analysis.schedules import _versus, _welch_interval, compare_schedules
 from pipelines.cli import ExitCode, main
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
+from pipelines.store import open_store
 
 MODEL = "deepseek-v3.1"
 SCHEDULES = ("cpp", "dcpp", "vpp_pack")
@@ -36,7 +36,7 @@ def built(tmp_path_factory):
             folders.append(root / "raw" / f"{schedule}{seed}")
             write_ascend_pt(result, folders[-1])
     path = root / "warehouse.duckdb"
-    con = warehouse.connect(path)
+    con = open_store(path).open()
     try:
         ingested = ingest_paths(folders, con, progress=False)
         extract_chunks(con, [r.run_id for r in ingested.runs])
@@ -47,7 +47,7 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def report(built):
-    con = warehouse.connect(built)
+    con = open_store(built).open()
     try:
         first = compare_schedules(con)
         second = compare_schedules(con)

@@ -17,10 +17,10 @@ def demo_warehouse(quick_demo_warehouse: Path) -> Path:
 @pytest.fixture(scope="session")
 def demo_site(demo_warehouse, tmp_path_factory):
     from dashboards.site import build_site
-    from pipelines import warehouse
+    from pipelines.store import open_store
 
     out = tmp_path_factory.mktemp("dash-site")
-    con = warehouse.connect(demo_warehouse, read_only=True)
+    con = open_store(demo_warehouse).open(read_only=True)
     try:
         return build_site(con, None, out)
     finally:

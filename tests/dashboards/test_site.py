@@ -13,6 +13,7 @@ import pytest
 
 from dashboards import data
 from pipelines.cli import main
+from pipelines.store import open_store
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # a script, stylesheet or import fetched from the network
@@ -42,10 +43,9 @@ def test_site_pages_pngs_and_offline_html(demo_site) -> None:
 
 @pytest.mark.slow
 def test_timeline_uses_one_workload_under_every_schedule(demo_warehouse) -> None:
-    from pipelines import warehouse
     from pipelines.selectors import select_run_ids
 
-    con = warehouse.connect(demo_warehouse, read_only=True)
+    con = open_store(demo_warehouse).open(read_only=True)
     try:
         workload = data.timeline_workload(con, select_run_ids(con, None))
         spans = data.timeline_spans(con, workload["runs"])
@@ -63,10 +63,9 @@ def test_timeline_uses_one_workload_under_every_schedule(demo_warehouse) -> None
 @pytest.mark.slow
 def test_breakdown_of_many_runs_charts_the_timelines_runs(demo_warehouse) -> None:
     from dashboards.site import _breakdown_runs
-    from pipelines import warehouse
     from pipelines.selectors import select_run_ids
 
-    con = warehouse.connect(demo_warehouse, read_only=True)
+    con = open_store(demo_warehouse).open(read_only=True)
     try:
         ids = select_run_ids(con, None)
         workload = data.timeline_workload(con, ids)
@@ -109,11 +108,10 @@ def test_cli_json_and_selector_miss(demo_warehouse, tmp_path) -> None:
 def test_sixteen_rank_breakdown_from_the_cluster_summary(real_dir, tmp_path) -> None:
     """msinsight test_data (a 16-rank job with cluster_analysis_output): ranks 8-15 carry the
     178-195 ms receive bubble; ranks 0-7 none; the parts add up to the step window."""
-    from pipelines import warehouse
     from pipelines.ingest.load import ingest_paths
 
     target = real_dir / "msinsight" / "server" / "src" / "test" / "test_data"
-    con = warehouse.connect(tmp_path / "w.duckdb")
+    con = open_store(tmp_path / "w.duckdb").open()
     try:
         ingest_paths([target], con, progress=False)
         run_id = con.execute("select run_id from runs where world_size = 16").fetchone()[0]

@@ -3,7 +3,7 @@ campaign (same folders, same bytes), fit it through the same step and judge it b
 verdict policy; `tracereplay fit` and the Dagster `tau_fits` store identical rows.
 
 The module fixture runs the demo's --quick campaign (9 runs) once through the demo and once through
-the code location (pipelines.defs.materialize_all): about a minute on a quiet machine."""
+the code location (pipelines.cli.materialize): about a minute on a quiet machine."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from polars.testing import assert_frame_equal
 
 from pipelines.analysis.fit_store import load_fits
 from pipelines.cli import main
-from pipelines.defs.materialize_all import materialize_all
+from pipelines.cli.materialize import materialize_all
 from pipelines.defs.resources import RawDirResource, WarehouseResource
 from pipelines.demo import DemoConfig, DemoReport, run_demo
 from pipelines.publish import same_tree

@@ -8,10 +8,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines import lake
 from pipelines.bench.cluster import replicate_rank
-from pipelines.canonical_schema import CANONICAL_TABLES
 from pipelines.ingest import per_rank
+from pipelines.store import LakeStore
+from pipelines.store.schema import CANONICAL_TABLES
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -20,7 +20,7 @@ RANKS = 2
 
 def _lake_rows(root: Path) -> dict[str, list[tuple]]:
     out = {}
-    with lake.session(root) as con:
+    with LakeStore(root).open_runs() as con:
         for table in CANONICAL_TABLES:
             columns = [
                 c[0]

@@ -10,10 +10,10 @@ import duckdb
 import polars as pl
 import pytest
 
-from pipelines import warehouse
-from pipelines.ingest import memory
+from pipelines import memory
 from pipelines.ingest.load import ingest_paths
 from pipelines.ingest.trace_view import read_trace_view, streams
+from pipelines.store import open_store
 
 B1_RANK0 = "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
 TRACE = "ASCEND_PROFILER_OUTPUT/trace_view.json"
@@ -106,8 +106,7 @@ def test_streamed_ingest_stores_the_same_rows(
     for label, budget in (("in_memory", "2GiB"), ("streamed", str(TINY))):
         monkeypatch.setenv(memory.ENV_MAX_MEMORY, budget)
         db = tmp_path / f"{label}.duckdb"
-        con = duckdb.connect(str(db))
-        warehouse.create_schema(con)
+        con = open_store(db).open()
         report = ingest_paths([rank], con, progress=False)
         con.close()
         assert report.ok, report.quarantined

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipelines import memory
 from pipelines.analysis.segment import segment_chunks
-from pipelines.ingest import memory
 from pipelines.ingest.flows import FLOW_LINKS_KEY
 from pipelines.ingest.trace_view import read_trace_view
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import warehouse as wh
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
+from pipelines.store import open_store, queries
+from pipelines.store.schema import CANONICAL_TABLES
 
 SETS = {
     "A": ["msinsight/test/st/level2"],
@@ -67,13 +68,13 @@ def test_cli_msinsight_twice_changes_nothing(real_dir: Path, tmp_path: Path, cap
     argv = ["ingest", str(real_dir / "msinsight"), "--json", "--warehouse", str(target)]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)
-    con = wh.connect(target, read_only=True)
-    counts = wh.row_counts(con)
+    con = open_store(target).open(read_only=True)
+    counts = queries.row_counts(con, CANONICAL_TABLES)
     con.close()
     assert main(argv) == 0
     second = json.loads(capsys.readouterr().out)
-    con = wh.connect(target, read_only=True)
-    assert wh.row_counts(con) == counts
+    con = open_store(target).open(read_only=True)
+    assert queries.row_counts(con, CANONICAL_TABLES) == counts
     con.close()
     assert [r["run_id"] for r in first["runs"]] == [r["run_id"] for r in second["runs"]]
     assert first["quarantined"] == [] and first["skipped"] == []
@@ -96,4 +97,4 @@ def test_same_bytes_in_two_folders_are_two_runs(tmp_path: Path, warehouse) -> No
     first = ingest_paths([good_run(tmp_path / "one")], warehouse, progress=False).runs[0]
     second = ingest_paths([good_run(tmp_path / "two")], warehouse, progress=False).runs[0]
     assert first.run_id != second.run_id and second.status == "loaded"
-    assert wh.row_counts(warehouse, ["runs", "kernels"]) == {"runs": 2, "kernels": 6}
+    assert queries.row_counts(warehouse, ["runs", "kernels"]) == {"runs": 2, "kernels": 6}

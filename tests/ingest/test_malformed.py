@@ -109,7 +109,7 @@ def test_paths_are_never_patterns_library(tmp_path: Path, warehouse) -> None:
 
 
 def test_paths_are_never_patterns_cli(tmp_path: Path, capsys) -> None:
-    from pipelines import warehouse as wh
+    from pipelines.store import open_store
 
     runs = pattern_named_runs(tmp_path / "inputs")
     target = tmp_path / "w.duckdb"
@@ -117,7 +117,7 @@ def test_paths_are_never_patterns_cli(tmp_path: Path, capsys) -> None:
     payload = json.loads(capsys.readouterr().out)
     assert code == 0 and payload["quarantined"] == []
     assert sorted(r["kernels"] for r in payload["runs"]) == sorted(runs.values())
-    con = wh.connect(target)
+    con = open_store(target).open()
     try:
         _own_events_only(con, runs)
     finally:

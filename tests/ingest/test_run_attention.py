@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import warehouse as wh
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.presets import attention_kind
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
+from pipelines.store import open_store
 
 
 @pytest.mark.parametrize(
@@ -36,7 +36,7 @@ def test_attention_reaches_the_runs_table_and_a_tag_overrides_it(tmp_path: Path)
     _tiny(tmp_path / "raw" / "llama", "llama3-8b")
     meta = next((tmp_path / "raw" / "glm").rglob("profiler_metadata.json"))
     assert json.loads(meta.read_text())["attention"] == "sparse"
-    con = wh.connect(tmp_path / "w.duckdb")
+    con = open_store(tmp_path / "w.duckdb").open()
     try:
         ingest_paths([tmp_path / "raw"], con, progress=False)
         got = dict(con.execute("select model, attention from runs").fetchall())

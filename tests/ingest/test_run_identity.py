@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import warehouse as wh
 from pipelines.cli import main
-from pipelines.ingest.load import WarehouseTarget, ingest_paths
+from pipelines.ingest.load import ingest_paths
+from pipelines.store import FileStore, open_store, queries
 from tests.ingest.malformed.corpus import GOOD_KERNELS, OUT, STEP_HEADER, good_run, rank_folder
 
 
@@ -48,7 +48,7 @@ def test_edited_csv_replaces_the_run_and_fit_counts_it_once(tmp_path: Path, ware
     assert _runs(warehouse) == [(second.run_id, str(job.resolve()))]
     names = warehouse.execute("select name from kernels where rank = 0 order by name").fetchall()
     assert ("add_1_edited",) in names and ("add_1",) not in names
-    assert wh.row_counts(warehouse, ["kernels", "ranks"]) == {"kernels": 6, "ranks": 2}
+    assert queries.row_counts(warehouse, ["kernels", "ranks"]) == {"kernels": 6, "ranks": 2}
     inputs = warehouse.execute("select distinct run_id from run_inputs").fetchall()
     assert inputs == [(second.run_id,)]
 
@@ -63,7 +63,7 @@ def test_rank_subfolder_of_an_ingested_run_refreshes_that_run(tmp_path: Path, wa
     assert refreshed.status == "replaced" and refreshed.replaced == [first.run_id]
     assert refreshed.ranks == 2  # the whole run, not a one-rank run beside it
     assert len(_runs(warehouse)) == 1
-    assert wh.row_counts(warehouse, ["kernels"]) == {"kernels": 6}
+    assert queries.row_counts(warehouse, ["kernels"]) == {"kernels": 6}
 
 
 def test_rank_folders_given_one_at_a_time_make_one_run(tmp_path: Path, warehouse) -> None:
@@ -229,7 +229,7 @@ def test_warehouse_that_is_a_directory_is_refused(tmp_path: Path, capsys) -> Non
 
 def test_waiting_writer_says_who_holds_the_lock(tmp_path: Path) -> None:
     target = tmp_path / "w.duckdb"
-    wh.connect(target).close()
+    open_store(target).open().close()
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -244,7 +244,7 @@ def test_waiting_writer_says_who_holds_the_lock(tmp_path: Path) -> None:
     assert holder.stdout.readline().strip() == "held"
     said = []
     started = time.monotonic()
-    con = wh.connect(target, wait_s=30, on_wait=said.append)
+    con = FileStore(target, wait_s=30, on_wait=said.append).open()
     waited = time.monotonic() - started
     con.close()
     holder.wait()
@@ -253,7 +253,7 @@ def test_waiting_writer_says_who_holds_the_lock(tmp_path: Path) -> None:
 
 def test_waiting_gives_up_with_one_line(tmp_path: Path) -> None:
     target = tmp_path / "w.duckdb"
-    holder = wh.connect(target)
+    holder = open_store(target).open()
     code = (
         "import sys; from pipelines.cli import main;"
         f" sys.exit(main(['fit', '--warehouse', {str(target)!r}, '--wait', '0.5']))"
@@ -281,9 +281,9 @@ def test_two_ingests_started_together_both_finish(tmp_path: Path) -> None:
     ]
     outs = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
-    con = wh.connect(target, read_only=True)
+    con = open_store(target).open(read_only=True)
     try:
-        assert wh.row_counts(con, ["runs", "ranks", "kernels"]) == {
+        assert queries.row_counts(con, ["runs", "ranks", "kernels"]) == {
             "runs": 2,
             "ranks": 4,
             "kernels": 12,
@@ -294,10 +294,10 @@ def test_two_ingests_started_together_both_finish(tmp_path: Path) -> None:
 
 def test_target_opens_the_file_only_to_write(tmp_path: Path) -> None:
     """Between writes the file is free: another process can open it while ingest parses."""
-    target = WarehouseTarget(tmp_path / "w.duckdb", wait_s=5)
+    target = open_store(tmp_path / "w.duckdb", wait_s=5)
     report = ingest_paths([good_run(tmp_path / "inputs")], target, progress=False)
     assert report.runs[0].rows["kernels"] == 3
-    con = wh.connect(tmp_path / "w.duckdb", wait_s=0)  # not held any more
+    con = open_store(tmp_path / "w.duckdb", wait_s=0).open()  # not held any more
     con.close()
 
 
@@ -312,9 +312,9 @@ def test_old_warehouse_gains_new_columns(tmp_path: Path) -> None:
     )
     con.execute("insert into runs values ('r1', 'sim', '/x', 'abc')")
     con.close()
-    con = wh.connect(target)
+    con = open_store(target).open()
     try:
-        assert "segmentation" in wh.table_columns(con, "runs")
+        assert "segmentation" in queries.table_columns(con, "runs")
         assert con.execute("select run_id, segmentation from runs").fetchall() == [("r1", None)]
     finally:
         con.close()

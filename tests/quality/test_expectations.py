@@ -6,9 +6,10 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from pipelines import warehouse as wh
 from pipelines.quality.catalog import EXPECTATIONS, SCHEMA, TABLES, Severity, expectation
 from pipelines.quality.checks import run_checks
+from pipelines.store import open_store
+from pipelines.store.schema import declared_columns
 
 HEX = "a" * 64
 STEP = 1
@@ -55,7 +56,7 @@ def _clean(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _rename_last_column(table: str) -> str:
-    last = wh.declared_columns(table)[-1][0]
+    last = declared_columns(table)[-1][0]
     return f'alter table {table} rename column "{last}" to renamed_column'
 
 
@@ -137,7 +138,7 @@ BREAKS: dict[str, list[str]] = {
 
 @pytest.fixture
 def clean(tmp_path) -> duckdb.DuckDBPyConnection:
-    con = wh.connect(tmp_path / "warehouse.duckdb")
+    con = open_store(tmp_path / "warehouse.duckdb").open()
     _clean(con)
     yield con
     con.close()

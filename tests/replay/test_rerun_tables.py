@@ -8,7 +8,6 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines import warehouse as wh
 from pipelines.ingest.frames import SCHEMAS
 from pipelines.ingest.load import ingest_paths
 from pipelines.replay.measured import Measured
@@ -16,6 +15,7 @@ from pipelines.replay.tables import chunks_frame, rerun_tables
 from pipelines.sim.run import simulate
 from pipelines.sim.trace_layout import epoch_of
 from pipelines.sim.writers_ascend import write_ascend_pt
+from pipelines.store import open_store
 
 SUMS = (
     "computing_ns",
@@ -43,7 +43,7 @@ def both(tmp_path_factory):
                           "llama3-8b preset link", 2.0)  # fmt: skip
     folder = tmp_path_factory.mktemp("raw") / "rerun"
     write_ascend_pt(result, folder)
-    con = wh.connect(tmp_path_factory.mktemp("wh") / "w.duckdb")
+    con = open_store(tmp_path_factory.mktemp("wh") / "w.duckdb").open()
     run_id = ingest_paths([folder], con, progress=False).runs[0].run_id
     yield tables, con, run_id, epoch_of(result)
     con.close()

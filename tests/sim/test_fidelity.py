@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines import warehouse
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
+from pipelines.store import open_store
 
 K = 1024
 # seconds: compute, bubble, exposed comm, total (seed 000 §3 table and §7.4 table 2)
@@ -137,7 +137,7 @@ def test_ablation_bubbles_by_the_products_metric(tmp_path_factory: pytest.TempPa
     for s, result in runs.items():
         write_ascend_pt(result, root / s)
     folders = [root / s for s in runs]
-    con = warehouse.connect(root / "warehouse.duckdb")
+    con = open_store(root / "warehouse.duckdb").open()
     try:
         ingest_paths(folders, con, progress=False)
         measured = dict(

@@ -15,13 +15,23 @@ PACKAGE = Path(pipelines.__file__).parent
 SIM_FORBIDDEN = (
     "pipelines.ingest",
     "pipelines.replay",
-    "pipelines.warehouse",
+    "pipelines.store",
     "pipelines.analysis",
     "pipelines.defs",
     "duckdb",
     "dagster",
 )
 INGEST_FORBIDDEN = ("pipelines.sim", "pipelines.replay")
+STORE_FORBIDDEN = (
+    "pipelines.ingest",
+    "pipelines.analysis",
+    "pipelines.sim",
+    "pipelines.replay",
+    "pipelines.defs",
+    "pipelines.cli",
+    "pipelines.demo",
+    "dagster",
+)
 
 
 def imported_modules(source: str) -> set[str]:
@@ -57,7 +67,8 @@ def test_imports_are_found_at_any_depth() -> None:
 
 
 @pytest.mark.parametrize(
-    ("folder", "forbidden"), [("sim", SIM_FORBIDDEN), ("ingest", INGEST_FORBIDDEN)]
+    ("folder", "forbidden"),
+    [("sim", SIM_FORBIDDEN), ("ingest", INGEST_FORBIDDEN), ("store", STORE_FORBIDDEN)],
 )
 def test_layer_imports_stay_inside_their_layer(folder: str, forbidden: tuple[str, ...]) -> None:
     assert len(list((PACKAGE / folder).glob("*.py"))) > 5

@@ -31,7 +31,7 @@ def _rank_of(folder: Path) -> int:
 @pytest.fixture(scope="module")
 def tp8_pp2(tmp_path_factory) -> tuple:
     """DeepSeek-V3.1, 64K tokens in 16K chunks, TP8 x PP2, written with per-layer kernels."""
-    from pipelines.cli.simulate import traced_result
+    from pipelines.sim.outputs import traced_result
 
     result = simulate([65536], "cpp", chunk_size=16384, pp=2, tp=8)
     result.meta["bytes_per_token"] = 7168 * 2 // 8

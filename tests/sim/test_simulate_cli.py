@@ -192,8 +192,8 @@ def test_collected_at_dates_the_run_for_ingest(
 ) -> None:
     # runs written night by night form a history: the folder stamps and the ingested
     # collected_at follow --collected-at (default 2026-01-01)
-    from pipelines import warehouse
     from pipelines.ingest.load import ingest_paths
+    from pipelines.store import open_store
 
     for night in ("2026-03-01", "2026-03-02T02:30"):
         out = tmp_path / night
@@ -203,7 +203,7 @@ def test_collected_at_dates_the_run_for_ingest(
         )  # fmt: skip
         assert code == ExitCode.OK
     assert any("20260302023000000" in p.name for p in (tmp_path / "2026-03-02T02:30").iterdir())
-    con = warehouse.connect(tmp_path / "w.duckdb")
+    con = open_store(tmp_path / "w.duckdb").open()
     ingest_paths([tmp_path], con, progress=False)
     stamps = con.execute("select collected_at from runs order by collected_at").fetchall()
     # the profiler's start: the simulated t = 0 plus the run's first operation

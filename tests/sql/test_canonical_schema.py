@@ -6,15 +6,16 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipelines import warehouse as wh
-from pipelines.canonical_schema import (
+from pipelines.ingest.frames import RUN_TABLE_NAMES, SCHEMAS, conform, empty
+from pipelines.store import open_store, queries
+from pipelines.store.insert import insert_frame
+from pipelines.store.schema import (
     CANONICAL_TABLES,
     canonical_tables,
     column_descriptions,
     polars_schema,
     table_description,
 )
-from pipelines.ingest.frames import RUN_TABLE_NAMES, SCHEMAS, conform, empty
 
 
 def test_every_table_and_column_is_described_in_the_ddl() -> None:
@@ -30,9 +31,9 @@ def test_every_table_and_column_is_described_in_the_ddl() -> None:
 @pytest.mark.parametrize("table", RUN_TABLE_NAMES)
 def test_frames_round_trip_through_the_warehouse_with_the_ddl_types(table) -> None:
     assert SCHEMAS[table] == polars_schema(table)
-    con = wh.connect(":memory:")
+    con = open_store(":memory:").open()
     try:
-        assert wh.table_columns(con, table) == list(SCHEMAS[table])
+        assert queries.table_columns(con, table) == list(SCHEMAS[table])
         row = {c: None for c in SCHEMAS[table]}
         for column in canonical_tables()[table].columns:
             if not column.nullable:
@@ -40,7 +41,7 @@ def test_frames_round_trip_through_the_warehouse_with_the_ddl_types(table) -> No
                     str(SCHEMAS[table][column.name]), 1
                 )
         frame = conform(table, pl.DataFrame([row], schema=SCHEMAS[table]))
-        assert wh.insert_frame(con, table, frame) == 1
+        assert insert_frame(con, table, frame) == 1
         back = con.execute(f"select * from {table}").pl()
     finally:
         con.close()

@@ -10,12 +10,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines import sql_runner
-from pipelines import warehouse as wh
-from pipelines import warehouse_queries as queries
 from pipelines.analysis.tau_points import flag_partial_chunks
-from pipelines.canonical_schema import CANONICAL_TABLES
 from pipelines.paths import SQL_DIR
+from pipelines.store import open_store, queries
+from pipelines.store import relations as runner
+from pipelines.store.schema import CANONICAL_TABLES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,11 +39,11 @@ def test_order_follows_the_references_whatever_the_file_order(tmp_path) -> None:
             "staging/stg_runs.sql": "select * from runs",
         },
     )
-    relations = sql_runner.discover(root)
+    relations = runner.discover(root)
     assert relations["int_b"].depends_on == {"int_c"}  # the CTE name x is not a relation
     assert relations["fct_a"].depends_on == {"int_b", "int_c"}
     assert relations["fct_d"].depends_on == {"int_b", "int_c", "runs"}
-    order = sql_runner.build_order(relations, CANONICAL_TABLES)
+    order = runner.build_order(relations, CANONICAL_TABLES)
     assert order[:3] == ["stg_runs", "int_c", "int_b"] and set(order[3:]) == {"fct_a", "fct_d"}
 
 
@@ -56,14 +55,14 @@ def test_a_cycle_is_an_error(tmp_path) -> None:
             "intermediate/int_b.sql": "select * from int_a",
         },
     )
-    with pytest.raises(sql_runner.SqlLayerError, match="cycle"):
-        sql_runner.build_order(sql_runner.discover(root), CANONICAL_TABLES)
+    with pytest.raises(runner.SqlLayerError, match="cycle"):
+        runner.build_order(runner.discover(root), CANONICAL_TABLES)
 
 
 def test_an_unknown_relation_is_an_error(tmp_path) -> None:
     root = _layer(tmp_path, {"marts/fct_a.sql": "select * from chunks join int_missing using (x)"})
-    with pytest.raises(sql_runner.SqlLayerError, match=r"unknown relation.*int_missing"):
-        sql_runner.build_order(sql_runner.discover(root), CANONICAL_TABLES)
+    with pytest.raises(runner.SqlLayerError, match=r"unknown relation.*int_missing"):
+        runner.build_order(runner.discover(root), CANONICAL_TABLES)
 
 
 @pytest.mark.parametrize(
@@ -72,17 +71,17 @@ def test_an_unknown_relation_is_an_error(tmp_path) -> None:
 )
 def test_names_are_lower_case_and_carry_their_layer_prefix(tmp_path, relative, why) -> None:
     root = _layer(tmp_path, {relative: "select 1 as one"})
-    with pytest.raises(sql_runner.SqlLayerError, match=why):
-        sql_runner.discover(root)
+    with pytest.raises(runner.SqlLayerError, match=why):
+        runner.discover(root)
 
 
 def test_every_file_of_sql_is_built_on_connect_and_read_only_sees_them() -> None:
-    relations, order = sql_runner.project_relations()
-    files = {p.stem for layer in sql_runner.LAYERS for p in (SQL_DIR / layer).glob("*.sql")}
+    relations, order = runner.project_relations()
+    files = {p.stem for layer in runner.LAYERS for p in (SQL_DIR / layer).glob("*.sql")}
     assert set(order) == files == set(relations)
     assert order.index("int_chunk_flags") < order.index("int_chunk_tau")
     assert order.index("int_chunk_tau") < order.index("fct_tau_by_chunk")
-    con = wh.connect(":memory:")
+    con = open_store(":memory:").open()
     try:
         for name in order:
             assert queries.relation_exists(con, name), name
@@ -93,11 +92,11 @@ def test_every_file_of_sql_is_built_on_connect_and_read_only_sees_them() -> None
 
 def test_read_only_connection_of_a_warehouse_without_views_gets_them(tmp_path) -> None:
     path = tmp_path / "old.duckdb"
-    con = wh.connect(path)
-    for name in reversed(sql_runner.project_relations()[1]):
+    con = open_store(path).open()
+    for name in reversed(runner.project_relations()[1]):
         con.execute(f"drop view {name}")  # as a warehouse written before the views existed
     con.close()
-    reader = wh.connect(path, read_only=True)
+    reader = open_store(path).open(read_only=True)
     try:
         assert queries.measured_chunk_tau(reader).is_empty()
     finally:
@@ -123,10 +122,13 @@ def test_partial_flag_of_a_frame_is_the_sql_rule() -> None:
 
 # Modules that may hold SQL text with SELECT, and why (docs/sql_layer.md):
 ALLOWED_SELECT = {
-    "pipelines/warehouse_queries.py": "the named warehouse queries",
-    "pipelines/warehouse.py": "insert_frame appends a registered Arrow frame (a write)",
+    "pipelines/store/queries.py": "the named warehouse queries",
+    "pipelines/store/catalog.py": "DuckDB's own catalog (duckdb_columns, duckdb_views ...)",
+    "pipelines/store/insert.py": "insert_frame appends a registered Arrow frame (a write)",
+    "pipelines/store/duckdb_file.py": "one run's rows of a table, the relation a session gives",
+    "pipelines/store/lake_layout.py": "the lake's views and per-run scans over read_parquet",
     "pipelines/bench/scale.py": "rewrites a copied runs partition (benchmark set-up)",
-    "pipelines/lake.py": "the lake's views over read_parquet and COPY of a run's rows to Parquet",
+    "pipelines/store/parquet_lake.py": "COPY of a run's rows to Parquet",
     "pipelines/ingest/ascend_db.py": "reads a profiler SQLite export (an input)",
     "pipelines/ingest/trace_view.py": "read_json over an input trace",
     "pipelines/ingest/csv_text.py": "read_csv over an input file",

@@ -32,7 +32,7 @@ def test_parser_build_does_not_import_torch():
 def test_small_run_ingests_segments_and_replays(tmp_path):
     if not os.environ.get("TRACEREPLAY_REQUIRE_TORCH"):  # .ci/run sets it with the extra
         pytest.importorskip("torch", reason="PyTorch not installed (docs/workload.md)")
-    from pipelines import warehouse
+    from pipelines.store import open_store
     from pipelines.workload.launch import run_workload
     from pipelines.workload.on_cpu import chunk_cpu
     from pipelines.workload.validation import validate
@@ -43,7 +43,7 @@ def test_small_run_ingests_segments_and_replays(tmp_path):
     cpu = chunk_cpu(paths)  # every profiled forward timed on the thread's CPU clock too
     assert cpu.height == 2 * 6 * 4 and set(cpu["request_id"]) == {"r0", "r1"}
     assert (cpu["cpu_ns"] > 0).all() and (cpu["cpu_ns"] <= cpu["wall_ns"] * 1.05).all()
-    with warehouse.session(tmp_path / "w.duckdb") as con:
+    with open_store(tmp_path / "w.duckdb").session() as con:
         (row,) = validate([tmp_path / "vpp"], con)
     assert row["schedule"] == "vpp" and row["attention"] == "dense"
     # 2 profiled passes x 6 chunks x 4 virtual stages, every marker found; the warm-up pass

@@ -12,13 +12,13 @@ from typing import Literal
 import dagster as dg
 import polars as pl
 
-from pipelines import warehouse as wh
 from pipelines.analysis.chunk_store import extract_chunks
 from pipelines.analysis.fit_store import FitOptions, fit_and_store
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_frame
 from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
 from pipelines.ingest.origins import runs_under
+from pipelines.store import queries
 
 FIT_SUMMARY_COLUMNS = (
     "model",
@@ -72,7 +72,7 @@ def chunks(
             link=config.link,
             renumber=config.renumber,
         )
-        total = wh.row_counts(con, ["chunks"])["chunks"]
+        total = queries.row_counts(con, ["chunks"])["chunks"]
     per_run = [
         {
             "run_id": run.run_id,

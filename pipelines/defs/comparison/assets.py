@@ -5,7 +5,6 @@ step `tracereplay schedules` calls) and the change points of the nightly history
 
 import dagster as dg
 
-from pipelines import warehouse_queries
 from pipelines.analysis.history import find_changes
 from pipelines.analysis.run_metrics import MART_BUILD_ORDER, build_marts
 from pipelines.analysis.schedules import compare_schedules, workload_label
@@ -14,6 +13,7 @@ from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WRITE_POOL, WarehouseResource
 from pipelines.labels import config_label
 from pipelines.selectors import SelectorError
+from pipelines.store import queries
 
 CHANGE_COLUMNS = (
     "config",
@@ -57,7 +57,7 @@ def change_rows(changes) -> list[tuple]:
 def run_metric_marts(warehouse: WarehouseResource) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         build_marts(con)
-        counts = warehouse_queries.row_counts(con, ["fct_run_metrics", "fct_config_metrics"])
+        counts = queries.row_counts(con, ["fct_run_metrics", "fct_config_metrics"])
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": counts["fct_run_metrics"],
@@ -142,9 +142,9 @@ def change_points(
 def dashboard_site(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:
+    from dashboards.data import change_point_frame
     from dashboards.site import build_site
     from pipelines import paths
-    from pipelines.demo import change_point_frame
 
     with warehouse.connect(read_only=True) as con:
         try:

@@ -16,18 +16,17 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from pipelines import warehouse as wh
-from pipelines import warehouse_queries as wh_queries
-from pipelines.canonical_schema import table_description
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
 from pipelines.ingest.discover import discover
 from pipelines.ingest.folders import folder_state
-from pipelines.ingest.load import IngestReport, WarehouseTarget, ingest_paths
+from pipelines.ingest.load import IngestReport, ingest_paths
+from pipelines.store import queries
+from pipelines.store.schema import table_description
 
 INGEST_TABLES = ("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine")
-# from the DDL's `comment on table` (sql/schema/<table>.sql, pipelines.canonical_schema)
+# from the DDL's `comment on table` (sql/schema/<table>.sql, pipelines.store.schema)
 TABLE_DESCRIPTIONS = {table: table_description(table) for table in INGEST_TABLES}
 
 
@@ -95,7 +94,7 @@ def raw_run_files(
 def _span(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> tuple[int | None, int | None]:
     if not run_ids:
         return None, None
-    return wh_queries.slice_start_span(con, run_ids)
+    return queries.slice_start_span(con, run_ids)
 
 
 def _quarantine_rows(report: IngestReport, folder: Path) -> list[tuple[str, str, str]]:
@@ -169,11 +168,11 @@ def canonical_tables(
     """Load one run folder into the canonical tables and report each table's rows."""
     folder = _existing_folder(raw_dir, context.partition_key)
     # the library opens the file only to write (waiting for another writer), as the CLI does
-    report = ingest_paths([folder], WarehouseTarget(warehouse.file), progress=False, prune=True)
+    report = ingest_paths([folder], warehouse.store, progress=False, prune=True)
     stale = report.pruned + [old for run in report.runs for old in run.replaced]
     with warehouse.connect() as con:
         span = _span(con, [run.run_id for run in report.runs])
-        totals = wh.row_counts(con, INGEST_TABLES)
+        totals = queries.row_counts(con, INGEST_TABLES)
     for item in report.quarantined:
         context.log.warning(f"quarantined: {item.path}: {item.reason} ({item.detail})")
     for path, why in report.skipped:

@@ -3,7 +3,7 @@
 The grid, folder names, seeds and publishing are the library's (the same as `tracereplay demo`,
 so the same configuration writes the same bytes); this asset registers each run folder as a
 partition of `runs`. Simulated runs then go through discovery, ingestion and segmentation exactly
-like real ones (the sensor, or `python -m pipelines.defs.materialize_all`).
+like real ones (the sensor, or `tracereplay materialize`).
 """
 
 from dataclasses import fields, replace

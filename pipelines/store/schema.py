@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
+import duckdb
+
 from pipelines.paths import SQL_DIR
+from pipelines.store import catalog
 
 if TYPE_CHECKING:
     import polars as pl
@@ -29,6 +32,9 @@ CANONICAL_TABLES = (
     "quarantine",
 )
 """Canonical tables in dependency order; each has sql/schema/<name>.sql."""
+QUARANTINE = "quarantine"
+RUN_TABLES = tuple(t for t in CANONICAL_TABLES if t != QUARANTINE)
+"""Tables whose rows belong to one run (deleted and rewritten together on re-ingest)."""
 
 
 @dataclass(frozen=True)
@@ -54,22 +60,23 @@ def ddl_text(table: str) -> str:
 @cache
 def canonical_tables() -> dict[str, Table]:
     """Every canonical table as its DDL declares it, in CANONICAL_TABLES order."""
-    import duckdb
-
-    from pipelines import warehouse_queries
-
     scratch = duckdb.connect()
     try:
         for table in CANONICAL_TABLES:
             scratch.execute(ddl_text(table))
-        tables = dict(warehouse_queries.catalog_tables(scratch))
-        columns = warehouse_queries.catalog_columns(scratch)
+        tables = dict(catalog.catalog_tables(scratch))
+        columns = catalog.catalog_columns(scratch)
     finally:
         scratch.close()
     by_table: dict[str, list[Column]] = {}
     for table, name, kind, nullable, comment in columns:
         by_table.setdefault(table, []).append(Column(name, kind, bool(nullable), comment))
     return {t: Table(t, tables[t], tuple(by_table[t])) for t in CANONICAL_TABLES}
+
+
+def declared_columns(table: str) -> tuple[tuple[str, str], ...]:
+    """(name, type) of each column sql/schema/<table>.sql declares."""
+    return tuple((c.name, c.duckdb_type) for c in canonical_tables()[table].columns)
 
 
 def table_description(table: str) -> str:

@@ -10,6 +10,7 @@ always shows the canonical tables as they are now. docs/sql_layer.md describes t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from typing import Any
 import duckdb
 
 from pipelines.paths import SQL_DIR
+from pipelines.store.catalog import catalog_tables, stored_view_names, stored_views_signature
+from pipelines.store.schema import CANONICAL_TABLES
 
 LAYERS = ("staging", "intermediate", "marts")
 """Layers of derived relations, each a folder of sql/ (sql/schema holds the canonical DDL)."""
@@ -123,8 +126,6 @@ def build_order(relations: dict[str, Relation], sources: tuple[str, ...]) -> lis
 @cache
 def project_relations() -> tuple[dict[str, Relation], tuple[str, ...]]:
     """The project's relations (sql/) and their build order, read once per process."""
-    from pipelines.canonical_schema import CANONICAL_TABLES
-
     relations = discover(SQL_DIR)
     return relations, tuple(build_order(relations, CANONICAL_TABLES))
 
@@ -170,6 +171,42 @@ def build(
 
 def stale_tables(con: duckdb.DuckDBPyConnection, names: set[str]) -> set[str]:
     """Those of `names` that exist as base tables (not views) in the connection's schema."""
-    from pipelines.warehouse_queries import catalog_tables
-
     return {table for table, _ in catalog_tables(con)} & names
+
+
+VIEWS_SIGNATURE_TABLE = "views_signature"
+"""The table holding the signature (views_signature) a warehouse file's stored views were built
+for."""
+
+
+@cache
+def _sql_digest() -> str:
+    """sha256 over every file under sql/ (canonical DDL and derived relations), once a process."""
+    digest = hashlib.sha256()
+    for path in sorted(SQL_DIR.rglob("*.sql")):
+        digest.update(str(path.relative_to(SQL_DIR)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def views_signature(lake_root: Path | None = None) -> str:
+    """What a warehouse file's stored views depend on: every file under sql/ and, for a lake's
+    warehouse file, the lake's resolved path. The stored views are current when it matches, so
+    opening the warehouse rebuilds nothing: rebuilding every view cost ~0.1 s a connection,
+    which `tracereplay ingest` opens once per run (docs/bench_ingest.md "Many small runs"), and a
+    lake's views bind every run's files (O(history), docs/lake.md)."""
+    where = "file" if lake_root is None else f"lake:{Path(lake_root).resolve()}"
+    return hashlib.sha256(f"{where}\n{_sql_digest()}".encode()).hexdigest()
+
+
+def views_current(con: duckdb.DuckDBPyConnection, signature: str) -> bool:
+    """Whether the stored derived views were built for `signature` and are all there."""
+    if stored_views_signature(con, VIEWS_SIGNATURE_TABLE) != signature:
+        return False
+    return set(project_relations()[1]) <= stored_view_names(con)
+
+
+def store_views_signature(con: duckdb.DuckDBPyConnection, signature: str) -> None:
+    """Record `signature` as the one the stored views were built for."""
+    con.execute(f'create or replace table "{VIEWS_SIGNATURE_TABLE}" (signature varchar)')
+    con.execute(f"insert into \"{VIEWS_SIGNATURE_TABLE}\" values ('{signature}')")  # hex only

@@ -1,6 +1,7 @@
 """Scalar functions the SQL files under sql/ may call, registered on every warehouse connection
-before the derived views are built (pipelines.sql_runner.build). Keep them few: a view that uses
-one can only be read through `pipelines.warehouse.connect`, not from a bare DuckDB shell."""
+before the derived views are built (pipelines.store.relations.build). Keep them few: a view that
+uses one can only be read through a store's session (pipelines.store), not from a bare DuckDB
+shell."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Materialise everything in one command, in dependency order:
-
-    uv run python -m pipelines.defs.materialize_all [--quick]
+"""`tracereplay materialize [--quick]`: materialise every Dagster asset in one command, in
+dependency order.
 
 `sim_campaign` writes the campaign and registers its partitions, then every partition of `runs`
 (simulated and real run folders alike) is ingested and segmented, then `tau_fits` is fitted and its
@@ -13,20 +12,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dagster as dg
+from pipelines.cli import ExitCode
 
-from pipelines.defs.analysis.assets import chunks, tau_fits
-from pipelines.defs.analysis.checks import dense_models_linear, dsa_models_flagged
-from pipelines.defs.ingest.assets import canonical_tables, raw_run_files
-from pipelines.defs.ingest.partitions import runs_partitions
-from pipelines.defs.simulation.assets import sim_campaign
+if TYPE_CHECKING:
+    import dagster as dg
 
-PER_RUN = (raw_run_files, canonical_tables, chunks)
-FIT = (tau_fits, dense_models_linear, dsa_models_flagged)
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "materialize",
+        help="materialise every Dagster asset once (campaign, ingest, chunks, fits, checks)",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="the demo's --quick campaign")
+    parser.set_defaults(func=run)
 
 
 def materialize_all(
@@ -37,6 +40,16 @@ def materialize_all(
 ) -> dg.ExecuteInProcessResult:
     """Run sim_campaign (config `campaign`), every partition's ingest and chunks, then tau_fits
     and its checks; raises when a step fails. Returns the last (fit) result."""
+    import dagster as dg
+
+    from pipelines.defs.analysis.assets import chunks, tau_fits
+    from pipelines.defs.analysis.checks import dense_models_linear, dsa_models_flagged
+    from pipelines.defs.ingest.assets import canonical_tables, raw_run_files
+    from pipelines.defs.ingest.partitions import runs_partitions
+    from pipelines.defs.simulation.assets import sim_campaign
+
+    per_run = (raw_run_files, canonical_tables, chunks)
+    fit = (tau_fits, dense_models_linear, dsa_models_flagged)
 
     def run(assets, **kwargs) -> dg.ExecuteInProcessResult:
         return dg.materialize(assets, instance=instance, resources=resources, **kwargs)
@@ -44,21 +57,20 @@ def materialize_all(
     run([sim_campaign], run_config={"ops": {"sim_campaign": {"config": campaign or {}}}})
     keys = sorted(instance.get_dynamic_partitions(runs_partitions.name))
     for i, key in enumerate(keys, start=1):
-        run(PER_RUN, partition_key=key)
+        run(per_run, partition_key=key)
         log(f"ingested and segmented {i}/{len(keys)}: {key}")
-    result = run(FIT)
+    result = run(fit)
     for check in result.get_asset_check_evaluations():
         log(f"check {check.check_name}: {'passed' if check.passed else 'FAILED'}")
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
+    import dagster as dg
+
     from pipelines.campaign import Campaign
     from pipelines.definitions import defs
 
-    parser = argparse.ArgumentParser(prog="python -m pipelines.defs.materialize_all")
-    parser.add_argument("--quick", action="store_true", help="the demo's --quick campaign")
-    args = parser.parse_args(argv)
     campaign = {}
     if args.quick:
         quick = Campaign().quick()
@@ -71,8 +83,4 @@ def main(argv: list[str] | None = None) -> int:
     with instance or dg.DagsterInstance.ephemeral() as inst:
         result = materialize_all(inst, dict(defs().resources), campaign)
     checks = result.get_asset_check_evaluations()
-    return 0 if checks and all(c.passed for c in checks) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return ExitCode.OK if checks and all(c.passed for c in checks) else ExitCode.CHECK_FAILED

@@ -4,8 +4,9 @@ Ingest needs, of every stored run, only what the identity rule asks (docs/run_id
 origin, content hash, tags, segmentation, dropped rows, source, whether it is a replay, and the
 (path, sha256) of its input files. Reading those from `runs` and `run_inputs` opens one Parquet
 file per run and table; here they sit in ``<lake>/_catalog/run_id=<id>.json`` (a few hundred
-bytes), written aside and renamed like every lake file, refreshed by `pipelines.lake.write_run`
-after the run's `runs` partition is renamed in and removed by `delete_run` before it.
+bytes), written aside and renamed like every lake file, refreshed by the lake store
+(pipelines.store.parquet_lake) after the run's `runs` partition is renamed in and removed before
+its partitions are.
 
 The `runs` folders stay the truth: `entries` lists `<lake>/runs/` and rebuilds the entry of a run
 whose entry is missing or older than its `runs` file (the entry records that file's mtime and
@@ -25,7 +26,7 @@ from urllib.parse import quote, unquote
 
 import polars as pl
 
-from pipelines import lake
+from pipelines.store import lake_layout as lake
 
 FOLDER = "_catalog"
 PREFIX = "run_id="

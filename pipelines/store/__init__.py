@@ -1,0 +1,47 @@
+"""Where runs are kept: the one place a backend is chosen (`open_store`).
+
+    store = open_store()                      # data/warehouse.duckdb, or the configured lake
+    with store.session(read_only=True) as s:  # a Session: s.con and the writes (store.base)
+        ...
+
+Two backends with one interface: a DuckDB file (pipelines.store.duckdb_file) and a Parquet lake
+(pipelines.store.parquet_lake, docs/lake.md). Everything below this package (schema, relation
+runner, inserts, catalog lookups, named reads) is shared by both; nothing outside it asks which
+backend it has."""
+
+from __future__ import annotations
+
+import os
+
+from pipelines import paths
+from pipelines.store.base import Session, Store, StoreError
+from pipelines.store.duckdb_file import FileSession, FileStore
+from pipelines.store.parquet_lake import LakeSession, LakeStore
+
+__all__ = [
+    "FileSession",
+    "FileStore",
+    "LakeSession",
+    "LakeStore",
+    "Session",
+    "Store",
+    "StoreError",
+    "open_store",
+]
+
+
+def open_store(
+    warehouse: str | os.PathLike[str] | None = None,
+    lake: str | os.PathLike[str] | None = None,
+    *,
+    wait_s: float | None = None,
+) -> Store:
+    """The store to use: a lake when `lake` is given or configured (`tracereplay --lake`,
+    $TRACEREPLAY_LAKE, `lake =` in tracereplay.toml; its views file is `warehouse` when given,
+    else `<lake>/warehouse.duckdb`), else the DuckDB file `warehouse` (default
+    $TRACEREPLAY_WAREHOUSE, else data/warehouse.duckdb). Opens nothing."""
+    root = paths.lake_path(lake)
+    if root is not None:
+        explicit = warehouse or os.environ.get("TRACEREPLAY_WAREHOUSE") or None
+        return LakeStore(root, warehouse=explicit, wait_s=wait_s)
+    return FileStore(paths.warehouse_path(warehouse), wait_s=wait_s)
