@@ -14,7 +14,7 @@ import duckdb
 import polars as pl
 
 from pipelines import schedule_kinds
-from pipelines.analysis.mean_interval import t_interval
+from pipelines.analysis.comparison.mean_interval import t_interval
 from pipelines.store import queries
 
 MAX_CHART_ROWS = 5000
@@ -87,7 +87,7 @@ def tau_points(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFra
 
 @dataclass(frozen=True)
 class TauCurves:
-    """The fits of the selected runs' curves (pipelines.analysis.curves.fit_curves_with_bands:
+    """The fits of the selected runs' curves (pipelines.analysis.tau.curves.fit_curves_with_bands:
     the fits `fit` computes), the fitted line with its pointwise interval per chunk index from
     the same fit, and the points with their residuals from the line."""
 
@@ -100,8 +100,8 @@ def tau_curves(
     con: duckdb.DuckDBPyConnection, run_ids: list[str], level: float = LEVEL
 ) -> TauCurves:
     """Fit every curve of the selected runs and add the line's interval band and residuals."""
-    from pipelines.analysis.curves import fit_curves_with_bands
-    from pipelines.analysis.tau_points import load_tau_points
+    from pipelines.analysis.tau.curves import fit_curves_with_bands
+    from pipelines.analysis.tau.tau_points import load_tau_points
 
     raw, _ = load_tau_points(con, segment=False)
     raw = raw.filter(pl.col("run_id").is_in(run_ids) & ~pl.col("is_partial"))

@@ -6,7 +6,7 @@ one injected regression, pipelines.nightly_history) is written as torch_npu text
 `<out>/raw/` exactly as the Dagster asset `sim_campaign` writes it, and goes through the same path
 as real traces: `ingest_paths` reads the folders into the warehouse, `extract_chunks` segments
 them by their chunk markers, `fit_and_store` fits tau_k per configuration and virtual stage and
-stores `tau_fits`. The self-check is the verdict policy (pipelines.analysis.verdict_policy) the
+stores `tau_fits`. The self-check is the verdict policy (pipelines.analysis.tau.verdict_policy) the
 Dagster checks apply: dense-attention curves are not flagged, sparse-attention (DSA) curves are
 not linear; the demo also requires each kind to be decided at least once, since its campaign
 holds both. Then the library functions behind the other commands run on the same warehouse:
@@ -32,7 +32,7 @@ from typing import Any
 import polars as pl
 
 from pipelines import paths
-from pipelines.analysis.verdict_policy import ExpectationResult, check_fits
+from pipelines.analysis.tau.verdict_policy import ExpectationResult, check_fits
 from pipelines.campaign import Campaign, write_campaign
 
 WAREHOUSE_NAME = "warehouse.duckdb"
@@ -129,7 +129,7 @@ class DemoReport:
     curves: pl.DataFrame | None = None
     check: CurveCheck = field(default_factory=CurveCheck)
     replay: Any = None  # pipelines.replay.store.ReplayReport
-    comparison: Any = None  # pipelines.analysis.comparison.RunSetComparison
+    comparison: Any = None  # pipelines.analysis.comparison.run_sets.RunSetComparison
     comparison_skipped: str | None = None
     regressions: RegressionCheck | None = None
     quality: Any = None  # pipelines.quality.checks.CheckReport
@@ -145,7 +145,7 @@ class RegressionCheck:
     regression: ok when every confirmed regression is in the injected configuration within
     +-2 nights of the injected night and there is at least one (none when nothing is injected)."""
 
-    changes: list[Any]  # pipelines.analysis.history.HistoryChange
+    changes: list[Any]  # pipelines.analysis.changes.history.HistoryChange
     series: int
     expected: dict[str, Any] | None
     first_night: str
@@ -208,7 +208,8 @@ class RegressionCheck:
 
 
 def check_curves(curves: pl.DataFrame) -> CurveCheck:
-    """The verdict policy (pipelines.analysis.verdict_policy.check_fits: fixed-chunk schedules)."""
+    """The verdict policy (pipelines.analysis.tau.verdict_policy.check_fits: fixed-chunk
+    schedules)."""
     return CurveCheck(check_fits(curves))
 
 
@@ -230,10 +231,10 @@ def _since(start: float) -> str:
 
 def run_demo(config: DemoConfig, log: Log = _stderr) -> DemoReport:
     """Run the whole demo into `config.out` and `config.warehouse_path`."""
-    from pipelines.analysis.chunk_store import extract_chunks
-    from pipelines.analysis.comparison import compare_run_sets
-    from pipelines.analysis.fit_store import fit_and_store
-    from pipelines.analysis.history import find_changes
+    from pipelines.analysis.changes.history import find_changes
+    from pipelines.analysis.chunks.chunk_store import extract_chunks
+    from pipelines.analysis.comparison.run_sets import compare_run_sets
+    from pipelines.analysis.tau.fit_store import fit_and_store
     from pipelines.ingest.load import ingest_paths
     from pipelines.quality.checks import run_checks
     from pipelines.selectors import SelectorError

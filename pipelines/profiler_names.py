@@ -87,7 +87,7 @@ CONVENTION_KEYS = (
 # --- chunk markers in host range names -----------------------------------------------------------
 # The project's `chunk[req=..,k=..]` markers and the forward annotations of inference engines
 # (vLLM V1 `execute_[<T>_]context_<n>(...)`, SGLang `step[EXTEND ...]` / `step[MIXED ...]`;
-# pipelines/analysis/engine_forwards.py): the SQL test for "this run carries markers".
+# pipelines/analysis/chunks/engine_forwards.py): the SQL test for "this run carries markers".
 MARKER_NAME_SQL = (
     "(name like 'chunk[%' or regexp_matches(name, "
     "'^(execute_([0-9]+_)?context_[0-9]+\\(|step\\[(EXTEND|MIXED) )'))"

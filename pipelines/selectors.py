@@ -122,12 +122,21 @@ def _where(selector: Selector, columns: list[str]) -> tuple[str, list[object]]:
     return (" and ".join(clauses) or "true"), params
 
 
-def select_run_ids(con: duckdb.DuckDBPyConnection, selector: Selector | str | None) -> list[str]:
-    """Ids of the runs the selector matches, oldest first (collected_at, then run_id)."""
+def select_run_ids(
+    con: duckdb.DuckDBPyConnection, selector: Selector | str | None, copies: bool = False
+) -> list[str]:
+    """Ids of the runs the selector matches, oldest first (collected_at, then run_id). A run
+    that is a byte-identical copy of an earlier one (sql/intermediate/int_run_copies.sql) is the
+    same measurement and left out, unless `copies` or the selector names it by run id."""
     if not isinstance(selector, Selector):
         selector = parse_selector(selector)
     where, params = _where(selector, _run_columns(con))
-    return queries.run_ids_where(con, where, params)
+    found = queries.run_ids_where(con, where, params)
+    if copies or not found:
+        return found
+    named = set(selector.run_ids)
+    dropped = set(queries.run_copies(con)) - named
+    return [run_id for run_id in found if run_id not in dropped]
 
 
 def available_facts(con: duckdb.DuckDBPyConnection, keys: list[str], limit: int = 8) -> str:
@@ -149,12 +158,14 @@ def available_facts(con: duckdb.DuckDBPyConnection, keys: list[str], limit: int 
     return "; ".join(parts)
 
 
-def require_runs(con: duckdb.DuckDBPyConnection, selector: Selector | str | None) -> list[str]:
+def require_runs(
+    con: duckdb.DuckDBPyConnection, selector: Selector | str | None, copies: bool = False
+) -> list[str]:
     """Like select_run_ids, but SelectorError (with the facts that do exist) when nothing
     matches."""
     if not isinstance(selector, Selector):
         selector = parse_selector(selector)
-    found = select_run_ids(con, selector)
+    found = select_run_ids(con, selector, copies)
     if found:
         return found
     total, first, last = queries.measured_run_span(con)

@@ -125,7 +125,7 @@ def test_inconclusive_curves_count_neither_way_but_the_demo_needs_decided_ones()
 
 def test_the_regression_summary_names_the_widest_date_set_of_a_change() -> None:
     """Two metrics of one change with different 95 % sets: one entry, their union."""
-    from pipelines.analysis.history import HistoryChange
+    from pipelines.analysis.changes.history import HistoryChange
     from pipelines.demo import RegressionCheck
 
     def change(metric: str, earliest: str, latest: str) -> HistoryChange:

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.analysis.chunk_store import extract_chunks
+from pipelines.analysis.chunks.chunk_store import extract_chunks
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
 from pipelines.replay.store import ReplayError, replay_run, replay_run_id
@@ -159,7 +159,7 @@ def test_no_write_compares_without_writing(measured, capsys) -> None:
 
 
 def test_fits_leave_the_reruns_out(measured) -> None:
-    from pipelines.analysis.tau_points import load_tau_points
+    from pipelines.analysis.tau.tau_points import load_tau_points
 
     _, con, run_id, _ = measured
     replay_run(con, run_id, SCHEDULES)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.analysis.run_views import show_run
+from pipelines.analysis.runs.run_views import show_run
 from pipelines.cli import main
 from pipelines.ingest.load import ingest_paths
 from pipelines.store import open_store

@@ -30,9 +30,10 @@ def runs(warehouse):
     for run_id, model, schedule, seq_len, collected, replay_of, tags in rows:
         warehouse.execute(
             "insert into runs (run_id, source, content_hash, model, schedule, seq_len,"
-            " collected_at, replay_of, tags) values (?, 'sim', 'h', ?, ?, ?, ?, ?, ?)",
+            " collected_at, replay_of, tags) values (?, 'sim', ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id,
+                f"hash-{run_id}",  # each run its own bytes (a copy is one measurement)
                 model,
                 schedule,
                 seq_len,

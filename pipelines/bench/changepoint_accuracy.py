@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
-from pipelines.analysis.break_date import split_costs
-from pipelines.analysis.changepoints import detect_change_points
+from pipelines.analysis.changes.break_date import split_costs
+from pipelines.analysis.changes.changepoints import detect_change_points
 
 
 @dataclass(frozen=True)

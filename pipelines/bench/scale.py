@@ -199,7 +199,7 @@ def _chunk_run(run_id: str, model: str, seed: int, n: int = 12) -> dict[str, pl.
 
 
 def _fit_now() -> None:
-    from pipelines.analysis.fit_store import fit_and_store
+    from pipelines.analysis.tau.fit_store import fit_and_store
 
     with open_store().session() as session:
         fit_and_store(session)

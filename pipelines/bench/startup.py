@@ -19,7 +19,7 @@ PROBES: dict[str, list[str]] = {
     BASELINE: ["-c", "pass"],
     "tracereplay --help": ["-m", "pipelines.cli", "--help"],
     "tracereplay fit --help": ["-m", "pipelines.cli", "fit", "--help"],
-    "import the fit stack": ["-c", "import pipelines.analysis.curves, pipelines.store"],
+    "import the fit stack": ["-c", "import pipelines.analysis.tau.curves, pipelines.store"],
 }
 HELP_TARGET_S = 0.3  # `tracereplay --help` median, issue 8
 

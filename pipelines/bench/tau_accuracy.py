@@ -3,7 +3,7 @@
     uv run tracereplay bench tau-accuracy [--runs 200] [--seed 0] [--json]
 
 Four campaigns of seeded simulated runs (pipelines.sim.run.simulate, 3% multiplicative noise per
-task), each fitted per run and virtual stage with pipelines.analysis.curves.fit_curves:
+task), each fitted per run and virtual stage with pipelines.analysis.tau.curves.fit_curves:
 
 1. dense: Qwen3-Coder-30B-A3B and DeepSeek-V3.1 presets, 128K-1M tokens, chunk 8K-32K (pairs
    with at least 5 full chunks), CPP or VPP. Target: verdict `linear` in >= 95% of the stage
@@ -22,7 +22,7 @@ task), each fitted per run and virtual stage with pipelines.analysis.curves.fit_
    (b) their steady-state bubble ratio (between the fill and the drain), per stratum, pooled
    over the strata, per family, with one run per curve and without noise; next to it the
    Spearman rho of the fit table's predicted VPP bubble (CurveFit.vpp_bubble_pred: the exact
-   identity pipelines.analysis.fits.vpp_bubble_ratio on the pooled mean curve) with the
+   identity pipelines.analysis.tau.fits.vpp_bubble_ratio on the pooled mean curve) with the
    whole-run bubble, its bias, and the identity's error on the noise-free runs.
 
 Every rate is printed with n and a 95% Wilson interval.
@@ -40,8 +40,8 @@ import polars as pl
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from pipelines.analysis.curves import fit_curves
-from pipelines.analysis.fits import balance_residual, fit_curve, vpp_bubble_ratio
+from pipelines.analysis.tau.curves import fit_curves
+from pipelines.analysis.tau.fits import balance_residual, fit_curve, vpp_bubble_ratio
 from pipelines.replay.costs import TabulatedCost
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.measured import FittedCost

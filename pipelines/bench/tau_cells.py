@@ -4,7 +4,7 @@
 
 A cell simulates `curves` pooled fits of G seeded runs of one request of N chunks of 16K tokens
 (CPP, pp=2, DeepSeek-V3.1's link figures) with one disturbance (pipelines.sim.disturbance), fits
-every virtual stage with pipelines.analysis.curves.fit_curves (runs pooled) and counts, per
+every virtual stage with pipelines.analysis.tau.curves.fit_curves (runs pooled) and counts, per
 stage curve:
 
 * dense (DeepSeek-V3.1 preset, exactly affine in k without noise): the verdict is `linear` or
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipelines.analysis.curves import fit_curves
-from pipelines.analysis.verdict_policy import FLAGGED_VERDICTS
+from pipelines.analysis.tau.curves import fit_curves
+from pipelines.analysis.tau.verdict_policy import FLAGGED_VERDICTS
 from pipelines.bench.tau_accuracy import rate, wilson
 from pipelines.replay.costs import TabulatedCost
 from pipelines.replay.tables import chunks_frame

@@ -31,9 +31,9 @@ import time
 import numpy as np
 import polars as pl
 
-from pipelines.analysis.fits import fit_stage
-from pipelines.analysis.verdict_policy import FLAGGED_VERDICTS
-from pipelines.analysis.verdicts import classify
+from pipelines.analysis.tau.fits import fit_stage
+from pipelines.analysis.tau.verdict_policy import FLAGGED_VERDICTS
+from pipelines.analysis.tau.verdicts import classify
 from pipelines.bench.tau_accuracy import rate
 from pipelines.bench.tau_cells import (
     CELLS,

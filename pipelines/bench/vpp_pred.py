@@ -4,7 +4,7 @@
 
 A cell pools G seeded VPP runs (pp = 2, vp = 2, free transfers, one request of N chunks of 16K
 tokens, lognormal task noise) of a preset, fits every virtual stage with
-pipelines.analysis.curves.fit_curves and reads the configuration's `vpp_bubble_pred` [lo, hi]
+pipelines.analysis.tau.curves.fit_curves and reads the configuration's `vpp_bubble_pred` [lo, hi]
 and `vpp_gain_pred` (one value per fit: the first stage's row). The truth is the simulator's: the
 bubble ratio of the same VPP run without noise (its stages are unequal: DeepSeek-V3.1 has 61
 layers, 16/15/15/15 per virtual stage) and the gain = CPP's noise-free bubble minus it. Per cell:
@@ -22,7 +22,7 @@ import time
 import numpy as np
 import polars as pl
 
-from pipelines.analysis.curves import fit_curves
+from pipelines.analysis.tau.curves import fit_curves
 from pipelines.bench.tau_accuracy import rate
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.metrics import bubble_ratio_exact

@@ -21,9 +21,19 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2  # an input was quarantined, or the arguments were bad
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Bad arguments are one line on stderr and exit 2 (not the usage block): the line names
+    the command, the option and what it must be, and where the help is."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(ExitCode.BAD_INPUT, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand module of this package registered."""
-    parser = argparse.ArgumentParser(
+    from pipelines.cli._common import refuse_non_finite
+
+    parser = OneLineErrorParser(
         prog="tracereplay",
         description=(
             "Trace-replay analytics for chunked-prefill pipeline-parallel LLM inference: ingest "
@@ -41,12 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
             "(docs/lake.md)"
         ),
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=OneLineErrorParser
+    )
     for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if module_info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{__name__}.{module_info.name}")
         module.register(subparsers)
+    refuse_non_finite(parser)
     return parser
 
 
@@ -63,12 +76,18 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.BAD_INPUT
-    from pipelines.store import StoreError
+    from pipelines.store import StoreError, storage_error
 
     try:
         return int(args.func(args) or 0)
     except StoreError as exc:
         print(f"tracereplay {args.command}: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    except Exception as exc:
+        known = storage_error(exc)  # a damaged lake file, a full disk: one line, not a traceback
+        if known is None:
+            raise
+        print(f"tracereplay {args.command}: {known}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except BrokenPipeError:  # `tracereplay runs | head`: the reader left, nothing to say
         sys.stderr.close()

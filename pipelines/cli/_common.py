@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,15 +24,75 @@ def warehouse_file(text: str) -> str:
     return text
 
 
-def seconds(text: str) -> float:
-    """A duration option in seconds: a finite number >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"a duration is a finite number >= 0, not {text!r}")
-    return value
+def number(
+    kind: type[int] | type[float] = float,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    above: float | None = None,
+    what: str = "a number",
+) -> Callable[[str], int | float]:
+    """An argparse type: `kind` parsed from the text, finite, >= `low`, > `above`, <= `high`;
+    anything else is one clear line (exit 2), never NaN or inf reaching a statistic."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}: it must be finite")
+        if low is not None and value < low:
+            raise argparse.ArgumentTypeError(f"{text!r}: {what} must be >= {low:g}")
+        if above is not None and value <= above:
+            raise argparse.ArgumentTypeError(f"{text!r}: {what} must be > {above:g}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{text!r}: {what} must be <= {high:g}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
+
+
+seconds = number(float, low=0, what="a number of seconds")
+"""A duration option: a finite number of seconds >= 0."""
+percent = number(float, low=0, high=1000, what="a percentage")
+"""A threshold in percent: finite, 0 to 1000."""
+finite_float = number(float, what="a finite number")
+"""Any float option without a range of its own: NaN and inf refused."""
+
+
+def _check_parents(path: Path, text: str) -> None:
+    """The nearest existing folder above `path` must be a folder, so `path` can be made."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(f"{parent} is a file, so {text} cannot be made")
+            return
+
+
+def output_folder(text: str) -> Path:
+    """An output folder option: refused up front when the path exists and is not a folder (a
+    file there would fail only after the work is done)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; give a folder")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a folder")
+    _check_parents(path, text)
+    return path
+
+
+def output_file(text: str) -> Path:
+    """An output file option: refused up front when the path is a folder or its folder cannot
+    be made."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; give a file")
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file path")
+    _check_parents(path, text)
+    return path
 
 
 def store_of(args: argparse.Namespace) -> Store:
@@ -60,3 +122,14 @@ def add_warehouse_option(parser: argparse.ArgumentParser) -> None:
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def refuse_non_finite(parser: argparse.ArgumentParser) -> None:
+    """Every float option of `parser` and its subcommands that has no type of its own refuses
+    NaN and inf (`--noise nan` would otherwise flow into a simulation or a statistic)."""
+    for action in parser._actions:
+        if action.type is float:
+            action.type = finite_float
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                refuse_non_finite(sub)

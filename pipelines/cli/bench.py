@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bench", help="benchmarks: ingest, sim, tau-accuracy, changepoints, startup, scale"
     )
-    benches = parser.add_subparsers(dest="bench", metavar="BENCH")
+    benches = parser.add_subparsers(dest="bench", metavar="BENCH", parser_class=type(parser))
     ingest = benches.add_parser(
         "ingest",
         help="ingest rate and peak RSS vs DuckDB, msgspec and HTA on a large generated trace",

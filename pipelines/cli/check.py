@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, output_file, store_of
 
 DESCRIPTION = """\
 Run the data-check suites (pipelines/quality/catalog.py, docs/quality.md) over the warehouse, or
@@ -32,8 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("selector", nargs="?", metavar="SEL", help="which runs (default: all)")
     add_warehouse_option(parser)
     add_json_option(parser)
-    parser.add_argument("--html", metavar="OUT", help="write an offline HTML report to OUT")
-    parser.add_argument("--junit", metavar="OUT", help="write JUnit XML to OUT")
+    parser.add_argument(
+        "--html", metavar="OUT", type=output_file, help="write an offline HTML report to OUT"
+    )
+    parser.add_argument("--junit", metavar="OUT", type=output_file, help="write JUnit XML to OUT")
     parser.add_argument(
         "--failures", action="store_true", help="list only the expectations that fail"
     )

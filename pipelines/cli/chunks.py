@@ -7,7 +7,7 @@ import json
 import sys
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, number, store_of
 
 DESCRIPTION = """\
 Segment every ingested run (or the --run ones) into chunks from its host-side chunk markers
@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--match-timeout",
-        type=float,
+        type=number(float, above=0, what="a number of seconds"),
         default=None,
         metavar="SECONDS",
         help="time bound per run for matching a --marker-regex (or stored regex) against the "
@@ -75,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def format_report(frame) -> str:
     """Fixed-width table of a ChunkReport frame (times in ms)."""
-    from pipelines.analysis.chunk_store import describe_rule
+    from pipelines.analysis.chunks.chunk_store import describe_rule
 
     header = (
         "run_id",
@@ -107,8 +107,8 @@ def format_report(frame) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.analysis.chunk_store import describe_rule, extract_chunks
-    from pipelines.analysis.segment import (
+    from pipelines.analysis.chunks.chunk_store import describe_rule, extract_chunks
+    from pipelines.analysis.chunks.segment import (
         DEFAULT_MARKER_REGEX,
         PROFILER_STEP_REGEX,
         MarkerRuleError,

@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, percent, store_of
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, table
 from pipelines.labels import json_value
 
@@ -57,10 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--min-effect",
-        type=float,
+        type=percent,
         default=1.0,
         metavar="PCT",
-        help="smallest relative change worth flagging, in percent (default 1)",
+        help="smallest relative change worth flagging, in percent, 0-1000 (default 1)",
     )
     parser.add_argument(
         "--correction",
@@ -75,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def format_comparison(result) -> str:
     """The text report of a RunSetComparison."""
-    from pipelines.analysis.run_metrics import METRICS
+    from pipelines.analysis.runs.run_metrics import METRICS
 
     rows = []
     for m in result.metrics:
@@ -130,8 +130,8 @@ def to_json(result) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.analysis.comparison import compare_run_sets
-    from pipelines.analysis.run_metrics import UnknownMetricError
+    from pipelines.analysis.comparison.run_sets import compare_run_sets
+    from pipelines.analysis.runs.run_metrics import UnknownMetricError
     from pipelines.selectors import SelectorError
 
     correction = {"holm": "holm", "bh": "fdr_bh"}[args.correction]
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             )
             explanation = None
             if result.regressed:
-                from pipelines.analysis.attribution import explain_run_sets
+                from pipelines.analysis.comparison.attribution import explain_run_sets
 
                 explanation = explain_run_sets(
                     con, result.baseline_runs, result.candidate_runs, build=False

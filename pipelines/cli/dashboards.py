@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, output_folder, store_of
 
 DESCRIPTION = """\
 Write the dashboards of the runs SEL selects (docs/selectors.md; default: every measured run)
@@ -38,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_folder,
         default=None,
         metavar="DIR",
         help="output folder (default: data/site/ under the working folder)",

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option
+from pipelines.cli._common import add_json_option, output_folder
 
 DESCRIPTION = """\
 Run the whole chain on a simulated campaign (docs/demo.md): the three model presets
@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_folder,
         default=None,
         metavar="DIR",
         help="output folder: raw traces in DIR/raw/ (default: data/demo/ under the project root)",

@@ -101,7 +101,7 @@ def format_explanation(explanation) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.analysis.attribution import explain_run_sets
+    from pipelines.analysis.comparison.attribution import explain_run_sets
     from pipelines.selectors import SelectorError, require_runs
 
     try:

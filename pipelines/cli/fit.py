@@ -182,8 +182,8 @@ def _json_value(x):
 
 
 def policy_summary(curves: pl.DataFrame) -> str:
-    """One line per expectation of the verdict policy (pipelines.analysis.verdict_policy)."""
-    from pipelines.analysis.verdict_policy import check_fits
+    """One line per expectation of the verdict policy (pipelines.analysis.tau.verdict_policy)."""
+    from pipelines.analysis.tau.verdict_policy import check_fits
 
     results = [r for r in check_fits(curves) if r.covered.height]
     if not results:
@@ -220,7 +220,7 @@ def _nothing_to_fit(con, model: str | None) -> str:
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from pipelines.analysis.fit_store import FitOptions, fit_and_store
+    from pipelines.analysis.tau.fit_store import FitOptions, fit_and_store
 
     store = store_of(args)
     if not store.exists():

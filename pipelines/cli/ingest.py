@@ -115,7 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _extract_chunks(store: Store, run_ids: list[str]) -> dict[str, int]:
     """Chunks found per (re)written run (runs without markers get 0 and no rows); each run's
     stored chunk rule is applied."""
-    from pipelines.analysis.chunk_store import extract_chunks
+    from pipelines.analysis.chunks.chunk_store import extract_chunks
 
     if not run_ids:
         return {}
@@ -147,6 +147,8 @@ def _line(r, chunks: int | None) -> str:
         parts.append(f"quarantined={len(r.quarantined)}")
     if r.replaced:
         parts.append("replaces " + ",".join(r.replaced))
+    if r.duplicate_of:
+        parts.append(f"duplicate of {r.duplicate_of} (same bytes: counted once)")
     return "  ".join(parts)
 
 

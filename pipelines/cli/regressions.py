@@ -7,14 +7,14 @@ import json
 import sys
 import textwrap
 
-from pipelines.analysis.changepoint_defaults import (
+from pipelines.analysis.changes.changepoint_defaults import (
     DEFAULT_CONFIRM,
     DEFAULT_MAX_PVALUE,
     DEFAULT_MIN_MAGNITUDE,
     DEFAULT_SPIKE_SIGMAS,
 )
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, percent, store_of
 from pipelines.cli._format import MAX_WIDTH, render_table
 from pipelines.cli._report import fmt_p, fmt_pct, table
 from pipelines.labels import UNTAGGED, config_label, json_value
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--since", metavar="DATE", help="only runs collected on or after DATE")
     parser.add_argument(
         "--min-magnitude",
-        type=float,
+        type=percent,
         default=DEFAULT_MIN_MAGNITUDE * 100,
         metavar="PCT",
         help="smallest change of the segment medians worth reporting, percent "
@@ -99,9 +99,9 @@ def _row(ch) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.analysis.attribution import explain_run_sets
-    from pipelines.analysis.history import find_changes, runs_around
-    from pipelines.analysis.run_metrics import UnknownMetricError
+    from pipelines.analysis.changes.history import find_changes, runs_around
+    from pipelines.analysis.comparison.attribution import explain_run_sets
+    from pipelines.analysis.runs.run_metrics import UnknownMetricError
     from pipelines.selectors import SelectorError
 
     explanations = {}

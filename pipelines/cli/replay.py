@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, output_folder, store_of
 
 DESCRIPTION = """\
 Take the chunks (tau_k per chunk and stage) measured in one ingested run, re-simulate its requests
@@ -58,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_folder,
         default=None,
         metavar="DIR",
         help="also write each rerun as torch_npu *_ascend_pt folders under DIR/<schedule>/",

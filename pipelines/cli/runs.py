@@ -31,14 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.analysis.run_views import run_list
+    from pipelines.analysis.runs.run_views import run_list
     from pipelines.cli._format import console_width, duration, render_table, short_ids, tokens
     from pipelines.selectors import SelectorError, require_runs
 
     con = store_of(args).open(read_only=True)
     try:
         try:
-            run_ids = require_runs(con, args.selector)
+            run_ids = require_runs(con, args.selector, copies=True)  # list every stored run
         except SelectorError as exc:
             print(f"tracereplay runs: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT

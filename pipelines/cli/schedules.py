@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, percent, store_of
 from pipelines.cli._report import table
 from pipelines.labels import json_value
 
@@ -60,10 +60,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--min-effect",
-        type=float,
+        type=percent,
         default=1.0,
         metavar="PCT",
-        help="smallest relative change worth flagging, percent (default 1)",
+        help="smallest relative change worth flagging, percent, 0-1000 (default 1)",
     )
     parser.set_defaults(func=run)
 
@@ -109,7 +109,7 @@ def _row(r) -> dict[str, str]:
 
 def format_report(report) -> str:
     """The text report of a ScheduleReport: one Table 2 per workload."""
-    from pipelines.analysis.schedules import workload_label
+    from pipelines.analysis.comparison.schedule_table import workload_label
 
     lines = []
     if not report.workloads:
@@ -162,7 +162,7 @@ def to_json(report) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.analysis.schedules import compare_schedules
+    from pipelines.analysis.comparison.schedule_table import compare_schedules
     from pipelines.selectors import SelectorError
 
     try:

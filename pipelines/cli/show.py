@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, output_folder, store_of
 
 DESCRIPTION = """\
 Show one stored run (its id, or a unique prefix of it):
@@ -38,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-fit", action="store_true", help="skip the tau_k fit")
     parser.add_argument(
         "--html",
-        type=Path,
+        type=output_folder,
         default=None,
         metavar="OUT",
         help="also write the run page OUT/runs/<run id>.html (offline HTML with its PNGs)",
@@ -215,7 +214,7 @@ def _text(view) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.analysis.run_views import match_run_id, show_run
+    from pipelines.analysis.runs.run_views import match_run_id, show_run
 
     con = store_of(args).open(read_only=True)
     try:

@@ -15,12 +15,11 @@ import sys
 import textwrap
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines import schedule_kinds
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option
+from pipelines.cli._common import add_json_option, output_folder
 from pipelines.cli._format import duration
 
 if TYPE_CHECKING:  # polars loads when a simulation runs, not when the parser is built
@@ -263,7 +262,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_folder,
         default=None,
         metavar="DIR",
         help="write the traces under DIR (default: write nothing, print the summary)",

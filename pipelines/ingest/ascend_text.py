@@ -257,7 +257,15 @@ def read_rank(rank_dir: Path) -> RankFrames:
     out = output_dir(rank_dir)
     trace_path = out / TRACE_VIEW if (out / TRACE_VIEW).is_file() else out / TRACE_VIEW_GZ
     trace = attempts.read(trace_path, read_trace_view)
+    if trace is not None and trace.set_aside:
+        attempts.quarantined.append(Quarantined.entries_set_aside(trace_path, trace.set_aside))
     kernels = attempts.read(out / KERNEL_DETAILS, read_kernel_details)
+    if kernels is not None and kernels.set_aside:
+        attempts.quarantined.append(
+            Quarantined.entries_set_aside(
+                out / KERNEL_DETAILS, kernels.set_aside, kernels.unusable, reason="invalid_rows"
+            )
+        )
     steps = attempts.read(out / STEP_TRACE_TIME, read_step_trace_time)
     communication = attempts.read(out / COMMUNICATION, read_communication)
     matrix = attempts.read(out / COMMUNICATION_MATRIX, read_communication_matrix)

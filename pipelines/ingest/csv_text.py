@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines import memory
 from pipelines.ingest.errors import QuarantineError
 from pipelines.store.duck import sql_string
 
@@ -41,10 +42,14 @@ def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]
     if b"\x00" in head:
         raise QuarantineError("not_csv", f"{path.name} is binary (NUL bytes)")
     try:
-        relation = con.sql(
-            f"select * from read_csv({sql_string(path)}, all_varchar = true, header = true,"
-            " delim = ',', quote = '\"', escape = '\"', null_padding = true)"
-        )
+        try:
+            relation = _read_csv(con, path)
+        except duckdb.Error as exc:
+            if "sniffing" not in str(exc):
+                raise
+            # mixed line endings (one LF in a CRLF file) defeat DuckDB's dialect sniffer: read a
+            # copy whose every line ends in LF, the rows unchanged
+            relation = _read_csv(con, _one_line_ending(path))
         columns = list(relation.columns)
         if size <= PARSE_ONCE_BYTES:
             con.register(view, relation.to_arrow_table())  # parsed (and checked) here, once
@@ -54,6 +59,26 @@ def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]
     except duckdb.Error as exc:
         raise QuarantineError("csv_parse_error", str(exc).splitlines()[0][:300]) from exc
     return [c.strip() for c in columns]
+
+
+def _read_csv(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyRelation:
+    return con.sql(
+        f"select * from read_csv({sql_string(path)}, all_varchar = true, header = true,"
+        " delim = ',', quote = '\"', escape = '\"', null_padding = true)"
+    )
+
+
+def _one_line_ending(path: Path) -> Path:
+    """A copy of `path` in a spill folder with every line ending (CRLF, CR, LF) as LF, written
+    line by line (bounded memory); bytes that are not UTF-8 are kept as they were."""
+    copy = memory.new_spill_dir() / path.name
+    with (
+        path.open(encoding="utf-8", errors="surrogateescape", newline=None) as source,
+        copy.open("w", encoding="utf-8", errors="surrogateescape", newline="\n") as target,
+    ):
+        for line in source:
+            target.write(line)
+    return copy
 
 
 def quoted(column: str) -> str:
@@ -79,6 +104,7 @@ def check_time_columns(
     name: str,
     numbers: list[str],
     excel_only: tuple[str, ...] | list[str] = (),
+    unparsable_quarantines: bool = True,
 ) -> None:
     """Quarantine-worthy problems of time columns, found in one scan of the file: Excel damage
     in any of them (Excel rewrote every long number of the sheet, so no time in it can be
@@ -107,7 +133,7 @@ def check_time_columns(
                 f"{name}: {found[f'mangled_{i}']} '{column}' cells in scientific notation such as"
                 f" {found[f'mangled_example_{i}']!r} (precision lost, likely saved by Excel)",
             )
-        if found.get(f"unparsable_{i}"):
+        if unparsable_quarantines and found.get(f"unparsable_{i}"):
             raise QuarantineError(
                 "unparsable_rows",
                 f"{name}: {found[f'unparsable_{i}']} rows whose '{column}' is not a number"

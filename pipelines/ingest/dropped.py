@@ -22,6 +22,7 @@ NEGATIVE_DURATION = "negative_duration"
 DURATION_OUT_OF_RANGE = "duration_out_of_range"  # start + duration past MAX_END_NS
 INVALID_STEP = "invalid_step"  # a Step Id that is not an integer (e.g. 3.5)
 UNPARSABLE_WAIT = "unparsable_wait"  # a wait cell that is neither missing nor a number
+INVALID_EVENT = "invalid_event"  # a trace event that is not an object of the format's fields
 
 CODES = (
     MISSING_TIMESTAMP,
@@ -34,6 +35,7 @@ CODES = (
     DURATION_OUT_OF_RANGE,
     INVALID_STEP,
     UNPARSABLE_WAIT,
+    INVALID_EVENT,
 )
 
 # The latest end (start + duration, ns) a row may have: a margin under int64's 9.223e18 so that

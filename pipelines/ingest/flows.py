@@ -15,7 +15,7 @@ other end is missing or binds to no slice give no link.
 
 A slice bound to a flow end gets the link `<cat>:<id>` in its args under `flow_links` (a JSON
 list: a host op may start several flows); the chunk segmentation anchors device work at the
-host slice sharing such a link (pipelines/analysis/segment.py).
+host slice sharing such a link (pipelines/analysis/chunks/segment.py).
 
 Memory: the flows and one row per slice of a thread that has flow ends (row, start, end) are
 held, not the args: on the 500 MB bench trace about 0.23 M flow events against 1.0 M slices.

@@ -60,6 +60,25 @@ class Quarantined:
     detail: str
     content_hash: str | None = None
 
+    @classmethod
+    def entries_set_aside(
+        cls,
+        path: object,
+        lines: list[str],
+        count: int | None = None,
+        reason: str = "invalid_event",
+        shown: int = 3,
+    ) -> Quarantined:
+        """The quarantine row of a file whose bad entries were set aside one by one (`lines`:
+        `<position>: why` of the first ones; `count`: how many in all, default len(lines))
+        while the rest of it loaded."""
+        count = len(lines) if count is None else count
+        detail = f"{count} entr{'y' if count == 1 else 'ies'} set aside, the rest"
+        detail += f" loaded: {'; '.join(lines[:shown])}"
+        if count > shown:
+            detail += f"; {count - shown} more"
+        return cls(str(path), reason, detail)
+
     def message(self) -> str:
         """One line for a terminal: control characters (a newline in a folder name) escaped."""
         return printable(f"quarantined {self.path}: {self.reason}: {self.detail}")

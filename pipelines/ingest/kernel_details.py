@@ -7,9 +7,10 @@ a trailing TAB (sometimes quoted), parsed exactly to nanoseconds. Rows whose acc
 `HCCL` or `COMMUNICATION` (or whose name starts with `hcom_`) are communication (`is_comm`).
 
 A start, duration or wait cell in scientific notation (`1.69512E+15`, Excel damage) quarantines
-the whole file (reason `excel_mangled_number`): the nanoseconds cannot be recovered. Start or
-duration cells that are text but not numbers quarantine it as `unparsable_rows`; a header without
-name/start/duration as `missing_columns`. A row with one bad value is dropped and counted
+the whole file (reason `excel_mangled_number`): the nanoseconds cannot be recovered. A start or
+duration cell that is text, NaN or inf costs its row (with a quarantine row naming its line,
+reason `invalid_rows`); a header without name/start/duration quarantines the file as
+`missing_columns`. A row with one bad value is dropped and counted
 (dropped.py codes: missing start/duration, negative duration, out-of-range values, a Step Id
 that is not an integer, a wait cell that is not a number); zero durations are kept
 (docs/ingest_rules.md).
@@ -37,6 +38,9 @@ from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import scratch_connection
 
 COMM_CORES = ("HCCL", "COMMUNICATION")
+_NOT_NUMBERS = (drop.UNPARSABLE_TIMESTAMP, drop.UNPARSABLE_DURATION, drop.NON_FINITE_DURATION)
+"""Reasons of cells that quarantined the whole file before (now their rows, with a quarantine
+row naming them)."""
 
 
 @dataclass
@@ -46,6 +50,9 @@ class KernelDetails:
     kernels: pl.DataFrame
     device_id: int | None
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> rows set aside
+    # cells that are not numbers (text, NaN, inf): "line N: reason" of the first few, how many
+    set_aside: list[str] = field(default_factory=list)
+    unusable: int = 0
 
 
 def read_kernel_details(path: Path) -> KernelDetails:
@@ -65,7 +72,16 @@ def read_kernel_details(path: Path) -> KernelDetails:
         wait = pick_column(columns, "Wait Time(us)", "Task Wait Time(us)")
         step = pick_column(columns, "Step Id", "Step ID")
         device = pick_column(columns, "Device_id", "Device Id")
-        check_time_columns(con, "kd", path.name, [col["start"], col["dur"]], [wait] if wait else [])
+        # a start or duration cell that is not a number (text, NaN, inf) costs its row only; Excel
+        # damage still quarantines the file (no time in it can be trusted)
+        check_time_columns(
+            con,
+            "kd",
+            path.name,
+            [col["start"], col["dur"]],
+            [wait] if wait else [],
+            unparsable_quarantines=False,
+        )
         step_cell, wait_cell = (
             (trimmed(step) if step else "null"),
             (trimmed(wait) if wait else "null"),
@@ -73,8 +89,14 @@ def read_kernel_details(path: Path) -> KernelDetails:
         reason = drop.sql_reason(
             [
                 ("start_text is null", drop.MISSING_TIMESTAMP),
+                (f"not regexp_matches(start_text, '{NUMBER}')", drop.UNPARSABLE_TIMESTAMP),
                 ("start_ns is null", drop.TIMESTAMP_OUT_OF_RANGE),
                 ("dur_text is null", drop.MISSING_DURATION),
+                (
+                    "regexp_full_match(lower(dur_text), '[+-]?(nan|inf|infinity)')",
+                    drop.NON_FINITE_DURATION,
+                ),
+                (f"not regexp_matches(dur_text, '{NUMBER}')", drop.UNPARSABLE_DURATION),
                 ("dur_ns is null", drop.DURATION_OUT_OF_RANGE),
                 ("dur_ns < 0", drop.NEGATIVE_DURATION),
                 (f"start_ns::double + dur_ns >= {drop.MAX_END_NS}", drop.DURATION_OUT_OF_RANGE),
@@ -114,7 +136,18 @@ def read_kernel_details(path: Path) -> KernelDetails:
         ).pl()
     finally:
         con.close()
+    unusable = frame.with_row_index().filter(pl.col(drop.DROPPED).is_in(_NOT_NUMBERS))
+    set_aside = [  # line 1 is the header
+        f"line {index + 2}: {why}"
+        for index, why in unusable.select("index", drop.DROPPED).head(3).iter_rows()
+    ]
     frame, dropped = drop.split(frame)
     devices = frame["device_id"].drop_nulls()
     device_id = int(devices.mode().sort()[0]) if len(devices) else None
-    return KernelDetails(kernels=frame.drop("device_id"), device_id=device_id, dropped=dropped)
+    return KernelDetails(
+        kernels=frame.drop("device_id"),
+        device_id=device_id,
+        dropped=dropped,
+        set_aside=set_aside,
+        unusable=unusable.height,
+    )

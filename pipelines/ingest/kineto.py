@@ -36,7 +36,7 @@ import polars as pl
 from pipelines.device_work import COMM_CLASSES, COMM_HOST_RANGE, P2P, classify
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.frames import RankFrames
+from pipelines.ingest.frames import Quarantined, RankFrames
 from pipelines.ingest.launch_links import launch_anchors
 from pipelines.ingest.step_breakdown import assess, derive_breakdown
 from pipelines.ingest.trace_view import quote_constants
@@ -121,8 +121,12 @@ class _Trace(msgspec.Struct):
 def read_trace(path: Path) -> RankFrames:
     """Read one Kineto trace file. Raises QuarantineError for unreadable input."""
     path = Path(path)
-    trace = _decode(_raw_bytes(path), path.name)
+    trace, bad_events = _decode(_raw_bytes(path), path.name)
     events, dropped = drop.split(_event_frame(trace))
+    quarantined = []
+    if bad_events:
+        dropped[drop.INVALID_EVENT] = dropped.get(drop.INVALID_EVENT, 0) + len(bad_events)
+        quarantined.append(Quarantined.entries_set_aside(path, bad_events))
     info = _info(trace, events)
     rank = _rank(trace, path)
 
@@ -204,6 +208,7 @@ def read_trace(path: Path) -> RankFrames:
         },
         info=info,
         dropped=dropped,
+        quarantined=quarantined,
     )
 
 
@@ -336,21 +341,64 @@ def _raw_bytes(path: Path) -> bytes:
     return data
 
 
-def _decode(data: bytes, name: str) -> _Trace:
+class _LooseTrace(_Trace):
+    """The trace with each event kept as raw JSON, to validate event by event (_loose_events)."""
+
+    traceEvents: list[msgspec.Raw] | None = None
+
+
+def _loose_events(raw: list[msgspec.Raw]) -> tuple[list[_Event], list[str]]:
+    """The events that are objects of the Chrome trace fields, and one line per event that is
+    not (`traceEvents[i]: why`): one bad value costs its own event, not the file."""
+    events: list[_Event] = []
+    bad: list[str] = []
+    for index, item in enumerate(raw):
+        try:
+            events.append(msgspec.json.decode(item, type=_Event))
+        except msgspec.ValidationError as err:
+            bad.append(f"traceEvents[{index}]: {err}")
+    return events, bad
+
+
+def _decode(data: bytes, name: str) -> tuple[_Trace, list[str]]:
+    """The trace and the events set aside (one line each: position and why)."""
     data = data.removeprefix(BOM)
     try:
         try:
-            return _decode_as(data, name)
+            return _decode_as(data, name), []
         except msgspec.DecodeError:
             quoted = quote_constants(data)
             if quoted == data:
                 raise
-            return _decode_as(quoted, name)
+            data = quoted
+            return _decode_as(data, name), []
     except msgspec.ValidationError as err:
-        raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {err}") from err
+        loose = _decode_loose(data, name, err)
+        if loose is None:
+            raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {err}") from err
+        return loose
     except msgspec.DecodeError as err:
         reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
         raise QuarantineError(reason, f"{name}: {err}") from err
+
+
+def _decode_loose(
+    data: bytes, name: str, err: msgspec.ValidationError
+) -> tuple[_Trace, list[str]] | None:
+    """The trace read event by event after a typed decode failed; None when the failure is not
+    in an event (the file's own fields) or no event is usable."""
+    try:
+        if data.lstrip()[:1] == b"[":
+            loose = _LooseTrace(traceEvents=msgspec.json.decode(data, type=list[msgspec.Raw]))
+        else:
+            loose = msgspec.json.decode(data, type=_LooseTrace)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    events, bad = _loose_events(loose.traceEvents or [])
+    if not bad or not events:
+        return None
+    fields = {f: getattr(loose, f) for f in loose.__struct_fields__ if f != "traceEvents"}
+    return _Trace(traceEvents=events, **fields), bad
 
 
 def _decode_as(data: bytes, name: str) -> _Trace:

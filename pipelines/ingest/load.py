@@ -59,6 +59,9 @@ class RunReport:
     status: str = "loaded"
     replaced: list[str] = field(default_factory=list)
     dropped_rows: dict[str, int] = field(default_factory=dict)
+    duplicate_of: str | None = None
+    """A stored run with the same input bytes (another folder): the same measurement, which the
+    statistics count once (by the earlier run)."""
 
     @property
     def dropped(self) -> dict[str, int]:
@@ -78,6 +81,7 @@ class RunReport:
             "comm_ops": self.rows.get("comm_ops", 0),
             "step_breakdown": self.rows.get("step_breakdown", 0),
             "dropped_rows": self.dropped_rows,
+            "duplicate_of": self.duplicate_of,
             "quarantined": [q.__dict__ for q in self.quarantined],
         }
 
@@ -381,8 +385,11 @@ class _Ingest:
         if stored is not None:
             digests = file_digests(list(run.files))
             if combined_hash(digests) == stored.content_hash and stored.origin == origin:
-                self.unchanged(stored, run, tags)
-                return
+                try:
+                    self.unchanged(stored, run, tags)
+                    return
+                except duckdb.Error:
+                    pass  # a stored file of the run cannot be read (a damaged lake file): rewrite
         frames, quarantined, skipped = assemble_run(run, tags, digests)
         self.report.skipped.extend(skipped)
         if frames is None:
@@ -402,6 +409,11 @@ class _Ingest:
         for run_id in gone:
             self.known.runs.pop(run_id, None)
         run_frame = frames.run
+        twins = sorted(
+            r.run_id
+            for r in self.known.runs.values()
+            if r.content_hash == run_frame["content_hash"] and r.run_id != frames.run_id
+        )
         self.known.runs[frames.run_id] = StoredRun(
             run_id=frames.run_id,
             origin=origin,
@@ -430,6 +442,7 @@ class _Ingest:
                 status="replaced" if gone else "loaded",
                 replaced=gone,
                 dropped_rows=dropped,
+                duplicate_of=twins[0] if twins else None,
             )
         )
 

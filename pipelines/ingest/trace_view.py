@@ -30,6 +30,7 @@ limit makes it slow on that form).
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -98,6 +99,8 @@ class TraceView:
     flows: dict[str, int] = field(default_factory=dict)  # flows.bind counts
     # streamed reads: the rows the derivations need (comm, overlap, compute receives), in memory
     derivable: pl.DataFrame | None = None
+    # entries set aside one by one, each "traceEvents[i]: why" (a non-object, a duplicated key)
+    set_aside: list[str] = field(default_factory=list)
 
     def lane(self, lane: str) -> pl.DataFrame:
         return self.for_derivations().filter(pl.col("lane") == lane)
@@ -233,14 +236,66 @@ def _decode_events(data: bytes, form: str) -> list[TraceEvent]:
     return decoded.traceEvents if form == "object" else decoded
 
 
+def _file_bytes(path: Path) -> bytes:
+    opener = gzip.open if is_gzip(path) else open
+    with opener(path, "rb") as handle:
+        return handle.read().removeprefix(BOM)
+
+
 def _msgspec_relation(
     con: duckdb.DuckDBPyConnection, path: Path, form: str
 ) -> duckdb.DuckDBPyRelation:
     """Decode the file with msgspec into the same columns read_json yields."""
-    opener = gzip.open if is_gzip(path) else open
-    with opener(path, "rb") as handle:
-        raw = handle.read().removeprefix(BOM)
-    events = _decode_events(raw, form)
+    return _events_relation(con, _decode_events(_file_bytes(path), form))
+
+
+class _Entries(msgspec.Struct):
+    traceEvents: list[msgspec.Raw]
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        twice = sorted({key for key in keys if keys.count(key) > 1})
+        raise ValueError(f"duplicate key {', '.join(map(repr, twice))}")
+    return dict(pairs)
+
+
+def _entries_one_by_one(data: bytes, form: str) -> tuple[list[TraceEvent], list[str]]:
+    """Every entry that is an object without a duplicated key, and one line per other entry
+    (`traceEvents[i]: why`): read only after DuckDB refused one record, so one bad entry costs
+    itself, not the file (docs/ingest_rules.md)."""
+    data = quote_constants(data)
+    try:
+        kind: Any = _Entries if form == "object" else list[msgspec.Raw]
+        decoded = msgspec.json.decode(data, type=kind)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise QuarantineError("invalid_json", str(exc)) from exc
+    entries = decoded.traceEvents if form == "object" else decoded
+    events: list[TraceEvent] = []
+    set_aside: list[str] = []
+    for index, entry in enumerate(entries):
+        try:
+            item = json.loads(bytes(entry), object_pairs_hook=_refuse_duplicates)
+            if not isinstance(item, dict):
+                raise ValueError(f"not an object ({type(item).__name__})")
+            events.append(msgspec.json.decode(entry, type=TraceEvent))
+        except (ValueError, msgspec.ValidationError) as exc:
+            set_aside.append(f"traceEvents[{index}]: {exc}")
+    return events, set_aside
+
+
+def _one_bad_record(exc: duckdb.Error) -> bool:
+    """DuckDB refused one record of an otherwise readable array (a non-object entry, a
+    duplicated key), not the file."""
+    text = str(exc)
+    return "JSON transform error" in text or "duplicate key" in text
+
+
+def _events_relation(
+    con: duckdb.DuckDBPyConnection, events: list[TraceEvent]
+) -> duckdb.DuckDBPyRelation:
+    """The decoded events as the relation read_json would give."""
     frame = pl.DataFrame(
         {
             "name": [_text(e.name) for e in events],
@@ -412,10 +467,18 @@ def _configure(con: duckdb.DuckDBPyConnection) -> None:
 def _read_trace_view(path: Path, max_object: int) -> TraceView:
     """One in-memory read with a given DuckDB object-size limit."""
     con = scratch_connection(_SCAN_SETTINGS)
+    set_aside: list[str] = []
     try:
-        raw = _raw_relation(con, path, max_object)
-        con.register("raw", raw)
-        events = _scan(con)
+        try:
+            raw = _raw_relation(con, path, max_object)
+            con.register("raw", raw)
+            events = _scan(con)
+        except duckdb.Error as exc:
+            if not _one_bad_record(exc):
+                raise
+            kept, set_aside = _entries_one_by_one(_file_bytes(path), _sniff(path)[0])
+            con.register("raw", _events_relation(con, kept))
+            events = _scan(con)
     except duckdb.Error as exc:
         raise QuarantineError("invalid_json", str(exc).splitlines()[0]) from exc
     finally:
@@ -424,7 +487,11 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
     flows = _flows(events)
     slices, dropped = drop.split(events.filter(pl.col("ph") == "X"))
     del events
-    return _view(path, meta, slices, dropped, flows)
+    view = _view(path, meta, slices, dropped, flows)
+    if set_aside:
+        view.set_aside = set_aside
+        view.dropped[drop.INVALID_EVENT] = view.dropped.get(drop.INVALID_EVENT, 0) + len(set_aside)
+    return view
 
 
 def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:

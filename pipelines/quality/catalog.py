@@ -46,6 +46,18 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
         W,
         "runs that have chunks carry model, schedule, chunk_size and seq_len",
     ),
+    (
+        "runs",
+        "measurement_counted_once",
+        E,
+        "no two runs with the same input bytes both enter the tau_k points (one measurement)",
+    ),
+    (
+        "runs",
+        "stored_once",
+        W,
+        "no run is a byte-identical copy of another (a copy is counted once: docs/run_identity.md)",
+    ),
     ("run_inputs", "non_negative_bytes", E, "every input file has a size >= 0"),
     ("run_inputs", "sha256_hex", E, "every input digest is 64 lower-case hex digits"),
     ("run_inputs", "run_exists", E, "every input row belongs to a run in runs"),

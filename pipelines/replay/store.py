@@ -90,7 +90,7 @@ def load_measured(session: Session, run_id: str, extract: bool = True) -> Measur
         raise ReplayError(f"no run {run_id!r} in the warehouse (see `tracereplay chunks`)")
     chunks = queries.run_chunks(session.con, run_id)
     if chunks.is_empty() and extract and run["source"][0] != SOURCE:
-        from pipelines.analysis.chunk_store import extract_chunks
+        from pipelines.analysis.chunks.chunk_store import extract_chunks
 
         extract_chunks(session, [run_id])
         chunks = queries.run_chunks(session.con, run_id)

@@ -11,7 +11,11 @@ backend it has."""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+
+import duckdb
 
 from pipelines import paths
 from pipelines.store.base import Session, Store, StoreError
@@ -27,7 +31,28 @@ __all__ = [
     "Store",
     "StoreError",
     "open_store",
+    "storage_error",
 ]
+
+
+_PARQUET_FILE = re.compile(r"'(?P<path>[^']+\.parquet)'")
+
+
+def storage_error(error: BaseException) -> StoreError | None:
+    """The one-line StoreError for an error a store's files caused (a truncated or foreign
+    Parquet file in a lake, a full disk), else None: the CLI prints it instead of a traceback."""
+    text = str(error).splitlines()[0] if str(error) else ""
+    if (isinstance(error, OSError) and error.errno == errno.ENOSPC) or "No space left" in text:
+        return StoreError(f"the disk is full ({text}); free space and run again")
+    if not isinstance(error, duckdb.Error):
+        return None
+    match = _PARQUET_FILE.search(text)
+    if match and ("magic bytes" in text or "Parquet" in text or "parquet" in text):
+        return StoreError(
+            f"lake file {match['path']} is damaged ({text.split(': ', 1)[-1][:160]}); move it"
+            " aside and re-ingest its run folder with `tracereplay ingest` to rewrite it"
+        )
+    return None
 
 
 def open_store(

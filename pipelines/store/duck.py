@@ -107,6 +107,35 @@ def sql_path(path: str | os.PathLike[str]) -> str:
     return str(link)
 
 
+def lasting_sql_path(path: str | os.PathLike[str]) -> str:
+    """Like sql_path, for a folder named in SQL that outlives this process (the stored views of
+    a lake): the absolute path when it is safe, else a link with a plain name under the user's
+    cache folder ($XDG_CACHE_HOME or ~/.cache, /tmp as a last resort), named by the path's
+    digest and made again by any process that needs it."""
+    absolute = os.path.abspath(os.fspath(path))
+    if _is_safe(absolute):
+        return absolute
+    digest = hashlib.sha256(os.fsencode(absolute)).hexdigest()[:32]
+    for base in (os.environ.get("XDG_CACHE_HOME"), os.path.expanduser("~/.cache"), "/tmp"):
+        if not base:
+            continue
+        folder = os.path.join(os.path.abspath(base), "tracereplay", "links")
+        link = os.path.join(folder, digest)
+        if not _is_safe(link):
+            continue
+        try:
+            os.makedirs(folder, exist_ok=True)
+            if os.path.islink(link) and os.readlink(link) == absolute:
+                return link
+            spare = f"{link}.{os.getpid()}.{threading.get_ident()}"
+            os.symlink(absolute, spare)
+            os.replace(spare, link)
+            return link
+        except OSError:
+            continue
+    return sql_path(path)
+
+
 def sql_string(path: str | os.PathLike[str]) -> str:
     """`sql_path(path)` as a SQL string literal."""
     return "'" + sql_path(path).replace("'", "''") + "'"

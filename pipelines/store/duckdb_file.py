@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -45,10 +46,17 @@ MEMORY = ":memory:"
 def check_warehouse_file(target: Path) -> None:
     """Refuse an existing path that is not a DuckDB database (a directory, an empty file, JSON,
     CSV, SQLite ...): DuckDB would otherwise open an in-memory database or fail obscurely."""
-    if not target.exists():
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
         return
-    if target.is_dir():
+    except OSError as exc:
+        raise StoreError(f"{target} cannot be used: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(mode):
         raise StoreError(f"{target} is a directory, not a DuckDB warehouse file")
+    if not stat.S_ISREG(mode):
+        # a FIFO, socket or device: opening it to read the magic would block or consume it
+        raise StoreError(f"{target} is not a regular file (a pipe or device); give a file path")
     try:
         with target.open("rb") as handle:
             head = handle.read(DUCKDB_MAGIC_OFFSET + len(DUCKDB_MAGIC))
@@ -59,6 +67,18 @@ def check_warehouse_file(target: Path) -> None:
     if head[DUCKDB_MAGIC_OFFSET:] != DUCKDB_MAGIC:
         kind = "an SQLite database" if head.startswith(b"SQLite format") else "not a DuckDB file"
         raise StoreError(f"{target} exists and is {kind}; give a new path or a DuckDB warehouse")
+
+
+def damaged(target: Path | str, error: BaseException) -> StoreError:
+    """The one-line error for a warehouse file DuckDB cannot open (a torn or foreign file with
+    DuckDB's magic, a full disk): what it is and how to get a working one back."""
+    reason = str(error).splitlines()[0].removeprefix("IO Error: ")
+    if "No space left" in reason:
+        return StoreError(f"{target}: the disk is full ({reason}); free space and run again")
+    return StoreError(
+        f"{target} is damaged and cannot be opened ({reason}); move it aside and rebuild it"
+        " with `tracereplay ingest <your run folders>`"
+    )
 
 
 def lock_holder(error: BaseException) -> str | None:
@@ -124,7 +144,7 @@ def open_duckdb(
         except duckdb.IOException as exc:
             holder = lock_holder(exc)
             if holder is None:
-                raise
+                raise damaged(target, exc) from exc
             if time.monotonic() >= deadline:
                 raise StoreError(
                     f"warehouse {target} still in use by {holder} after {limit:.0f} s"

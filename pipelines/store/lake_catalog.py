@@ -51,7 +51,9 @@ def _partition_frame(root: Path, table: str, run_id: str, columns: list[str]) ->
     files = sorted(lake.partition_dir(root, table, run_id).glob("*.parquet"))
     if not files:
         return pl.DataFrame()
-    return pl.concat([pl.read_parquet(f, columns=columns) for f in files], how="vertical")
+    return pl.concat(
+        [pl.read_parquet(f, columns=columns, glob=False) for f in files], how="vertical"
+    )
 
 
 def refresh(root: Path, run_id: str) -> dict[str, Any] | None:
@@ -60,7 +62,7 @@ def refresh(root: Path, run_id: str) -> dict[str, Any] | None:
     root = Path(root)
     runs_file = _runs_file(root, run_id)
     stamp = _stamp(runs_file)
-    runs = pl.read_parquet(runs_file) if stamp else pl.DataFrame()
+    runs = pl.read_parquet(runs_file, glob=False) if stamp else pl.DataFrame()
     if runs.is_empty():
         remove(root, run_id)
         return None

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from pipelines.store.duck import sql_path
+from pipelines.store.duck import lasting_sql_path
 from pipelines.store.schema import QUARANTINE, canonical_tables
 
 PART = "part.parquet"
@@ -42,10 +42,11 @@ def _columns(table: str) -> str:
 
 
 def table_glob(root: Path, table: str) -> str:
-    """The table's partition files; the root goes through duck.sql_path (a folder whose name
-    holds glob characters is read through a plain-named link), the pattern is ours."""
+    """The table's partition files; the root goes through duck.lasting_sql_path (a folder whose
+    name holds glob characters is read through a plain-named link that stored views can keep),
+    the pattern is ours."""
     key = "batch" if table == QUARANTINE else "run_id"
-    return f"{sql_path(root)}/{table}/{key}=*/*.parquet"
+    return f"{lasting_sql_path(root)}/{table}/{key}=*/*.parquet"
 
 
 def view_sql(root: Path, table: str, temporary: bool = False) -> str:
@@ -63,7 +64,7 @@ def view_sql(root: Path, table: str, temporary: bool = False) -> str:
 def runs_scan(root: Path, table: str, run_ids: Sequence[str]) -> str:
     """A relation (SQL) of the rows of `run_ids` in a run table, columns as its view has them,
     opening only those runs' folders (the table's zero-row schema file when they have none)."""
-    base = sql_path(root)  # the root through sql_path (as in table_glob); the rest is ours
+    base = lasting_sql_path(root)  # the root as in table_glob; the rest is ours
     files = []
     for run_id in run_ids:
         folder = partition_dir(root, table, run_id)

@@ -240,7 +240,7 @@ def runs_with_markers_in(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -
 
 def fit_inputs(con: duckdb.DuckDBPyConnection, runs: str = "runs") -> pl.DataFrame:
     """What a fit of measured runs depends on, one row per run: run_id, content_hash,
-    segmentation and the configuration columns (pipelines.analysis.curve_keys.CONFIG_KEYS), from
+    segmentation and the configuration columns (pipelines.analysis.tau.curve_keys.CONFIG_KEYS), from
     the `runs` table or the relation (SQL) `runs` of its rows."""
     return con.execute(
         "select run_id, content_hash, segmentation, model, schedule, chunk_size, seq_len,"
@@ -344,6 +344,11 @@ def run_ids_where(con: duckdb.DuckDBPyConnection, where: str, params: list[objec
     return [r[0] for r in rows]
 
 
+def run_copies(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """run_id -> the earlier run it is a byte-identical copy of (int_run_copies)."""
+    return dict(con.execute("select run_id, copy_of from int_run_copies").fetchall())
+
+
 def distinct_run_values(
     con: duckdb.DuckDBPyConnection, expression: str, params: list[object]
 ) -> list[str]:
@@ -393,7 +398,8 @@ def config_run_history(
     where = " and ".join(f'"{k}" is not distinct from ?' for k in config)
     return con.execute(
         f"select run_id, collected_at from runs where {where or 'true'} and replay_of is null"
-        " and collected_at is not null order by collected_at, run_id",
+        " and collected_at is not null and run_id not in (select run_id from int_run_copies)"
+        " order by collected_at, run_id",
         list(config.values()),
     ).fetchall()
 
@@ -416,7 +422,7 @@ def run_tau_parameters(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl
     ).pl()
 
 
-# --- schedule comparison (pipelines/analysis/schedules.py) ------------------------------------
+# --- schedule comparison (pipelines/analysis/comparison/schedule_table.py) ------------------------
 
 
 def schedule_breakdown(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:

@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines.analysis.mean_interval import mean_interval
+from pipelines.analysis.comparison.mean_interval import mean_interval
 
 VALIDATED_SCHEDULES = ("cpp", "vpp")
 
@@ -55,9 +55,9 @@ def ttft_interval(chunks: pl.DataFrame, level: float = 0.95) -> tuple[int, float
 
 
 def on_cpu_fits(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pl.DataFrame:
-    """tau_k fits (pipelines.analysis.curves.fit_curves, as for the stored fits) of the runs'
+    """tau_k fits (pipelines.analysis.tau.curves.fit_curves, as for the stored fits) of the runs'
     on-CPU chunk times; empty when no run's traces carry them."""
-    from pipelines.analysis.curves import fit_curves
+    from pipelines.analysis.tau.curves import fit_curves
     from pipelines.store import queries as queries
     from pipelines.workload.on_cpu import chunk_cpu, with_on_cpu_tau
 
@@ -85,8 +85,8 @@ def validate(paths: Sequence[str | Path], con: duckdb.DuckDBPyConnection) -> lis
     it was not measured under as well as its own, the replayed TTFT (with the measured host time
     per call, `ttft_ns`, and without, `ttft_busy_only_ns`) and bubble with the relative errors
     against the measured ones (errors only for the measured schedule)."""
-    from pipelines.analysis.chunk_store import extract_chunks
-    from pipelines.analysis.fit_store import fit_and_store
+    from pipelines.analysis.chunks.chunk_store import extract_chunks
+    from pipelines.analysis.tau.fit_store import fit_and_store
     from pipelines.ingest.load import ingest_paths
     from pipelines.replay.store import replay_run
 

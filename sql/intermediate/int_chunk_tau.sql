@@ -5,8 +5,9 @@
 -- synchronising them: they are one measurement of the chunk, not tp repeats of it, so they make
 -- one row (tau_ns their mean busy time, tp_ranks how many; start and end span them all).
 -- A forward of an inference engine that batched several prefill pieces or decodes with its
--- prefill (chunks.batch_prefills / batch_decodes, pipelines/analysis/engine_forwards.py) is a
--- cost of the whole batch, not a tau_k point of one request: left out here
+-- prefill (chunks.batch_prefills / batch_decodes, pipelines/analysis/chunks/engine_forwards.py) is a
+-- cost of the whole batch, not a tau_k point of one request: left out here. A run that is a
+-- byte-identical copy of an earlier one (int_run_copies) is the same measurement: left out too
 select
     c.run_id,
     r.source,
@@ -35,5 +36,8 @@ select
     bool_or(c.is_partial) as is_partial
 from int_chunk_flags as c
 inner join runs as r on c.run_id = r.run_id
-where coalesce(c.batch_decodes, 0) = 0 and coalesce(c.batch_prefills, 1) <= 1
+where
+    coalesce(c.batch_decodes, 0) = 0
+    and coalesce(c.batch_prefills, 1) <= 1
+    and c.run_id not in (select cp.run_id from int_run_copies as cp)
 group by all

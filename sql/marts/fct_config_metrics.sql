@@ -1,7 +1,7 @@
 -- one row per configuration (model, schedule, seq_len, chunk_size, tp, pp, vp, hardware) x
 -- metric over its measured runs (reruns left out): n, mean, median, sample standard deviation
 -- and a 95 % Student-t interval of the mean (student_t_quantile is scipy.stats.t.ppf, registered
--- by pipelines/analysis/run_metrics.py before this file runs; null for n < 2).
+-- by pipelines/analysis/runs/run_metrics.py before this file runs; null for n < 2).
 select
     model,
     schedule,

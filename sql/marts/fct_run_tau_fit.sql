@@ -1,6 +1,6 @@
 -- one row per run x virtual stage: the ordinary least-squares line tau_k = a + b*k over the run's
 -- full chunks (a request's shorter remainder chunk left out, as `tracereplay fit` does). Same
--- point estimates as pipelines/analysis/fits.py; its intervals and verdict come from `fit`.
+-- point estimates as pipelines/analysis/tau/fits.py; its intervals and verdict come from `fit`.
 select
     run_id,
     vstage,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.analysis.chunk_store import extract_chunks
+from pipelines.analysis.chunks.chunk_store import extract_chunks
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt

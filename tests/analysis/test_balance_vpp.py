@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.analysis.fits import (
+from pipelines.analysis.tau.fits import (
     balance_residual,
     cpp_bubble_ratio,
     fit_curve,

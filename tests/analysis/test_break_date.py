@@ -1,16 +1,17 @@
-"""The 95 % set of a change point's date (pipelines.analysis.break_date: the likelihood-ratio set,
+"""The 95 % set of a change point's date (pipelines.analysis.changes.break_date: the
+likelihood-ratio set,
 Hansen 2000; Eo & Morley 2015)."""
 
 import numpy as np
 import pytest
 
-from pipelines.analysis.break_date import (
+from pipelines.analysis.changes.break_date import (
     break_date_interval,
     lr_cdf,
     lr_critical_value,
     split_costs,
 )
-from pipelines.analysis.changepoints import detect_change_points
+from pipelines.analysis.changes.changepoints import detect_change_points
 
 
 def test_the_critical_value_is_hansen_s():

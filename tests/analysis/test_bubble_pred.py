@@ -7,9 +7,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.analysis.bubble_pred import cpp_bubble_stages, vpp_bubble_stages
-from pipelines.analysis.curves import fit_curves
-from pipelines.analysis.fits import fit_curve
+from pipelines.analysis.tau.bubble_pred import cpp_bubble_stages, vpp_bubble_stages
+from pipelines.analysis.tau.curves import fit_curves
+from pipelines.analysis.tau.fits import fit_curve
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.metrics import bubble_ratio_exact
 from pipelines.sim.run import simulate

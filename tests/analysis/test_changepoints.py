@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.analysis.changepoints import detect_change_points, isolated_nights
+from pipelines.analysis.changes.changepoints import detect_change_points, isolated_nights
 
 NIGHTS, NOISE, STEP_AT = 60, 0.02, 40
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.analysis.chunk_store import extract_chunks
-from pipelines.analysis.segment import (
+from pipelines.analysis.chunks.chunk_store import extract_chunks
+from pipelines.analysis.chunks.segment import (
     DEFAULT_MARKER_REGEX,
     MATCH_TIMEOUT_S,
     PROFILER_STEP_REGEX,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipelines.analysis.compare import RUN_SET_CORRECTION, compare_samples
-from pipelines.analysis.run_metrics import DEFAULT_COMPARE_METRICS, METRICS
+from pipelines.analysis.comparison.compare import RUN_SET_CORRECTION, compare_samples
+from pipelines.analysis.runs.run_metrics import DEFAULT_COMPARE_METRICS, METRICS
 
 NOISE = 0.015  # run-to-run noise, lognormal sigma (the lower end of real runs' 1.5-2 %)
 

@@ -1,4 +1,4 @@
-"""Engine forward annotations -> chunk rows (pipelines/analysis/engine_forwards.py).
+"""Engine forward annotations -> chunk rows (pipelines/analysis/chunks/engine_forwards.py).
 
 The names are the engines' own forms (docs/engine_annotation_examples.json: produced by running the
 released vLLM 0.34.0 / SGLang 0.5.23 functions on the batches named there); the last test reads the
@@ -12,8 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.analysis.engine_forwards import parse_forward
-from pipelines.analysis.segment import segment_chunks
+from pipelines.analysis.chunks.engine_forwards import parse_forward
+from pipelines.analysis.chunks.segment import segment_chunks
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = json.loads((ROOT / "docs" / "engine_annotation_examples.json").read_text())
@@ -120,7 +120,7 @@ def test_real_engine_traces_yield_tau_points_without_flags(
 def test_a_batched_forward_is_no_tau_k_point() -> None:
     """Single-piece forwards are τ_k points; a forward that batched decodes is left out of
     int_chunk_tau (its time is the whole batch's)."""
-    from pipelines.analysis.tau_points import chunk_tau_of
+    from pipelines.analysis.tau.tau_points import chunk_tau_of
 
     detailed = "execute_2048_context_1(sq2048sk{k}sqsq1sqsk1)_generation_0(sq0sk0sqsq0sqsk0)"
     mixed = "step[MIXED bs=13 c=1 g=12 c_sq=2048 c_sk=6144 c_sqsq=1 c_sqsk=1 g_sq=12 g_sk=1]"

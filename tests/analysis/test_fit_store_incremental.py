@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from pipelines.analysis.fit_store import INPUTS_TABLE, FitOptions, fit_and_store
+from pipelines.analysis.tau.fit_store import INPUTS_TABLE, FitOptions, fit_and_store
 from pipelines.store import open_store
 from tests.analysis import fixtures
 from tests.analysis.test_fit_cli import _run
@@ -81,7 +81,7 @@ def test_other_options_refit_every_configuration(tmp_path) -> None:
 def test_in_a_lake_only_new_runs_rows_are_read_and_rows_equal_a_full_refit(
     tmp_path, monkeypatch
 ) -> None:
-    from pipelines.analysis import fit_inputs
+    from pipelines.analysis.tau import fit_inputs
     from pipelines.paths import LAKE_ENV
 
     monkeypatch.setenv(LAKE_ENV, str(tmp_path / "lake"))
@@ -113,7 +113,7 @@ def test_in_a_lake_only_new_runs_rows_are_read_and_rows_equal_a_full_refit(
 
 def test_changed_fit_code_refits_every_configuration(tmp_path, monkeypatch) -> None:
     # an upgrade that changes a fit or verdict rule must not keep the old verdicts
-    from pipelines.analysis import fit_store
+    from pipelines.analysis.tau import fit_store
 
     con = open_store(tmp_path / "w.duckdb").open()
     _linear_run(con, "a0", "model_a", 0)

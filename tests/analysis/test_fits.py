@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from pipelines.analysis.curves import fit_curves
-from pipelines.analysis.fits import (
+from pipelines.analysis.tau.curves import fit_curves
+from pipelines.analysis.tau.fits import (
     MIN_CLUSTERS,
     balance_residual,
     cpp_bubble_ratio,

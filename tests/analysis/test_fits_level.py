@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.analysis.fits import _interval, fit_curve
+from pipelines.analysis.tau.fits import _interval, fit_curve
 
 LEVELS = (0.5, 0.95, 0.99)
 

@@ -1,4 +1,4 @@
-"""The line of one run under AR(1) noise of unknown rho (pipelines.analysis.one_run_line): GLS
+"""The line of one run under AR(1) noise of unknown rho (pipelines.analysis.tau.one_run_line): GLS
 at rho's 90 % upper bound with bootstrap-t intervals, from 11 consecutive chunks."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.analysis.fits import fit_stage
-from pipelines.analysis.one_run_line import one_run_line
+from pipelines.analysis.tau.fits import fit_stage
+from pipelines.analysis.tau.one_run_line import one_run_line
 from tests.analysis.fixtures import MS
 from tests.analysis.test_serial import _runs
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pipelines.analysis.run_metrics import METRICS, build_marts
+from pipelines.analysis.runs.run_metrics import METRICS, build_marts
 from pipelines.sim.metrics import summarize
 from pipelines.store import open_store
 from tests.analysis import metrics_warehouse
@@ -74,7 +74,7 @@ def test_ttft_percentiles_over_several_requests(tmp_path):
     """Four requests of different lengths in one simulated run: the mart's p50 / p90 / p99 are
     numpy's linear-interpolation percentiles of the run's per-request TTFTs (fct_request_ttft),
     ordered and bounded by the mean and the maximum."""
-    from pipelines.analysis.chunk_store import extract_chunks
+    from pipelines.analysis.chunks.chunk_store import extract_chunks
     from pipelines.ingest.load import ingest_paths
     from pipelines.sim.run import simulate
     from pipelines.sim.writers_ascend import write_ascend_pt

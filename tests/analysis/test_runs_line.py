@@ -1,4 +1,5 @@
-"""The line from the runs' own lines (pipelines.analysis.runs_line): exact t(G-1) inference, used
+"""The line from the runs' own lines (pipelines.analysis.tau.runs_line): exact t(G-1) inference,
+used
 when three or more runs show serial correlation, GLS kept when they do not."""
 
 from __future__ import annotations
@@ -7,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipelines.analysis.fits import fit_stage
-from pipelines.analysis.runs_line import RunsLine, rho_standard_error, runs_line
+from pipelines.analysis.tau.fits import fit_stage
+from pipelines.analysis.tau.runs_line import RunsLine, rho_standard_error, runs_line
 from tests.analysis.fixtures import MS
 from tests.analysis.test_serial import _runs
 

@@ -1,4 +1,5 @@
-"""`tracereplay schedules` and pipelines.analysis.schedules on the DeepSeek-V3.1 512K preset (the
+"""`tracereplay schedules` and pipelines.analysis.comparison.schedule_table on the DeepSeek-V3.1
+512K preset (the
 workload of seed 000's Table 2: 24K chunks, pp 2): 3 seeded repeats (2 % noise) of CPP, DCPP and
 VPP-pack, simulated, written as Ascend profiler folders and read back by the real ingest."""
 
@@ -12,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipelines.analysis.chunk_store import extract_chunks
-from pipelines.analysis.schedules import _versus, _welch_interval, compare_schedules
+from pipelines.analysis.chunks.chunk_store import extract_chunks
+from pipelines.analysis.comparison.schedule_table import _versus, _welch_interval, compare_schedules
 from pipelines.cli import ExitCode, main
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.run import simulate

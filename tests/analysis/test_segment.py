@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 import regex
 
-from pipelines.analysis.segment import (
+from pipelines.analysis.chunks.segment import (
     PROFILER_STEP_REGEX,
     MarkerRuleError,
     compile_marker_regex,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipelines.analysis.segment import PROFILER_STEP_REGEX, segment_chunks
+from pipelines.analysis.chunks.segment import PROFILER_STEP_REGEX, segment_chunks
 from pipelines.ingest.ascend_text import read_rank
 
 TEXT = "msinsight/test/data/pytorch/text"

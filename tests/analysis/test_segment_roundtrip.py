@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.analysis.segment import segment_chunks
+from pipelines.analysis.chunks.segment import segment_chunks
 from pipelines.ingest.ascend_text import read_rank
 from pipelines.ingest.kineto import read_trace
 from pipelines.replay.tables import chunks_frame

@@ -1,4 +1,5 @@
-"""The few-runs noise model (pipelines.analysis.serial): AR(1) measured from the runs' pure error
+"""The few-runs noise model (pipelines.analysis.tau.serial): AR(1) measured from the runs' pure
+error
 or one run's line residuals, pure error pooled into every test. Each rate below was measured
 before the model existed (docs/tau_k.md §6.3) and fails on that code."""
 
@@ -8,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipelines.analysis.fits import fit_curve
-from pipelines.analysis.serial import pure_error, residual_rho
-from pipelines.analysis.verdicts import classify
+from pipelines.analysis.tau.fits import fit_curve
+from pipelines.analysis.tau.serial import pure_error, residual_rho
+from pipelines.analysis.tau.verdicts import classify
 from tests.analysis.fixtures import MS
 
 SHAPES = ("kinked", "convex", "concave")

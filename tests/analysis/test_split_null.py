@@ -1,4 +1,5 @@
-"""The p of a change point found by searching every split (pipelines.analysis.split_null)."""
+"""The p of a change point found by searching every split
+(pipelines.analysis.changes.split_null)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import itertools
 import numpy as np
 from scipy import stats
 
-from pipelines.analysis.split_null import split_pvalue, split_t
+from pipelines.analysis.changes.split_null import split_pvalue, split_t
 
 
 def test_split_t_is_the_pooled_two_sample_t_at_every_split() -> None:

@@ -18,10 +18,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.analysis import fits
-from pipelines.analysis.curves import fit_curves_with_bands
-from pipelines.analysis.fits import fit_stage
-from pipelines.analysis.verdicts import classify
+from pipelines.analysis.tau import fits
+from pipelines.analysis.tau.curves import fit_curves_with_bands
+from pipelines.analysis.tau.fits import fit_stage
+from pipelines.analysis.tau.verdicts import classify
 from tests.analysis.test_serial import _runs
 
 INTERCEPT_NS, SLOPE_NS = 637e6, 478e6  # the DeepSeek-V3.1 16K-chunk stage curve, rounded

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.analysis.curves import fit_curves
-from pipelines.analysis.tau_points import chunk_tau_of
+from pipelines.analysis.tau.curves import fit_curves
+from pipelines.analysis.tau.tau_points import chunk_tau_of
 from pipelines.ingest.frames import SCHEMAS, conform
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.run import simulate

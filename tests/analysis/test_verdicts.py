@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.analysis.fits import fit_curve
-from pipelines.analysis.verdicts import Thresholds, classify
+from pipelines.analysis.tau.fits import fit_curve
+from pipelines.analysis.tau.verdicts import Thresholds, classify
 from tests.analysis import fixtures
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipelines.analysis.fits import fit_curve
-from pipelines.analysis.outliers import screen_outliers
-from pipelines.analysis.verdicts import classify
+from pipelines.analysis.tau.fits import fit_curve
+from pipelines.analysis.tau.outliers import screen_outliers
+from pipelines.analysis.tau.verdicts import classify
 from tests.analysis import fixtures
 
 MS = fixtures.MS

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from pipelines.analysis.fit_store import load_fits
+from pipelines.analysis.tau.fit_store import load_fits
 from pipelines.cli import main
 from pipelines.cli.materialize import materialize_all
 from pipelines.defs.resources import RawDirResource, WarehouseResource

@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from pipelines.analysis.verdict_policy import DENSE_LINEAR, SPARSE_FLAGGED, check_expectation
+from pipelines.analysis.tau.verdict_policy import DENSE_LINEAR, SPARSE_FLAGGED, check_expectation
 from pipelines.defs.analysis.checks import dense_models_linear, dsa_models_flagged
 from pipelines.defs.resources import WarehouseResource
 from pipelines.publish import NotOurFolder, publish, same_tree

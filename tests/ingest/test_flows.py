@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from pipelines import memory
-from pipelines.analysis.segment import segment_chunks
+from pipelines.analysis.chunks.segment import segment_chunks
 from pipelines.ingest.flows import FLOW_LINKS_KEY
 from pipelines.ingest.trace_view import read_trace_view
 

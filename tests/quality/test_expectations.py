@@ -63,6 +63,16 @@ def _rename_last_column(table: str) -> str:
 BREAKS: dict[str, list[str]] = {
     **{f"{t}.{SCHEMA}": [_rename_last_column(t)] for t in TABLES},
     "runs.facts_for_chunks": ["update runs set seq_len = null"],
+    "runs.stored_once": [  # the same bytes stored again from another folder
+        "insert into runs (run_id, source, content_hash, ingested_at)"
+        f" values ('r2', 'ascend_pt', '{HEX}', timestamp '2100-01-01')",
+    ],
+    "runs.measurement_counted_once": [  # a copy reaches the tau_k points (copies not left out)
+        "insert into runs select * replace ('r2' as run_id) from runs where run_id = 'r1'",
+        "insert into chunks select * replace ('r2' as run_id) from chunks where run_id = 'r1'",
+        "create or replace view int_run_copies as"
+        " select run_id, content_hash, run_id as copy_of from runs where false",
+    ],
     "run_inputs.non_negative_bytes": ["update run_inputs set bytes = -1"],
     "run_inputs.sha256_hex": ["update run_inputs set sha256 = 'ABC'"],
     "run_inputs.run_exists": [f"insert into run_inputs values ('ghost', '/in/x', 1, '{HEX}')"],
@@ -158,6 +168,7 @@ def test_severity_is_error_except_the_metadata_warnings() -> None:
     warnings = {e.key for e in EXPECTATIONS if e.severity is Severity.WARNING}
     assert warnings == {
         "runs.facts_for_chunks",
+        "runs.stored_once",
         "kernels.no_duplicated_events",
         "step_breakdown.bubble_within_comm_not_overlapped",
         "step_breakdown.derived_rows_complete",

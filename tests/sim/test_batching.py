@@ -158,7 +158,7 @@ def test_packed_dcpp_steps_segment_into_every_requests_chunk(tmp_path) -> None:
 def _written_and_segmented(result, tmp_path, detail: str) -> pl.DataFrame:
     """The run written as torch_npu folders, read back and segmented; no device time may be left
     unassigned."""
-    from pipelines.analysis.segment import segment_chunks
+    from pipelines.analysis.chunks.segment import segment_chunks
     from pipelines.ingest.ascend_text import read_rank
     from pipelines.sim.writers_ascend import write_ascend_pt
 

@@ -50,7 +50,7 @@ def test_tp8_pp2_ingests_as_16_ranks_and_equals_the_simulator(tp8_pp2, warehouse
     """Acceptance: 16 ranks, TP collectives on the comm lane, chunks segmented through the flow
     links (time containment alone gets them wrong), and the derived breakdown of every rank
     equals the simulator's figures for its stage."""
-    from pipelines.analysis.segment import segment_chunks
+    from pipelines.analysis.chunks.segment import segment_chunks
     from pipelines.ingest.load import ingest_paths
 
     result, traced, out, folders = tp8_pp2

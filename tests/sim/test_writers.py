@@ -330,7 +330,7 @@ def test_round_trip_through_text_reader(tmp_path: Path, which: str) -> None:
 def test_pipeline_chunks_segment_back(tmp_path: Path) -> None:
     """Chunk segmentation of the written pipeline trace recovers every (chunk, stage) task and
     its busy time tau."""
-    from pipelines.analysis.segment import segment_chunks
+    from pipelines.analysis.chunks.segment import segment_chunks
     from pipelines.ingest.ascend_text import read_rank
 
     result = two_rank_pipeline()
@@ -465,7 +465,7 @@ def test_simulated_schedules_round_trip(tmp_path: Path, schedule: str) -> None:
     """Runs of the pipeline simulator, written as Ascend folders, ingest with nothing quarantined;
     per rank the breakdown equals the simulator's accounting, every p2p op names its peer, and
     chunk segmentation recovers every compute task with its duration."""
-    from pipelines.analysis.segment import segment_chunks
+    from pipelines.analysis.chunks.segment import segment_chunks
     from pipelines.ingest.ascend_text import read_rank
     from pipelines.sim.metrics import ranks_frame
     from pipelines.sim.run import simulate

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.analysis.tau_points import flag_partial_chunks
+from pipelines.analysis.tau.tau_points import flag_partial_chunks
 from pipelines.paths import SQL_DIR
 from pipelines.store import open_store, queries
 from pipelines.store import relations as runner

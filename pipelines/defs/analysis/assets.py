@@ -1,9 +1,9 @@
 """Analysis assets: chunk segmentation per run folder, and the tau_k fit table over all runs.
 
 `chunks` segments every run of a partition from its host-side chunk markers
-(pipelines.analysis.segment; simulated runs carry the same markers as real ones) and replaces
+(pipelines.analysis.chunks.segment; simulated runs carry the same markers as real ones) and replaces
 those runs' rows in the `chunks` table. `tau_fits` fits tau_k per configuration and virtual
-stage over the whole warehouse through pipelines.analysis.fit_store.fit_and_store, the step
+stage over the whole warehouse through pipelines.analysis.tau.fit_store.fit_and_store, the step
 `tracereplay fit` and the demo call, which stores the DuckDB table `tau_fits`.
 """
 
@@ -12,8 +12,8 @@ from typing import Literal
 import dagster as dg
 import polars as pl
 
-from pipelines.analysis.chunk_store import extract_chunks
-from pipelines.analysis.fit_store import FitOptions, fit_and_store
+from pipelines.analysis.chunks.chunk_store import extract_chunks
+from pipelines.analysis.tau.fit_store import FitOptions, fit_and_store
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_frame
 from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
@@ -38,7 +38,7 @@ FIT_SUMMARY_COLUMNS = (
 
 
 class ChunksConfig(dg.Config):
-    """Segmentation rule (pipelines.analysis.segment.segment_chunks). marker_regex None and
+    """Segmentation rule (pipelines.analysis.chunks.segment.segment_chunks). marker_regex None and
     renumber False: each run's stored rule (runs.segmentation; the chunk[...] markers when none
     is stored); a rule given here is stored with the runs it segments (chunk_store)."""
 
@@ -115,7 +115,7 @@ def chunks(
 
 
 class FitConfig(dg.Config):
-    """Options of the fit step (pipelines.analysis.fit_store.FitOptions)."""
+    """Options of the fit step (pipelines.analysis.tau.fit_store.FitOptions)."""
 
     segment: bool = True
     keep_partial: bool = False

@@ -1,4 +1,4 @@
-"""Checks on the tau_k verdicts: the verdict policy (pipelines.analysis.verdict_policy) applied
+"""Checks on the tau_k verdicts: the verdict policy (pipelines.analysis.tau.verdict_policy) applied
 to the stored `tau_fits` table, one check per expectation. Runs with dense attention must give no
 flagged curve (an error); runs with sparse attention no linear one (a warning). Which runs are
 dense or sparse is the run fact runs.attention; too_noisy and too_short are listed, never counted.
@@ -6,8 +6,8 @@ A check whose expectation covers no curve passes and says so."""
 
 import dagster as dg
 
-from pipelines.analysis.fit_store import FIT_TABLE, load_fits
-from pipelines.analysis.verdict_policy import (
+from pipelines.analysis.tau.fit_store import FIT_TABLE, load_fits
+from pipelines.analysis.tau.verdict_policy import (
     DENSE_LINEAR,
     SPARSE_FLAGGED,
     Expectation,

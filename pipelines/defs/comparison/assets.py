@@ -1,13 +1,14 @@
 """Comparison assets, downstream of the tau_k fits and refreshed with them (eager): the metric
-marts (sql/marts, docs/metrics.md), the schedule comparison (pipelines.analysis.schedules, the
+marts (sql/marts, docs/metrics.md), the schedule comparison
+(pipelines.analysis.comparison.schedule_table, the
 step `tracereplay schedules` calls) and the change points of the nightly history
-(pipelines.analysis.history.find_changes, the step `tracereplay regressions` calls)."""
+(pipelines.analysis.changes.history.find_changes, the step `tracereplay regressions` calls)."""
 
 import dagster as dg
 
-from pipelines.analysis.history import find_changes
-from pipelines.analysis.run_metrics import MART_BUILD_ORDER, build_marts
-from pipelines.analysis.schedules import compare_schedules, workload_label
+from pipelines.analysis.changes.history import find_changes
+from pipelines.analysis.comparison.schedule_table import compare_schedules, workload_label
+from pipelines.analysis.runs.run_metrics import MART_BUILD_ORDER, build_marts
 from pipelines.defs.analysis.assets import tau_fits
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WRITE_POOL, WarehouseResource

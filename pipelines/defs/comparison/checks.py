@@ -1,10 +1,10 @@
 """The regression check: fails (error) when the nightly history holds a confirmed regression
-(pipelines.analysis.history.find_changes, as `tracereplay regressions` exits 1); the change
+(pipelines.analysis.changes.history.find_changes, as `tracereplay regressions` exits 1); the change
 points are the Markdown metadata."""
 
 import dagster as dg
 
-from pipelines.analysis.history import find_changes
+from pipelines.analysis.changes.history import find_changes
 from pipelines.defs.comparison.assets import CHANGE_COLUMNS, change_points, change_rows
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WarehouseResource

@@ -147,7 +147,7 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Path, Path]], str]] = {
             "kernel_details.csv",
             (GOOD_KERNELS + "3,<<garbage>>,??,AI_CORE,not-a-time,xx,0,1\n").encode(),
         ),
-        "unparsable_rows",
+        "invalid_rows",  # the garbage row set aside, the good rows loaded
     ),
     "step_trace_garbage": (
         _in_rank("step_trace_time.csv", (STEP_HEADER + "3,abc,1,1,1,1,1,0,1,1\n").encode()),

@@ -50,8 +50,8 @@ class RunView:
 
 
 def _run_fits(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
-    from pipelines.analysis.curves import fit_curves
-    from pipelines.analysis.tau_points import load_tau_points
+    from pipelines.analysis.tau.curves import fit_curves
+    from pipelines.analysis.tau.tau_points import load_tau_points
 
     points, _ = load_tau_points(con, segment=False)
     if points.is_empty() or "run_id" not in points.columns:

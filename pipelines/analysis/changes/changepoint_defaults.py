@@ -1,12 +1,14 @@
 """Default thresholds of the change-point search (docs/regressions.md has how each was measured).
 
-Kept apart from pipelines.analysis.changepoints so that `tracereplay regressions --help` can print
+Kept apart from pipelines.analysis.changes.changepoints so that `tracereplay regressions --help`
+can print
 them without importing ruptures and scipy."""
 
 DEFAULT_MIN_MAGNITUDE = 0.015
 """Smallest change of the segment medians that is reported (relative)."""
 DEFAULT_MAX_PVALUE = 0.0025
-"""Largest p of a point's searched split (the search paid for, pipelines.analysis.split_null)."""
+"""Largest p of a point's searched split (the search paid for,
+pipelines.analysis.changes.split_null)."""
 TAIL_PVALUE = 1e-4
 """The last 2-4 runs' t test (one test per tail length, no search over positions)."""
 DEFAULT_MIN_SEGMENT = 5

@@ -1,7 +1,7 @@
 """The line of a tau_k curve from the spread of its runs' own lines, for serially correlated noise.
 
 With 3 to MIN_CLUSTERS - 1 runs the line is the GLS fit of the per-k mean curve under AR(1)
-noise (pipelines.analysis.serial). Its interval needs rho, and rho estimated from a few runs of
+noise (pipelines.analysis.tau.serial). Its interval needs rho, and rho estimated from a few runs of
 8-21 chunks is too uncertain: with rho = 0.5-0.7 the slope interval held the true slope in 89-92 %
 of fits where 95 % was asked, and 92.5 % even with the true rho plugged in
 (docs/tau_k.md §6.3). Runs are independent, so the G least-squares lines fitted to each run

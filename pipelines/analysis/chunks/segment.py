@@ -20,7 +20,7 @@ from typing import Literal
 import polars as pl
 import regex
 
-from pipelines.analysis.engine_forwards import ENGINE_FORWARD_RULE, forward_markers
+from pipelines.analysis.chunks.engine_forwards import ENGINE_FORWARD_RULE, forward_markers
 from pipelines.ingest.frames import SCHEMAS, conform
 from pipelines.ingest.launch_links import LINK_KEYS, launch_anchors
 from pipelines.intervals import length_by

@@ -19,7 +19,7 @@ fit kept (the line, or the quadratic / hinge / level step when significant), plu
 residuals shrunk towards it by a positive-part James-Stein factor computed from the runs' pure
 error: 0 while the lack of fit is below its 95 % critical value, towards 1 when the curve has
 real chunk-to-chunk structure. With one run pure error is not known and the shape alone is used.
-Outlier chunks (pipelines.analysis.outliers) keep their measured mean (a slow chunk really
+Outlier chunks (pipelines.analysis.tau.outliers) keep their measured mean (a slow chunk really
 changes the bubble). The interval is a parametric bootstrap of this whole estimator: noise drawn
 around the fitted curve with the estimated relative variance (its own chi-square uncertainty
 included), the same shape refitted and shrunk again.

@@ -1,5 +1,5 @@
 """What a fit depends on, one row per measured run: run_id, content_hash, segmentation and the
-configuration columns (pipelines.analysis.curve_keys.CONFIG_KEYS).
+configuration columns (pipelines.analysis.tau.curve_keys.CONFIG_KEYS).
 
 Where reading every `runs` row is O(history) (a lake: one Parquet file per run), the store gives
 a stamp per run (Session.run_stamps); the rows are kept beside `tau_fits` (table

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 import duckdb
 import numpy as np
 
-from pipelines.analysis.compare import (
+from pipelines.analysis.comparison.compare import (
     DEFAULT_MIN_EFFECT,
     RUN_SET_CORRECTION,
     MetricComparison,
     compare_samples,
 )
-from pipelines.analysis.run_metrics import (
+from pipelines.analysis.runs.run_metrics import (
     DEFAULT_COMPARE_METRICS,
     METRICS,
     build_marts,

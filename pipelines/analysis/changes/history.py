@@ -9,13 +9,13 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from pipelines.analysis.changepoints import (
+from pipelines.analysis.changes.changepoints import (
     DEFAULT_MIN_MAGNITUDE,
     SPIKE_WINDOW,
     detect_change_points,
     isolated_nights,
 )
-from pipelines.analysis.run_metrics import CONFIG_KEYS, METRICS, build_marts, check_metrics
+from pipelines.analysis.runs.run_metrics import CONFIG_KEYS, METRICS, build_marts, check_metrics
 from pipelines.labels import is_untagged
 from pipelines.selectors import parse_selector, require_runs
 from pipelines.store import queries
@@ -39,7 +39,7 @@ class HistoryChange:
     run_after: str
     collected_after: str
     # the first run after the change lies between these two, at 95 % (the likelihood-ratio set
-    # of the break date, pipelines.analysis.break_date): the runs to bisect
+    # of the break date, pipelines.analysis.changes.break_date): the runs to bisect
     earliest_after_run: str
     earliest_after_at: str
     latest_after_run: str

@@ -2,7 +2,7 @@
 normalised by sql/marts/fct_op_time_by_run.sql) whose total time per run changed most, and (b)
 whether tau_k's slope (prefix-dependent cost: attention) or intercept (per-chunk fixed cost:
 linear layers, MoE, launch overhead) moved, each with a bootstrap interval and a test
-(pipelines/analysis/compare.py)."""
+(pipelines/analysis/comparison/compare.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,12 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from pipelines.analysis.compare import DEFAULT_MIN_EFFECT, MetricComparison, compare_samples
-from pipelines.analysis.run_metrics import build_marts
+from pipelines.analysis.comparison.compare import (
+    DEFAULT_MIN_EFFECT,
+    MetricComparison,
+    compare_samples,
+)
+from pipelines.analysis.runs.run_metrics import build_marts
 from pipelines.store import queries
 
 TOP_OPS = 8

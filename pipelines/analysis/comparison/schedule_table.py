@@ -7,7 +7,8 @@ Per workload (WORKLOAD_KEYS) and schedule, per part (compute, bubble, exposed co
 per-rank means of fct_run_metrics, docs/metrics.md): n, the mean with its 95 % Student-t
 interval; against CPP the difference of means with Welch's interval, and the relative change
 with the bootstrap interval, Welch's t on log values and Holm's correction of
-pipelines.analysis.compare.compare_samples (the `compare` statistics). The prediction: every
+pipelines.analysis.comparison.compare.compare_samples (the `compare` statistics). The prediction:
+every
 measured CPP run of the workload replayed (pipelines.replay.store.replay_run) under each schedule
 present; per CPP run the rerun's part over the CPP rerun's part minus one, then the mean over
 the CPP runs with its Student-t interval. A measured change falls short of the prediction when
@@ -24,14 +25,14 @@ import numpy as np
 import polars as pl
 
 from pipelines import schedule_kinds
-from pipelines.analysis.compare import (
+from pipelines.analysis.comparison.compare import (
     DEFAULT_MIN_EFFECT,
     MIN_RUNS,
     compare_samples,
     welch_difference_interval,
 )
-from pipelines.analysis.mean_interval import mean_interval
-from pipelines.analysis.run_metrics import build_marts
+from pipelines.analysis.comparison.mean_interval import mean_interval
+from pipelines.analysis.runs.run_metrics import build_marts
 from pipelines.replay.options import SCHEDULE_CHOICES
 from pipelines.replay.store import ReplayError, replay_run, replay_run_id
 from pipelines.selectors import parse_selector, require_runs

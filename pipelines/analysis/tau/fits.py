@@ -4,15 +4,15 @@ One curve = the chunk latencies of one (model, schedule, chunk size, sequence le
 configuration, possibly pooled over several runs. Inference:
 
 * few runs (fewer than MIN_CLUSTERS): the per-k mean curve, generalised least squares under
-  multiplicative AR(1) noise (pipelines.analysis.serial: weights 1/tau_hat^2, rho from the runs'
+  multiplicative AR(1) noise (pipelines.analysis.tau.serial: weights 1/tau_hat^2, rho from the runs'
   pure error when repeated, else from one run's line residuals, bias-corrected for 8-21 chunks),
   scale pooled with the runs' pure error, t on the pooled df (``ci_method``
   ``gls-ar1(rho=..., runs|line residuals)``); the line and every shape test use it, except
   that from three runs whose pure error shows serial correlation the line is the mean of the
   runs' own lines with t(G-1) (``...(mean of G runs); run lines t(G-1), rho > se ...``,
-  pipelines.analysis.runs_line), and that one run of 11 or more consecutive chunks gets its
+  pipelines.analysis.tau.runs_line), and that one run of 11 or more consecutive chunks gets its
   line at rho's 90 % upper bound with bootstrap-t intervals (``...; line at rho ... (90 %
-  bound), bootstrap-t``, pipelines.analysis.one_run_line);
+  bound), bootstrap-t``, pipelines.analysis.tau.one_run_line);
 * many runs: every point, OLS (line) or WLS 1/tau_hat^2 (shapes) with cluster-robust (CR1)
   covariance by run, t intervals with G-1 degrees of freedom (``ci_method='cluster(run)'``);
 * a/b and b/a: Fieller intervals from the same covariance (unbounded when the denominator is not
@@ -20,7 +20,7 @@ configuration, possibly pooled over several runs. Inference:
 * balance residual sum|tau_{k-1}+tau_{k+1}-2 tau_k| / sum 2 tau_k on the mean curve, and on the
   fitted curve (`balance_est`) with a parametric-bootstrap interval (analysis.bubble_pred);
 * predicted whole-run bubble ratio of VPP (P=2, vp=2, free transfers, one request) and VPP's gain
-  over CPP from the fitted stage curves by exact identities (pipelines.analysis.bubble_pred;
+  over CPP from the fitted stage curves by exact identities (pipelines.analysis.tau.bubble_pred;
   fit_curves combines a configuration's stages).
 """
 
@@ -33,17 +33,17 @@ import numpy as np
 import statsmodels.api as sm
 from scipy import stats
 
-from pipelines.analysis.bubble_pred import (
+from pipelines.analysis.tau.bubble_pred import (
     EMPTY_PREDICTION,
     StageCurve,
     percentile_interval,
     predict_bubbles,
     shrunk_curve,
 )
-from pipelines.analysis.one_run_line import one_run_line
-from pipelines.analysis.outliers import screen_outliers
-from pipelines.analysis.runs_line import rho_standard_error, runs_line
-from pipelines.analysis.serial import (
+from pipelines.analysis.tau.one_run_line import one_run_line
+from pipelines.analysis.tau.outliers import screen_outliers
+from pipelines.analysis.tau.runs_line import rho_standard_error, runs_line
+from pipelines.analysis.tau.serial import (
     Noise,
     noise_model,
     pure_error,
@@ -64,7 +64,7 @@ true kink: a 50 % slope collapse at N/2 (5 % noise, N = 8, 3 runs) came out `con
 of fits with 4, 8 % with 3 (docs/tau_k.md §6.3)."""
 DRIFT_ALPHA = 0.01
 """Significance (Bonferroni-adjusted over the step positions) at which a level step inside the
-run is removed before the shapes of tau(k) are tested (pipelines.analysis.verdicts: `drift`)."""
+run is removed before the shapes of tau(k) are tested (pipelines.analysis.tau.verdicts: `drift`)."""
 
 STEP_INTERVAL_ALPHA = 0.2
 """Below this Bonferroni-adjusted p-value (and with two or more runs) a level step too weak to
@@ -238,7 +238,7 @@ def durbin_watson_within(resid: np.ndarray, runs: np.ndarray) -> float:
 
 
 def _tcrit(result, level: float) -> float:
-    if hasattr(result, "critical"):  # a bootstrap-t line (pipelines.analysis.one_run_line)
+    if hasattr(result, "critical"):  # a bootstrap-t line (pipelines.analysis.tau.one_run_line)
         return result.critical(level)
     df = getattr(result, "df_resid_inference", None) or result.df_resid
     return float(stats.t.ppf(0.5 + level / 2, df)) if df > 0 else math.inf
@@ -548,11 +548,12 @@ class _Line:
 def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale: float) -> _Line:
     """Outlier chunks leave the line and the shape tests (and are reported); the balance residual
     and the VPP bubble, which a slow chunk really changes, keep them. Few runs: GLS of the mean
-    curve under multiplicative AR(1) noise (pipelines.analysis.serial), rho from the runs' pure
+    curve under multiplicative AR(1) noise (pipelines.analysis.tau.serial), rho from the runs' pure
     error when repeated, else from one run's line residuals (bias-corrected); one run long
     enough to bound rho: GLS at rho's upper bound with bootstrap-t intervals
-    (pipelines.analysis.one_run_line); three or more runs showing serial correlation: the mean of
-    the runs' own lines with t(G-1) (pipelines.analysis.runs_line)."""
+    (pipelines.analysis.tau.one_run_line); three or more runs showing serial correlation: the mean
+    of
+    the runs' own lines with t(G-1) (pipelines.analysis.tau.runs_line)."""
     screen = screen_outliers(k, y)
     ks, ys, rs = k[screen.keep], y[screen.keep], runs[screen.keep]
     if n_runs >= MIN_CLUSTERS:  # many runs: every point, clusters = runs

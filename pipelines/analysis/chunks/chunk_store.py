@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines.analysis.segment import (
+from pipelines.analysis.chunks.segment import (
     DEFAULT_MARKER_REGEX,
     PROFILER_STEP_REGEX,
     Link,

@@ -73,7 +73,7 @@ def _runs_tau(session: Session, run_ids: list[str]) -> tuple[pl.DataFrame, list[
 def _segment_unchunked(
     con: duckdb.DuckDBPyConnection, among: Sequence[str] | None = None
 ) -> pl.DataFrame:
-    from pipelines.analysis.chunk_store import segment_run
+    from pipelines.analysis.chunks.chunk_store import segment_run
 
     run_ids = queries.runs_with_markers_but_no_chunks(con, among)
     parts = [segment_run(con, run_id)[0] for run_id in run_ids]

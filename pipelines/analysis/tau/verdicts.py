@@ -29,7 +29,7 @@ A line verdict whose curve has a shape that matters at `alpha` <= p < `noisy_lin
 in the evidence as not ruled out (with one run: repeat the run to tell a bend from serial
 correlation); the label is unchanged.
 
-Outlier chunks (pipelines.analysis.outliers) never enter the tests; they, the Durbin-Watson
+Outlier chunks (pipelines.analysis.tau.outliers) never enter the tests; they, the Durbin-Watson
 statistic and the covariance used are appended to every verdict's evidence.
 """
 
@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pipelines.analysis.fits import CurveFit
+from pipelines.analysis.tau.fits import CurveFit
 
 VERDICTS = (
     *("linear", "linear_offset", "kinked", "convex", "concave", "drift"),

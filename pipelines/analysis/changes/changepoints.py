@@ -6,11 +6,13 @@ does not inflate it), and only when the best single split of the whole series is
 (the gate: a series without a change raises nothing with probability 1 - max_pvalue). Each
 candidate is then tested against the whole segments on either side, as Otava re-tests its
 points: its pooled t on log values, taken as the best of every split of the joined segments
-(p from the simulated largest t of a segment without a change, pipelines.analysis.split_null),
+(p from the simulated largest t of a segment without a change,
+pipelines.analysis.changes.split_null),
 must give p <= max_pvalue, and the segments' medians must differ by at least min_magnitude; the
 weakest failing point is dropped and the rest re-tested until all pass, and each survivor is
 moved to the best single split between its neighbours. Each point carries the 95 % set of its
-date (pipelines.analysis.break_date, a likelihood-ratio set): the runs among which the first run
+date (pipelines.analysis.changes.break_date, a likelihood-ratio set): the runs among which the
+first run
 after the change lies. A point with fewer than `confirm` runs after it is `pending`, never a
 regression, until later nights confirm it; a last point that only stands in for a change in the
 last runs (a segment keeps min_segment runs after its point) is left to the tail test, which
@@ -33,8 +35,8 @@ import numpy as np
 import ruptures
 from scipy import stats
 
-from pipelines.analysis.break_date import break_date_interval, split_costs
-from pipelines.analysis.changepoint_defaults import (
+from pipelines.analysis.changes.break_date import break_date_interval, split_costs
+from pipelines.analysis.changes.changepoint_defaults import (
     DEFAULT_CONFIRM,
     DEFAULT_MAX_PVALUE,
     DEFAULT_MIN_MAGNITUDE,
@@ -43,8 +45,8 @@ from pipelines.analysis.changepoint_defaults import (
     SPIKE_WINDOW,
     TAIL_PVALUE,
 )
-from pipelines.analysis.compare import effect_interval
-from pipelines.analysis.split_null import split_pvalue, split_t
+from pipelines.analysis.changes.split_null import split_pvalue, split_t
+from pipelines.analysis.comparison.compare import effect_interval
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class ChangePoint:
 def _split_p(before: np.ndarray, after: np.ndarray, min_segment: int) -> float:
     """p of the split between `before` and `after` as the best of every split of the joined
     segment (pooled t on log values against the simulated largest t of a segment without a
-    change, pipelines.analysis.split_null)."""
+    change, pipelines.analysis.changes.split_null)."""
     if len(before) < 2 or len(after) < 2:
         return 1.0
     z = _scale(np.concatenate([before, after]))

@@ -24,8 +24,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipelines.analysis.curve_keys import CONFIG_KEYS, CURVE_KEYS
-from pipelines.analysis.fit_inputs import current_inputs, store_inputs
+from pipelines.analysis.tau.curve_keys import CONFIG_KEYS, CURVE_KEYS
+from pipelines.analysis.tau.fit_inputs import current_inputs, store_inputs
 from pipelines.paths import SQL_DIR
 from pipelines.store import Session, queries
 
@@ -36,7 +36,7 @@ INPUTS_TABLE = "tau_fit_inputs"
 
 @dataclass(frozen=True)
 class FitOptions:
-    """Options of pipelines.analysis.curves.fit_curves (and whether to segment first)."""
+    """Options of pipelines.analysis.tau.curves.fit_curves (and whether to segment first)."""
 
     segment: bool = True
     drop_partial: bool = True
@@ -67,7 +67,7 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
     configurations whose runs changed since the stored fit (module docstring), all of them when
     no fit (or no fingerprint) is stored. Runs with chunk markers but no chunk rows are segmented
     in memory with their default rule (`options.segment`;
-    pipelines.analysis.tau_points.load_tau_points)."""
+    pipelines.analysis.tau.tau_points.load_tau_points)."""
     inputs = current_inputs(session)
     now = config_fingerprints(inputs, options)
     stored_fits, before = load_fits(session.con), _load_fingerprints(session.con)
@@ -91,8 +91,8 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
     points, segmented, fitted = 0, [], None
     if run_ids is None or run_ids:
         # statsmodels takes seconds to import: only when fitting
-        from pipelines.analysis.curves import fit_curves
-        from pipelines.analysis.tau_points import load_tau_points
+        from pipelines.analysis.tau.curves import fit_curves
+        from pipelines.analysis.tau.tau_points import load_tau_points
 
         frame, segmented = load_tau_points(session, segment=options.segment, run_ids=run_ids)
         points = frame.height
@@ -133,7 +133,7 @@ def config_fingerprints(
 def fit_code_signature() -> str:
     """sha256 over the analysis package's sources and the SQL layer: what turns runs into fits."""
     digest = hashlib.sha256()
-    analysis = Path(__file__).resolve().parent
+    analysis = Path(__file__).resolve().parents[1]  # pipelines/analysis, every area
     for root, pattern in ((analysis, "*.py"), (SQL_DIR, "*.sql")):
         for path in sorted(root.rglob(pattern)):
             digest.update(str(path.relative_to(root)).encode())

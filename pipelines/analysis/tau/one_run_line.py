@@ -26,7 +26,7 @@ consecutive chunks) is left to the caller, and so are several runs: their pure e
 too, but a bounded line from it was no better than GLS at the pure error's rho and the runs' own
 lines (docs/tau_k.md §6.5). Draws are seeded by the data, so a fit is reproducible and the
 simulation error differs from fit to fit instead of repeating. Relative noise as in
-pipelines.analysis.serial: the design and the series are divided by the fitted level over
+pipelines.analysis.tau.serial: the design and the series are divided by the fitted level over
 sqrt(count).
 """
 
@@ -37,7 +37,7 @@ import zlib
 import numpy as np
 from scipy import stats
 
-from pipelines.analysis.serial import RHO_MAX, correlation
+from pipelines.analysis.tau.serial import RHO_MAX, correlation
 
 UPPER_Q = 0.10
 """Probability of r at or below the observed value under rho_u: rho_u is a 90 % upper bound."""

@@ -5,7 +5,8 @@ curves are expected to be linear. One policy for the demo's self-check, the Dags
 * Flagged (tau_k is not (k+1)t-like): `kinked`, `convex`, `concave` (a bent curve) and
   `linear_offset` (a collapsed slope, what DSA's top-k attention does past its top-k keys).
   Every flag already carries both a significance and a practical magnitude (classify,
-  pipelines.analysis.verdicts): a bend needs p < alpha *and* a practical size, a departure from the
+  pipelines.analysis.tau.verdicts): a bend needs p < alpha *and* a practical size, a departure from
+  the
   line of at least `Thresholds.min_effect` (5 % of the mean tau) or a change of the predicted VPP
   bubble of at least `Thresholds.min_bubble_pp` (0.5 pp); `linear_offset` needs the whole
   slope/intercept interval inside +-1/`offset_ratio_min`. `flag_magnitude` states that magnitude.

@@ -1,6 +1,6 @@
 """The noise model of one tau_k mean curve: multiplicative noise, AR(1) over the chunk sequence
 of a run, and the runs' pure error. Every line and shape test of a curve pooled from fewer than
-MIN_CLUSTERS runs is generalised least squares under this model (pipelines.analysis.fits).
+MIN_CLUSTERS runs is generalised least squares under this model (pipelines.analysis.tau.fits).
 
 * relative noise: sd of tau_k proportional to tau_hat_k (the weights 1/tau_hat^2);
 * serial correlation: corr(e_k, e_j) = rho^|k-j| within a run, none across runs. The mean curve

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipelines.analysis.bubble_pred import predict_bubbles
-from pipelines.analysis.curve_keys import CURVE_KEYS
-from pipelines.analysis.fits import CurveFit, band_of, fit_stage_lines, with_prediction
-from pipelines.analysis.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
+from pipelines.analysis.tau.bubble_pred import predict_bubbles
+from pipelines.analysis.tau.curve_keys import CURVE_KEYS
+from pipelines.analysis.tau.fits import CurveFit, band_of, fit_stage_lines, with_prediction
+from pipelines.analysis.tau.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
 
 BAND_VALUES = ("fit_ns", "lo_ns", "hi_ns")
 """The band's columns per chunk index: the fitted line and its pointwise interval, ns."""
@@ -34,7 +34,7 @@ def _points(chunks: pl.DataFrame, drop_partial: bool) -> pl.DataFrame:
         frame = frame.rename({"busy_ns": "tau_ns"})
     if drop_partial:
         if "is_partial" not in frame.columns:
-            from pipelines.analysis.tau_points import flag_partial_chunks
+            from pipelines.analysis.tau.tau_points import flag_partial_chunks
 
             frame = flag_partial_chunks(frame)  # the rule of sql/intermediate/int_chunk_flags.sql
         frame = frame.filter(~pl.col("is_partial"))

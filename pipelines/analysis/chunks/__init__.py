@@ -1,0 +1,2 @@
+"""Chunk segmentation: host-side chunk markers (the project's, engines' forwards) -> stored
+`chunks` rows."""
