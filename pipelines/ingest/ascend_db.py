@@ -203,6 +203,52 @@ def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+MAX_RANK = (1 << 31) - 1  # ranks are INTEGER in the warehouse
+
+
+def _digits(column: str) -> str:
+    """SQLite: `column` is text of decimal digits whose value is below MAX_END_NS (an int64 of
+    ns written as text: torch_npu stores PYTORCH_API times so)."""
+    text = f"trim({column})"
+    limit = f"{int(drop.MAX_END_NS)}"  # 19 digits: text of equal length compares as numbers
+    return (
+        f"({text} != '' and {text} not glob '*[^0-9]*'"
+        f" and (length({text}) < {len(limit)} or (length({text}) = {len(limit)}"
+        f" and {text} < '{limit}')))"
+    )
+
+
+def _ns(column: str) -> str:
+    """SQLite: the integer ns in `column` (an integer, digits as text, or a real inside int64),
+    NULL for anything else: SQLite keeps whatever type a writer gave a cell ('abc', 1e300), and
+    `cast('abc' as integer)` is 0, a silent wrong time."""
+    return (
+        f"(case when typeof({column}) = 'integer' then {column}"
+        f" when typeof({column}) = 'text' and {_digits(column)}"
+        f" then cast(trim({column}) as integer)"
+        f" when typeof({column}) = 'real' and abs({column}) < {drop.MAX_END_NS}"
+        f" then cast({column} as integer) end)"
+    )
+
+
+def _ns_reason(column: str, unparsable: str, out_of_range: str) -> str:
+    """SQLite: why `column` cannot be a time (a dropped-row code), NULL when it can or is
+    missing (a missing value is found later, as every reader finds it)."""
+    return (
+        f"case when typeof({column}) = 'blob' then '{unparsable}'"
+        f" when typeof({column}) = 'text' and not {_digits(column)} then '{unparsable}'"
+        f" when typeof({column}) = 'real' and not abs({column}) < {drop.MAX_END_NS}"
+        f" then '{out_of_range}' end"
+    )
+
+
+def _time_reason(start: str, end: str) -> str:
+    """SQLite: why a row's start / end cells cannot be times, NULL when they can."""
+    first = _ns_reason(start, drop.UNPARSABLE_TIMESTAMP, drop.TIMESTAMP_OUT_OF_RANGE)
+    second = _ns_reason(end, drop.UNPARSABLE_DURATION, drop.DURATION_OUT_OF_RANGE)
+    return f"coalesce({first}, {second})"
+
+
 def _frame(con: sqlite3.Connection, sql: str, schema: dict[str, Any]) -> pl.DataFrame:
     rows = con.execute(sql).fetchall()
     return pl.DataFrame(rows, schema=schema, orient="row")
@@ -247,8 +293,11 @@ def _identity(
     if _has(columns, "RANK_DEVICE_MAP"):
         row = con.execute("select rankId, deviceId from RANK_DEVICE_MAP limit 1").fetchone()
         if row:
-            rank = row[0] if row[0] is not None and int(row[0]) >= 0 else None
-            device = row[1]
+            # a rank id that is not a rank (negative, past INTEGER, text) falls through to the
+            # next source instead of failing the whole run
+            value = row[0]
+            rank = value if isinstance(value, int) and 0 <= value <= MAX_RANK else None
+            device = row[1] if isinstance(row[1], int) and 0 <= row[1] <= MAX_RANK else None
     if rank is None and profiler_info is not None:
         rank = profiler_info.rank
     if rank is None:
@@ -336,10 +385,12 @@ def _tasks(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.DataFra
     else:
         comm_join = ""
         comm_cols = "null, null, null, null"
+    reason = _time_reason("t.startNs", "t.endNs")
     sql = f"""
-        select t.globalTaskId, t.startNs, t.endNs - t.startNs, t.deviceId, t.streamId, t.taskId,
+        select t.globalTaskId, {_ns("t.startNs")}, {_ns("t.endNs")} - {_ns("t.startNs")},
+               t.deviceId, t.streamId, t.taskId,
                t.connectionId, tt.value, c.globalTaskId is not null,
-               cn.value, co.value, cc.value, c.blockDim, {wait}, {comm_cols}
+               cn.value, co.value, cc.value, c.blockDim, {wait}, {comm_cols}, {reason}
         from TASK t
         left join STRING_IDS tt on tt.id = t.taskType
         left join COMPUTE_TASK_INFO c on c.globalTaskId = t.globalTaskId
@@ -368,6 +419,7 @@ def _tasks(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.DataFra
         "comm_task": pl.String,
         "comm_op": pl.String,
         "plane": pl.Int64,
+        drop.DROPPED: pl.String,
     }
     return _frame(con, sql, schema)
 
@@ -612,7 +664,10 @@ def _host_slices(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.D
         "global_tid": pl.Int64,
         "connection_ids": pl.String,
         "sequence_number": pl.Int64,
+        drop.DROPPED: pl.String,
     }
+    times = f"{_ns('p.startNs')}, {_ns('p.endNs')}"
+    reason = _time_reason("p.startNs", "p.endNs")
     enum = _has(columns, "ENUM_API_TYPE")
     kind = "e.name" if enum else "cast(p.type as text)"
     enum_join = "left join ENUM_API_TYPE e on e.id = p.type" if enum else ""
@@ -628,8 +683,8 @@ def _host_slices(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.D
             _frame(
                 con,
                 f"""
-                select s.value, {kind}, cast(p.startNs as integer), cast(p.endNs as integer),
-                       p.globalTid, {conn}, p.sequenceNumber
+                select s.value, {kind}, {times}, p.globalTid, {conn}, p.sequenceNumber,
+                       {reason}
                 from PYTORCH_API p left join STRING_IDS s on s.id = p.name {enum_join}
                 """,
                 schema,
@@ -640,8 +695,8 @@ def _host_slices(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.D
             _frame(
                 con,
                 f"""
-                select s.value, {kind}, p.startNs, p.endNs, p.globalTid,
-                       cast(p.connectionId as text), null
+                select s.value, {kind}, {times}, p.globalTid,
+                       cast(p.connectionId as text), null, {reason}
                 from CANN_API p left join STRING_IDS s on s.id = p.name {enum_join}
                 """,
                 schema,
@@ -674,4 +729,5 @@ def _host_slices(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.D
         )
         .struct.json_encode()
         .alias("args"),
+        drop.DROPPED,
     )

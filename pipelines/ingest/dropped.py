@@ -63,8 +63,11 @@ def screen(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
     if frame.is_empty() or "start_ns" not in frame.columns or "dur_ns" not in frame.columns:
         return frame, {}
     start, dur = pl.col("start_ns"), pl.col("dur_ns")
+    # a reason the reader found itself (a cell of the wrong type) comes first
     reason = (
-        pl.when(start.is_null())
+        pl.when(pl.col(DROPPED).is_not_null() if DROPPED in frame.columns else pl.lit(False))
+        .then(pl.col(DROPPED) if DROPPED in frame.columns else pl.lit(None, pl.String))
+        .when(start.is_null())
         .then(pl.lit(MISSING_TIMESTAMP))
         .when(dur.is_null())
         .then(pl.lit(MISSING_DURATION))

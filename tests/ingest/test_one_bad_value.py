@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -158,3 +159,51 @@ def test_kernel_details_bad_cell_costs_its_row(runs, tmp_path: Path, case: str) 
     (item,) = quarantined
     assert item.path.endswith("kernel_details.csv") and item.reason == "invalid_rows"
     assert why in item.detail
+
+
+DB_LEVEL1 = Path("msinsight/test/data/pytorch/db/level1")  # a real torch_npu SQLite export
+
+
+def _db_variant(real_dir: Path, tmp_path: Path, statement: str, rank: int = 0) -> Path:
+    folder = tmp_path / "db"
+    shutil.copytree(real_dir / DB_LEVEL1, folder)
+    db = folder / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    con = sqlite3.connect(db / f"ascend_pytorch_profiler_{rank}.db")
+    con.execute(statement)
+    con.commit()
+    con.close()
+    return folder
+
+
+SQLITE = {
+    "task start 'abc'": (
+        "update TASK set startNs = 'abc' where rowid = (select rowid from TASK limit 1 offset 5)",
+        {"unparsable_timestamp": 1},
+    ),
+    "task start 1e300": (
+        "update TASK set startNs = 1e300 where rowid = (select rowid from TASK limit 1 offset 5)",
+        {"timestamp_out_of_range": 1},
+    ),
+    "host call start 'abc'": (
+        "update PYTORCH_API set startNs = 'abc'"
+        " where rowid = (select rowid from PYTORCH_API limit 1 offset 3)",
+        {"unparsable_timestamp": 1},
+    ),
+    "rank id 2^40": ("update RANK_DEVICE_MAP set rankId = 1099511627776", {}),
+}
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("case", sorted(SQLITE))
+def test_sqlite_bad_value_costs_its_row(real_dir: Path, tmp_path: Path, case: str) -> None:
+    statement, dropped = SQLITE[case]
+    rank = 1 if "host call" in case else 0  # rank 1's export holds PYTORCH_API
+    clean, _ = _ingest(real_dir / DB_LEVEL1, tmp_path / "clean.duckdb")
+    run, quarantined = _ingest(
+        _db_variant(real_dir, tmp_path, statement, rank), tmp_path / "bad.duckdb"
+    )
+    assert run.ranks == clean.ranks == 2 and quarantined == []
+    assert run.dropped_rows == dropped
+    assert clean.rows["kernels"] - run.rows["kernels"] <= 1
+    # the bad row, and the overlap slices derived from it when it was communication
+    assert 0 <= clean.rows["slices"] - run.rows["slices"] <= 3
