@@ -1,6 +1,8 @@
 """Compare two sets of runs metric by metric, with the statistics benchstat would accept.
 
-Per metric: n on each side, the relative effect mean(candidate)/mean(baseline) - 1 with a 95 %
+Per metric: n on each side, the relative effect (the ratio of geometric means - 1 below
+RANK_TEST_MIN_N runs a side, of arithmetic means from there: the estimand of the interval, so the
+point lies inside it; `point_effect`) with a 95 %
 interval (`effect_interval`: scipy.stats.bootstrap BCa from RANK_TEST_MIN_N runs a side, Welch's
 t interval on log values below it, where a bootstrap of 3-5 values undercovers), a two-sided
 test, a multiple-testing correction across the metrics compared (Holm by default here;
@@ -76,6 +78,15 @@ class MetricComparison:
 
 def _relative_effect(baseline: np.ndarray, candidate: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(candidate, axis=axis) / np.mean(baseline, axis=axis) - 1.0
+
+
+def point_effect(baseline: np.ndarray, candidate: np.ndarray, interval: str) -> float:
+    """The relative effect the interval and the test are about, so that the printed point lies
+    inside its own interval: the ratio of geometric means for the Welch interval on log values,
+    the ratio of arithmetic means for the bootstrap of that ratio (and when there is none)."""
+    if interval == "welch_log":
+        return math.expm1(float(np.mean(np.log(candidate)) - np.mean(np.log(baseline))))
+    return float(np.mean(candidate) / np.mean(baseline) - 1)
 
 
 def bootstrap_effect(
@@ -253,12 +264,17 @@ def compare_samples(
         effect = mean_c / mean_b - 1 if n_b and n_c and mean_b != 0 else math.nan
         lo = hi = p = d_lo = d_hi = math.nan
         interval, test, reason = "none", "none", "n < 2 on a side"
-        if min(n_b, n_c) >= 2 and mean_b != 0:
+        same = n_b >= 2 and n_c >= 2 and np.ptp(np.concatenate([base, cand])) == 0
+        if same:  # every run of both sides holds one value (0 included): no difference at all
+            effect = lo = hi = d_lo = d_hi = 0.0
+            interval, test, reason, p = "exact", "none", "both sides hold one identical value", 1.0
+        elif min(n_b, n_c) >= 2 and mean_b != 0:
             test, reason = choose_test(n_b, n_c)
             p = test_difference(base, cand, test)
             if min(n_b, n_c) >= MIN_RUNS:
                 lo, hi, interval = effect_interval(base, cand, seed=seed + i)
                 d_lo, d_hi, _ = effect_interval(base, cand, level=1 - 2 * alpha, seed=seed + i)
+                effect = point_effect(base, cand, interval)
         partial.append(
             [metric, n_b, n_c, mean_b, mean_c, effect, lo, hi, interval, test, reason, p]
         )
