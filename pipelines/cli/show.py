@@ -215,6 +215,7 @@ def _text(view) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.analysis.runs.run_views import match_run_id, show_run
+    from pipelines.ingest.frames import printable
 
     con = store_of(args).open(read_only=True)
     try:
@@ -240,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
             payload["html"] = str(page)
         print(json.dumps(payload, indent=1, default=str))
     else:
-        print(_text(view))
+        # folder names may hold control characters (ESC, TAB): shown as escapes, never sent raw
+        print("\n".join(printable(line) for line in _text(view).split("\n")))
         if page is not None:
             print(f"\nrun page: {page}")
     return ExitCode.OK

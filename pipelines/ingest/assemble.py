@@ -31,7 +31,7 @@ import polars as pl
 from pipelines.ingest.discover import RankInput, RunInput
 from pipelines.ingest.dropped import merged as merged_counts
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames, RunFrames
+from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames, RunFrames, stored_path
 from pipelines.ingest.step_breakdown import assess
 
 RUN_INT_KEYS = ("chunk_size", "seq_len", "tp", "pp", "vp", "dp", "world_size")
@@ -86,7 +86,7 @@ def file_digests(files: list[Path]) -> list[FileDigest]:
             while chunk := handle.read(_CHUNK):
                 digest.update(chunk)
                 size += len(chunk)
-        out.append(FileDigest(str(path), size, digest.hexdigest()))
+        out.append(FileDigest(stored_path(path), size, digest.hexdigest()))
     return out
 
 
@@ -105,8 +105,8 @@ def content_hash(files: list[Path]) -> str:
 
 def run_id_for(origin: Path | str, content: str) -> str:
     """`<stem>-<12 hex>` of a run read from `origin` with content hash `content`."""
-    key = hashlib.sha256(f"{origin}\0{content}".encode()).hexdigest()
-    return f"{run_stem(Path(origin))}-{key[:12]}"
+    key = hashlib.sha256(f"{stored_path(origin)}\0{content}".encode()).hexdigest()
+    return f"{run_stem(Path(stored_path(origin)))}-{key[:12]}"
 
 
 def run_stem(origin: Path) -> str:
@@ -220,7 +220,7 @@ def _guarded(
         quarantined.append(exc.quarantined(blame or path))
     except Exception as exc:  # a reader bug must not stop the other inputs
         quarantined.append(
-            Quarantined(str(path), "read_error", f"{type(exc).__name__}: {exc}"[:300])
+            Quarantined(stored_path(path), "read_error", f"{type(exc).__name__}: {exc}"[:300])
         )
     return None
 
@@ -391,7 +391,7 @@ class RunAssembler:
                     "device_id": frames.device_id,
                     "pp_stage": _pp_stage(rank, groups),
                     "groups": json.dumps(groups) if groups else None,
-                    "source_path": frames.source_path,
+                    "source_path": stored_path(frames.source_path) if frames.source_path else None,
                 }
             )
         summary_ranks = self.extra_tables.pop("ranks", [])
@@ -449,7 +449,7 @@ class RunAssembler:
         row: dict[str, Any] = {
             "run_id": self.run_id,
             "source": self.run.source,
-            "origin": str(self.run.origin),
+            "origin": stored_path(self.run.origin),
             "content_hash": self.hash,
             "software": json.dumps(software, sort_keys=True) if software else None,
             "collected_at": min(collected) if collected else self.facts.get("collected_at"),

@@ -240,8 +240,20 @@ class _Walk:
             where = Path(exc.filename or root)
             self.quarantine(where, "unreadable", exc.strerror or str(exc))
 
-        for folder, dirs, files in os.walk(root, onerror=unreadable):
+        seen: set[tuple[int, int]] = set()
+        # symlinked folders (a rank folder linked in from elsewhere) are followed; a folder
+        # reached twice (a link loop, or two links to one folder) is read once
+        for folder, dirs, files in os.walk(root, onerror=unreadable, followlinks=True):
             here = Path(folder)
+            try:
+                info = os.stat(folder)
+            except OSError:
+                dirs[:] = []
+                continue
+            if (info.st_dev, info.st_ino) in seen:
+                dirs[:] = []
+                continue
+            seen.add((info.st_dev, info.st_ino))
             names = set(files)
             if here.name == CLUSTER_DIR:
                 self.clusters.add(here)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -82,6 +83,13 @@ class Quarantined:
     def message(self) -> str:
         """One line for a terminal: control characters (a newline in a folder name) escaped."""
         return printable(f"quarantined {self.path}: {self.reason}: {self.detail}")
+
+
+def stored_path(path: object) -> str:
+    """A path as the warehouse stores and shows it: its text, with any byte of a file or folder
+    name that is not UTF-8 written as a `\\xNN` escape (a name with such bytes is a str with
+    surrogates in Python, which neither Polars nor DuckDB accepts)."""
+    return os.fsencode(os.fspath(path)).decode("utf-8", "backslashreplace")
 
 
 def printable(text: str) -> str:

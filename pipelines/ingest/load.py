@@ -40,7 +40,7 @@ from pipelines.ingest.assemble import (
     file_sha256,
 )
 from pipelines.ingest.discover import Discovery, RunInput, discover
-from pipelines.ingest.frames import Quarantined, RunFrames
+from pipelines.ingest.frames import Quarantined, RunFrames, stored_path
 from pipelines.store import Session, Store, StoreError
 from pipelines.store.base import HeldSession, WriteSessions
 
@@ -202,7 +202,7 @@ def _widen(run: RunInput, known: _Known) -> tuple[RunInput, StoredRun | None]:
     """`run` completed with the still-present inputs of the stored run it belongs to (same
     origin, or a stored run holding all of its files), and that stored run."""
     files = {str(p) for p in run.files}
-    stored = known.at_origin(str(run.origin))
+    stored = known.at_origin(stored_path(run.origin))
     if stored is None:
         covering = [r for r in known.owners(files) if files <= set(r.files)]
         stored = covering[0] if len(covering) == 1 else None
@@ -210,7 +210,7 @@ def _widen(run: RunInput, known: _Known) -> tuple[RunInput, StoredRun | None]:
         return run, stored
     paths = _containers(set(stored.files) | files)
     for candidate in discover(sorted(paths)).runs:
-        if str(candidate.origin) == stored.origin:
+        if stored_path(candidate.origin) == stored.origin:
             return candidate, stored
     return run, stored
 
@@ -301,7 +301,7 @@ def _failure(run: RunInput, exc: BaseException, stage: str) -> Quarantined:
         where = exc.filename or run.origin
         return Quarantined(str(where), "unreadable", f"{exc.strerror or exc}")
     detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-    return Quarantined(str(run.origin), f"{stage}_error", detail)
+    return Quarantined(stored_path(run.origin), f"{stage}_error", detail)
 
 
 def _progress(enabled: bool, total: int) -> Any:
@@ -376,7 +376,7 @@ class _Ingest:
 
     def one(self, given: RunInput) -> None:
         run, stored = _widen(given, self.known)
-        origin = str(run.origin)
+        origin = stored_path(run.origin)
         if origin in self.done:
             return  # two given paths led to the same run
         self.done.add(origin)
