@@ -33,6 +33,7 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from pipelines import memory
 from pipelines.device_work import COMM_CLASSES, COMM_HOST_RANGE, P2P, classify
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
@@ -46,6 +47,7 @@ from pipelines.profiler_names import CONVENTION_KEYS
 # reason codes (quarantine.reason)
 EMPTY_FILE = "empty_file"
 NOT_GZIP = "not_gzip"
+TOO_LARGE = "too_large"  # past what the ingest memory budget can read in memory
 TRUNCATED_JSON = "truncated_json"
 INVALID_JSON = "invalid_json"
 NO_TRACE_EVENTS = "no_trace_events"
@@ -324,20 +326,55 @@ def _classified(complete: pl.DataFrame) -> pl.DataFrame:
 # --- decoding ---------------------------------------------------------------------------------
 
 
+KINETO_PEAK_FACTOR = 5.5
+"""Peak RSS of reading a Kineto trace over its (inflated) JSON size: msgspec holds the bytes, the
+decoded events and the frames at once (a 124 MB trace built from HTA's trace_diff control trace:
+778 MB peak, 3.4 s; docs/bench_ingest.md)."""
+INTERPRETER_BYTES = 200 << 20
+
+
+def largest_trace_bytes(budget: int | None = None) -> int:
+    """The largest (inflated) Kineto JSON the ingest memory budget can read in memory."""
+    budget = memory.max_memory() if budget is None else budget
+    return max(0, int((budget - INTERPRETER_BYTES) / KINETO_PEAK_FACTOR))
+
+
+def _too_large(path: Path, size: str, cap: int) -> QuarantineError:
+    return QuarantineError(
+        TOO_LARGE,
+        f"{path.name} {size}, past what the ingest memory budget"
+        f" ({memory.max_memory() / 2**30:.1f} GiB) can read ({cap / 2**20:.0f} MB of JSON):"
+        " raise --max-memory / $TRACEREPLAY_MAX_MEMORY to read it",
+    )
+
+
 def _raw_bytes(path: Path) -> bytes:
-    data = path.read_bytes()
-    if not data.strip():
-        raise QuarantineError(EMPTY_FILE, f"{path.name} is empty")
-    gzipped = data[:2] == b"\x1f\x8b"
+    """The trace's JSON bytes, never more than the memory budget allows: a plain file past the
+    cap, or a .gz whose stream inflates past it (read up to the cap and no further: a 5 MB .gz
+    can inflate to gigabytes), is quarantined as too_large."""
+    cap = largest_trace_bytes()
+    with path.open("rb") as handle:
+        head = handle.read(2)
+    gzipped = head == b"\x1f\x8b"
     if path.suffix == ".gz" and not gzipped:
         raise QuarantineError(NOT_GZIP, f"{path.name} is named .gz but is not gzip data")
-    if gzipped:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as err:
-            raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from err
+    if not gzipped:
+        size = path.stat().st_size
+        if size > cap:
+            raise _too_large(path, f"is {size / 2**20:.0f} MB", cap)
+        data = path.read_bytes()
         if not data.strip():
-            raise QuarantineError(EMPTY_FILE, f"{path.name} decompresses to nothing")
+            raise QuarantineError(EMPTY_FILE, f"{path.name} is empty")
+        return data
+    try:
+        with gzip.open(path, "rb") as stream:
+            data = stream.read(cap + 1)
+    except (OSError, EOFError, zlib.error) as err:
+        raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from err
+    if len(data) > cap:
+        raise _too_large(path, "inflates past that", cap)
+    if not data.strip():
+        raise QuarantineError(EMPTY_FILE, f"{path.name} decompresses to nothing")
     return data
 
 
