@@ -84,7 +84,8 @@ def point_effect(baseline: np.ndarray, candidate: np.ndarray, interval: str) -> 
     """The relative effect the interval and the test are about, so that the printed point lies
     inside its own interval: the ratio of geometric means for the Welch interval on log values,
     the ratio of arithmetic means for the bootstrap of that ratio (and when there is none)."""
-    if interval == "welch_log":
+    flat = np.ptp(baseline) == 0 and np.ptp(candidate) == 0  # the interval is this exact value
+    if interval == "welch_log" and not flat:
         return math.expm1(float(np.mean(np.log(candidate)) - np.mean(np.log(baseline))))
     return float(np.mean(candidate) / np.mean(baseline) - 1)
 
