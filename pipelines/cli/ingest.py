@@ -184,6 +184,12 @@ def run(args: argparse.Namespace) -> int:
         chunks = _extract_chunks(store, report.changed_run_ids)
         kept = [r.run_id for r in report.runs if r.run_id not in chunks]
         chunks |= _stored_chunks(store, kept)
+    if report.changed_run_ids:
+        from pipelines.quality.sanity import sanity_warnings
+
+        with store.open_runs() as session:
+            for line in sanity_warnings(session.con, report.changed_run_ids):
+                print(f"tracereplay ingest: warning: {line}", file=sys.stderr)
     for item in report.quarantined:
         print(item.message(), file=sys.stderr)
     for path, why in report.skipped:

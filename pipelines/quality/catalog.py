@@ -68,6 +68,18 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
     ("slices", "no_duplicated_events", E, "no slice is stored twice (all columns equal)"),
     (
         "slices",
+        "plausible_span",
+        E,
+        "no rank's slices span more than a week (a timestamp read in the wrong unit)",
+    ),
+    (
+        "slices",
+        "chunk_markers_unique",
+        E,
+        "a chunk marker (req, k, vs) appears once per rank (two ranges would be summed)",
+    ),
+    (
+        "slices",
         "steps_consecutive",
         E,
         "a rank's step numbers have no gap (they need not start at 0: ProfilerStep#N)",
@@ -86,6 +98,12 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
         "no rank has every kernel stored more than once (a batch written twice)",
     ),
     ("kernels", "inside_run_span", E, "kernels lie inside the time span of the run's slices"),
+    (
+        "kernels",
+        "no_overlapping_copies",
+        E,
+        "no kernel starts inside the first half of an earlier one of the same name and length",
+    ),
     ("kernels", "not_longer_than_step", E, "no kernel is longer than its step (stage + bubble)"),
     (
         "kernels",

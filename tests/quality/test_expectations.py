@@ -63,6 +63,19 @@ def _rename_last_column(table: str) -> str:
 BREAKS: dict[str, list[str]] = {
     **{f"{t}.{SCHEMA}": [_rename_last_column(t)] for t in TABLES},
     "runs.facts_for_chunks": ["update runs set seq_len = null"],
+    "slices.plausible_span": [  # one start read in ms as if it were µs: 8 days later
+        "insert into slices (run_id, rank, lane, thread, name, start_ns, dur_ns, step)"
+        " values ('r1', 0, 'compute', 's0', 'mm', 691200000001000, 10, 1)",
+    ],
+    "slices.chunk_markers_unique": [
+        "insert into slices (run_id, rank, lane, thread, name, start_ns, dur_ns, step) values"
+        " ('r1', 0, 'host', 't', 'chunk[req=a,k=0,vs=0]', 1000, 10, 1),"
+        " ('r1', 0, 'host', 't', 'chunk[req=a,k=0,vs=0]', 5000, 10, 1)",
+    ],
+    "kernels.no_overlapping_copies": [  # the kernel again, 100 ns later
+        "insert into kernels (run_id, rank, step, name, start_ns, dur_ns, wait_ns, is_comm)"
+        " values ('r1', 0, 1, 'mm', 2100, 1000, 0, false)",
+    ],
     "runs.stored_once": [  # the same bytes stored again from another folder
         "insert into runs (run_id, source, content_hash, ingested_at)"
         f" values ('r2', 'ascend_pt', '{HEX}', timestamp '2100-01-01')",

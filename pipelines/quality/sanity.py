@@ -1,0 +1,31 @@
+"""The data checks that catch impossible data at once: `tracereplay ingest` runs them on the runs
+it just wrote and prints a warning line per failure, before anyone reads a figure (the same
+expectations fail `tracereplay check` with severity error)."""
+
+from __future__ import annotations
+
+import duckdb
+
+from pipelines.quality.catalog import expectation
+from pipelines.quality.probes import probe, select_runs
+
+SANITY_CHECKS = (
+    "slices.plausible_span",
+    "slices.chunk_markers_unique",
+    "kernels.no_overlapping_copies",
+)
+
+
+def sanity_warnings(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[str]:
+    """One line per sanity check that fails on `run_ids`: the check, how many rows, an example."""
+    if not run_ids:
+        return []
+    select_runs(con, run_ids)
+    lines = []
+    for key in SANITY_CHECKS:
+        item = expectation(key)
+        found = probe(con, item, sample_rows=1)
+        if found.failing:
+            example = dict(zip(found.columns, found.examples[0], strict=False))
+            lines.append(f"{key}: {found.failing} row(s) break it ({item.doc}); e.g. {example}")
+    return lines
