@@ -28,7 +28,12 @@ class FolderState:
 
 
 def usable_key(name: str) -> bool:
-    """Whether a folder name can be a partition key (not hidden, no characters Dagster refuses)."""
+    """Whether a folder name can be a partition key (not hidden, no characters Dagster refuses,
+    UTF-8 text: a name with other bytes holds surrogates in Python)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return (
         bool(name)
         and not name.startswith((".", "_"))
@@ -55,6 +60,19 @@ def folder_state(path: Path) -> FolderState:
             size += stat.st_size
             newest = max(newest, stat.st_mtime)
     return FolderState(path.name, path, digest.hexdigest()[:16], files, size, newest)
+
+
+def unusable_folders(root: Path) -> list[Path]:
+    """Sub-folders of `root` that cannot be partitions although they are not hidden (a name
+    with a newline, a TAB, `...`, a `/`-like character Dagster refuses, bytes that are not
+    UTF-8): the sensor names each in its log instead of passing it over in silence."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        p
+        for p in root.iterdir()
+        if p.is_dir() and not p.name.startswith((".", "_")) and not usable_key(p.name)
+    )
 
 
 def run_folders(root: Path) -> list[Path]:

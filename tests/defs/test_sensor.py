@@ -6,6 +6,7 @@ import json
 import os
 import time
 from pathlib import Path
+from unittest import mock
 
 import dagster as dg
 
@@ -75,3 +76,20 @@ def test_folder_listing_rules(raw: Path) -> None:
     assert [p.name for p in run_folders(raw)] == ["a", "b", "link"]
     assert not usable_key("x...y") and not usable_key("x\ny") and usable_key("deepseek-v3.1-r0")
     assert run_folders(raw / "missing") == []
+
+
+def test_folders_that_cannot_be_partitions_are_named_in_the_log(instance, raw: Path) -> None:
+    write_tiny_run(raw / "tiny")
+    for name in ("two\nlines", "a...b", os.fsdecode(b"bytes\xff")):
+        write_tiny_run(raw / name)
+    (raw / "_staging").mkdir()  # staging and hidden folders stay silent
+    context = dg.build_sensor_context(
+        instance=instance,
+        resources={"raw_dir": RawDirResource(path=str(raw), settle_seconds=0)},
+    )
+    with mock.patch.object(type(context.log), "warning") as warning:
+        result = raw_run_folders(context)
+    assert [r.partition_key for r in result.run_requests] == ["tiny"]
+    said = " ".join(str(call.args[0]) for call in warning.call_args_list)
+    assert warning.call_count == 3
+    assert r"'two\nlines'" in said and "'a...b'" in said and r"'bytes\xff'" in said

@@ -17,7 +17,8 @@ from pipelines.defs.analysis.assets import chunks
 from pipelines.defs.ingest.assets import canonical_tables, raw_run_files
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.resources import RawDirResource
-from pipelines.ingest.folders import folder_state, run_folders
+from pipelines.ingest.folders import folder_state, run_folders, unusable_folders
+from pipelines.ingest.frames import printable, stored_path
 
 INGEST_SELECTION = dg.AssetSelection.assets(raw_run_files, canonical_tables, chunks)
 
@@ -56,6 +57,12 @@ def raw_run_folders(context: dg.SensorEvaluationContext, raw_dir: RawDirResource
                     tags={"tracereplay/signature": state.signature},
                 )
             )
+    for folder in unusable_folders(raw_dir.root):
+        context.log.warning(
+            f"not a partition: run folder '{printable(stored_path(folder.name))}' has a name"
+            " Dagster partition keys refuse (a newline, a TAB, '...', bytes that are not"
+            " UTF-8): rename it, or load it with `tracereplay ingest`"
+        )
     if settling:
         context.log.info(f"still being written, left for a later tick: {', '.join(settling)}")
     partition_requests = [runs_partitions.build_add_request(new_keys)] if new_keys else []
