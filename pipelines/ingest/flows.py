@@ -61,8 +61,10 @@ def bind(slices: pl.LazyFrame, flows: pl.DataFrame) -> tuple[pl.DataFrame, dict[
     flows = _thread(
         flows.filter(pl.col("start_ns").is_not_null() & pl.col("flow_id").is_not_null())
     )
-    flows = flows.with_columns(
-        (pl.col("category").fill_null("") + ":" + pl.col("flow_id")).alias("link")
+    flows = _pairwise(
+        flows.with_columns(
+            (pl.col("category").fill_null("") + ":" + pl.col("flow_id")).alias("link")
+        )
     ).with_row_index("_flow")
     pairs = flows.group_by("link").agg(
         (pl.col("ph") == "s").any().alias("has_s"), (pl.col("ph") == "f").any().alias("has_f")
@@ -107,6 +109,25 @@ def bind(slices: pl.LazyFrame, flows: pl.DataFrame) -> tuple[pl.DataFrame, dict[
         .sort(ROW)
     )
     return links.cast(LINK_SCHEMA), counts
+
+
+def _pairwise(flows: pl.DataFrame) -> pl.DataFrame:
+    """A flow id used by more than one flow (a trace whose events were repeated with their ids,
+    an exporter reusing ids) pairs its ends in time order, the i-th `s` with the i-th `f`, as
+    link `<cat>:<id>#<i>`: one id never joins every start to every finish (a many-to-many
+    binding of thousands of ends each was what ran a 2 GB trace out of memory)."""
+    ordinal = pl.col("start_ns").rank("ordinal").over(["link", "ph"]) - 1
+    repeated = pl.col("_ordinal").max().over("link") > 0
+    return (
+        flows.with_columns(ordinal.alias("_ordinal"))
+        .with_columns(
+            pl.when(repeated)
+            .then(pl.col("link") + "#" + pl.col("_ordinal").cast(pl.String))
+            .otherwise(pl.col("link"))
+            .alias("link")
+        )
+        .drop("_ordinal")
+    )
 
 
 def _enclosing(flows: pl.DataFrame, candidates: pl.DataFrame) -> pl.DataFrame:

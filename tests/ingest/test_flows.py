@@ -132,3 +132,37 @@ def test_b1_torch_to_npu_flows_link_every_launched_task(real_dir: Path, budget) 
     host = torch_to_npu.filter(pl.col("lane") == "host")
     assert host.height == 127  # an op may launch several tasks (Conv2D: 4)
     assert not host["args"].str.contains("connection_id").any()  # Python ops carry no id
+
+
+def test_a_reused_flow_id_pairs_its_ends_in_time_order() -> None:
+    # one id for three flows (a trace repeated with its ids, as a 2 GB bench trace was built):
+    # the i-th start pairs with the i-th finish, never every start with every finish
+    from pipelines.ingest.flows import FLOW_SCHEMA, ROW, bind
+
+    slices = pl.DataFrame(
+        {
+            ROW: pl.Series(range(6), dtype=pl.UInt32),
+            "pid": ["1", "1", "1", "2", "2", "2"],
+            "tid": ["h", "h", "h", "d", "d", "d"],
+            "start_ns": [0, 100, 200, 50, 150, 250],
+            "dur_ns": [10, 10, 10, 10, 10, 10],
+        }
+    ).lazy()
+    flows = pl.DataFrame(
+        {
+            "ph": ["s", "s", "s", "f", "f", "f"],
+            "pid": ["1", "1", "1", "2", "2", "2"],
+            "tid": ["h", "h", "h", "d", "d", "d"],
+            "start_ns": [5, 105, 205, 55, 155, 255],
+            "category": ["async_npu"] * 6,
+            "flow_id": ["7"] * 6,
+            "bp": [None, None, None, "e", "e", "e"],
+        },
+        schema=FLOW_SCHEMA,
+    )
+    links, counts = bind(slices, flows)
+    by_row = dict(zip(links[ROW].to_list(), links["flow_links"].to_list(), strict=True))
+    assert counts["linked"] == 3 and len(by_row) == 6
+    for host, device in ((0, 3), (1, 4), (2, 5)):
+        assert by_row[host] == by_row[device]  # one link each, shared by its two ends only
+    assert len(set(by_row.values())) == 3
