@@ -39,3 +39,16 @@ def test_exit_codes_are_the_documented_values() -> None:
         ("BAD_INPUT", 2),
     ]
     assert main([]) == ExitCode.BAD_INPUT
+
+
+def test_version_prints_the_installed_version(capsys) -> None:
+    from importlib import metadata
+
+    import pytest
+
+    from pipelines.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"tracereplay {metadata.version('tracereplay')}"

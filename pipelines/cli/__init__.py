@@ -29,6 +29,16 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(ExitCode.BAD_INPUT, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+def _version() -> str:
+    """The installed distribution's version (importlib.metadata), else the checkout's."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("tracereplay")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand module of this package registered."""
     from pipelines.cli._common import refuse_non_finite
@@ -50,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
             "$TRACEREPLAY_LAKE, else `lake` in tracereplay.toml, else the single-file warehouse "
             "(docs/lake.md)"
         ),
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"tracereplay {_version()}", help="print the version"
     )
     subparsers = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=OneLineErrorParser

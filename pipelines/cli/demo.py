@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, output_folder
+from pipelines.labels import json_value
 
 DESCRIPTION = """\
 Run the whole chain on a simulated campaign (docs/demo.md): the three model presets
@@ -92,12 +92,6 @@ def config_from_args(args: argparse.Namespace):
     return config
 
 
-def _json_value(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    return x
-
-
 def _comparison_json(report) -> dict | None:
     from pipelines.cli.compare import to_json
 
@@ -107,8 +101,6 @@ def _comparison_json(report) -> dict | None:
 
 
 def _regressions_json(check) -> dict | None:
-    from pipelines.labels import json_value
-
     if check is None:
         return None
     return {
@@ -133,7 +125,7 @@ def report_json(report) -> dict:
         "quarantined": report.quarantined,
         "chunks": report.chunks,
         "unassigned_fraction_max": report.unassigned_fraction_max,
-        "curves": [{k: _json_value(v) for k, v in row.items()} for row in curves],
+        "curves": [{k: json_value(v) for k, v in row.items()} for row in curves],
         "check": report.check.as_json(),
         "replay": report.replay.as_json() if report.replay is not None else None,
         "comparison": _comparison_json(report),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.labels import json_value
 
 if TYPE_CHECKING:  # polars loads when a fit runs, not when the parser is built
     import polars as pl
@@ -175,12 +176,6 @@ def format_table(curves: pl.DataFrame, wide: bool = False) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _json_value(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    return x
-
-
 def policy_summary(curves: pl.DataFrame) -> str:
     """One line per expectation of the verdict policy (pipelines.analysis.tau.verdict_policy)."""
     from pipelines.analysis.tau.verdict_policy import check_fits
@@ -245,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
     if args.schedule:
         curves = curves.filter(pl.col("schedule") == args.schedule)
     if args.json:
-        records = [{k: _json_value(v) for k, v in row.items()} for row in curves.to_dicts()]
+        records = [{k: json_value(v) for k, v in row.items()} for row in curves.to_dicts()]
         json.dump({"curves": records}, sys.stdout, indent=1, default=str)
         print()
         return ExitCode.OK
