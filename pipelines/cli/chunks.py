@@ -25,7 +25,8 @@ matches no marker in a run, or runs past --match-timeout seconds on the run's sl
 (catastrophic backtracking), leaves that run's stored chunks and rule as they were ("kept").
 
 Prints, per run, the chunks found, the device time no chunk claimed and the run's rule.
-Exit status: 0 ok; 2 unknown run, no warehouse, an unusable rule, or a run kept."""
+Exit status: 0 ok (a run --profiler-steps finds no ProfilerStep in is kept and named, not an error);
+2 unknown run, no warehouse, an unusable rule (a marker regex that matches nothing included)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -182,4 +183,7 @@ def run(args: argparse.Namespace) -> int:
         )
     elif not report.kept:
         print("no ingested runs to segment")
-    return ExitCode.BAD_INPUT if report.unknown or report.kept else ExitCode.OK
+    # a run the rule matched nothing in (no ProfilerStep under --profiler-steps) is reported and
+    # kept, not an error; a rule that could not be used (time bound) or an unknown run is
+    failed = any(k.rule_failed for k in report.kept)
+    return ExitCode.BAD_INPUT if report.unknown or failed else ExitCode.OK

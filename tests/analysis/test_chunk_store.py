@@ -336,7 +336,9 @@ def test_several_runs_a_run_the_rule_misses_is_kept(ingested, tmp_path: Path, ca
     other_before, _ = _reopened(path, other)
     assert other_before.height == 24
     capsys.readouterr()
-    assert main(["chunks", "--warehouse", path, "--profiler-steps", "--json"]) == 2
+    assert (
+        main(["chunks", "--warehouse", path, "--profiler-steps", "--json"]) == 0
+    )  # a run without steps: kept and said, not an error
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert [r["run_id"] for r in out["runs"]] == [run_id]
@@ -348,3 +350,16 @@ def test_several_runs_a_run_the_rule_misses_is_kept(ingested, tmp_path: Path, ca
     assert _reopened(path, run_id)[1] == {"rule": "profiler_steps"}
     after, rule = _reopened(path, other)
     assert after.equals(other_before) and rule is None
+
+
+def test_profiler_steps_on_a_run_without_them_is_reported_not_an_error(
+    ingested, tmp_path: Path, capsys
+) -> None:
+    con, run_id, _ = ingested
+    con.execute("delete from slices where run_id = ? and name like 'ProfilerStep#%'", [run_id])
+    path, run_id, before = _cli_warehouse(ingested, tmp_path)
+    capsys.readouterr()
+    assert main(["chunks", "--warehouse", path, "--profiler-steps"]) == 0
+    assert f"kept {run_id}" in capsys.readouterr().err
+    after, _ = _reopened(path, run_id)
+    assert after.equals(before)

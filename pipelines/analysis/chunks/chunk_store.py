@@ -126,6 +126,9 @@ class KeptRun:
     reason: str
     stored_chunks: int
     segmentation: str | None  # the rule stored with the run (unchanged)
+    rule_failed: bool = True
+    """The rule itself could not be used on the run (time bound, non-integer k); False when it
+    simply matched nothing there (a run without ProfilerStep windows under --profiler-steps)."""
 
 
 @dataclass
@@ -245,16 +248,26 @@ def extract_chunks(
         summary = _run_summary(run_id, chunks, unassigned, rule.to_json())
         if summary.markers == 0 and not rule.is_default:
             why = f"the rule ({rule.describe()}) matched no host slice of the run"
-            report.kept.append(_kept(session.con, run_id, why, stored[run_id]))
+            # a ProfilerStep rule that finds no ProfilerStep in one run is that run's fact, not
+            # a bad rule; a marker regex that matches nothing is
+            report.kept.append(
+                _kept(session.con, run_id, why, stored[run_id], rule_failed=not rule.renumber)
+            )
             continue
         _replace_chunks(session, run_id, chunks, record=explicit is not None, rule=rule.to_json())
         report.runs.append(summary)
     return report
 
 
-def _kept(con: duckdb.DuckDBPyConnection, run_id: str, why: str, rule: str | None) -> KeptRun:
+def _kept(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    why: str,
+    rule: str | None,
+    rule_failed: bool = True,
+) -> KeptRun:
     count = queries.chunk_counts(con, [run_id]).get(run_id, 0)
-    return KeptRun(run_id, why, int(count), rule)
+    return KeptRun(run_id, why, int(count), rule, rule_failed)
 
 
 def segment_run(
