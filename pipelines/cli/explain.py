@@ -58,7 +58,26 @@ def _short(name: str, width: int = 36) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
 
 
-def format_explanation(explanation) -> str:
+def tau_hint(chunk_counts: dict[str, int], marked: list[str]) -> str:
+    """Why there is no tau_k comparison, for the state the runs are in: their chunk counts and
+    the runs whose slices carry chunk markers."""
+    if not any(chunk_counts.values()) and marked:
+        return (
+            f"tau_k: {len(marked)} of these runs carry chunk markers but no chunks are stored:"
+            " run `tracereplay chunks`"
+        )
+    if not any(chunk_counts.values()):
+        return (
+            "tau_k: these runs hold no chunks: add chunk markers (docs/tau_k.md), or treat each"
+            " ProfilerStep as one chunk with `tracereplay chunks --profiler-steps`"
+        )
+    return (
+        "tau_k: no line per run: a run needs 3 or more full chunks on a virtual stage"
+        " (sql/marts/fct_run_tau_fit.sql), and these runs have fewer"
+    )
+
+
+def format_explanation(explanation, hint: str | None = None) -> str:
     """The text report of an Explanation."""
     lines = ["where the time went (device time per run, summed over ranks):"]
     if not explanation.ops:
@@ -81,7 +100,7 @@ def format_explanation(explanation) -> str:
         lines.append(f"net change of all ops: {fmt_value(explanation.net_delta_ns, 'ns')} per run")
     lines.append("")
     if not explanation.tau:
-        lines.append("tau_k: no chunk fits for these runs (run `tracereplay chunks` first)")
+        lines.append(hint or "tau_k: no chunk fits for these runs")
     else:
         rows = [
             {
@@ -103,12 +122,18 @@ def format_explanation(explanation) -> str:
 def run(args: argparse.Namespace) -> int:
     from pipelines.analysis.comparison.attribution import explain_run_sets
     from pipelines.selectors import SelectorError, require_runs
+    from pipelines.store import queries
 
     try:
         with store_of(args).session(read_only=True) as con:
             base = require_runs(con, args.baseline)
             cand = require_runs(con, args.candidate)
             explanation = explain_run_sets(con, base, cand)
+            hint = None
+            if not explanation.tau:
+                ids = base + cand
+                marked = queries.runs_with_markers_in(con, [con.runs_relation("slices", ids)])
+                hint = tau_hint(queries.chunk_counts(con, ids), marked)
     except SelectorError as exc:
         print(f"tracereplay explain: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
@@ -116,5 +141,5 @@ def run(args: argparse.Namespace) -> int:
         json.dump(explanation.to_json(), sys.stdout, indent=1, default=str)
         print()
     else:
-        print(format_explanation(explanation))
+        print(format_explanation(explanation, hint))
     return ExitCode.OK

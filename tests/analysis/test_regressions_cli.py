@@ -112,3 +112,13 @@ def test_a_single_night_spike_is_listed_but_is_no_change_point(tmp_path, capsys)
     assert "1 single-night spike(s) set aside" in out
     (line,) = [x for x in out.splitlines() if "s-n17" in x]
     assert "ttft_ns" in line and "+" in line.split()[-1]
+
+
+def test_explain_says_what_to_do_for_the_state_the_runs_are_in() -> None:
+    from pipelines.cli.explain import tau_hint
+
+    assert "run `tracereplay chunks`" in tau_hint({"a": 0, "b": 0}, ["a", "b"])
+    no_markers = tau_hint({"a": 0}, [])
+    assert "add chunk markers" in no_markers and "tracereplay chunks --profiler-steps" in no_markers
+    few = tau_hint({"a": 2, "b": 2}, ["a", "b"])
+    assert "3 or more full chunks" in few and "tracereplay chunks`" not in few
