@@ -232,3 +232,73 @@ def test_chunks_rules_and_fit_through_either_store(tmp_path, monkeypatch, capsys
         assert rule and "profiler" in rule
         assert (tmp_path / "lake" / "warehouse.duckdb").is_file()
         assert not (tmp_path / "data" / "warehouse.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    ("table", "spoil", "reason"),
+    [
+        ("kernels", lambda b: b[: len(b) // 2], "truncated (no Parquet footer"),
+        ("runs", lambda b: b"not parquet at all, but long enough", "not a Parquet file"),
+    ],
+)
+def test_a_damaged_partition_costs_its_run_and_reingest_rewrites_it(
+    real_dir, tmp_path, table, spoil, reason
+):
+    """A truncated or foreign file in one run's partition: every command still works, that run is
+    left out and named with the repair, the other run is whole, and re-ingest rewrites the file."""
+    root = tmp_path / "lake"
+    env = {k: v for k, v in os.environ.items() if k != LAKE_ENV}
+    cli = [TRACEREPLAY, "--lake", str(root)]
+    damaged_folder, other_folder = _copy_run(real_dir, tmp_path), _folders(real_dir)[2]
+    for folder in (damaged_folder, other_folder):
+        subprocess.run([*cli, "ingest", str(folder)], env=env, check=True, capture_output=True)
+    before = {r[0]: r for r in _lake_rows(root, "runs")}
+    damaged_run = next(r for r, row in before.items() if "level1" in r and "db" not in r)
+    kernels_before = len([r for r in _lake_rows(root, "kernels") if r[0] == damaged_run])
+    target = partition_dir(root, table, damaged_run) / PART
+    target.write_bytes(spoil(target.read_bytes()))
+
+    listed = subprocess.run([*cli, "runs", "--json"], env=env, capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    shown = {r["run_id"] for r in json.loads(listed.stdout)["runs"]}
+    assert shown == set(before) - {damaged_run}
+    assert f"lake run {damaged_run} left out" in listed.stderr and reason in listed.stderr
+    assert "re-ingest" in listed.stderr and "Traceback" not in listed.stderr
+
+    again = subprocess.run(
+        [*cli, "ingest", str(damaged_folder)], env=env, capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stderr
+    assert {r[0] for r in _lake_rows(root, "runs")} == set(before)
+    kernels_after = len([r for r in _lake_rows(root, "kernels") if r[0] == damaged_run])
+    assert kernels_after == kernels_before > 0
+    quiet = subprocess.run([*cli, "runs", "--json"], env=env, capture_output=True, text=True)
+    assert quiet.returncode == 0 and "left out" not in quiet.stderr
+
+
+def test_a_foreign_parquet_file_is_named_then_moved_aside_and_rewritten(real_dir, tmp_path):
+    """A Parquet file of another schema passes the magic check: the first query names it in one
+    line; moved aside as told, its run is left out (missing file) until re-ingest rewrites it."""
+    import duckdb
+
+    root = tmp_path / "lake"
+    env = {k: v for k, v in os.environ.items() if k != LAKE_ENV}
+    cli = [TRACEREPLAY, "--lake", str(root)]
+    folder = _copy_run(real_dir, tmp_path)
+    subprocess.run([*cli, "ingest", str(folder)], env=env, check=True, capture_output=True)
+    (run_id,) = [r[0] for r in _lake_rows(root, "runs")]
+    target = partition_dir(root, "slices", run_id) / PART
+    kept = len([r for r in _lake_rows(root, "slices") if r[0] == run_id])
+    duckdb.sql(f"copy (select 1.5 as foreign_column) to '{target}' (format parquet)")
+
+    failed = subprocess.run([*cli, "show", run_id], env=env, capture_output=True, text=True)
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr
+    assert f"lake file {target} is damaged" in failed.stderr and "move it aside" in failed.stderr
+
+    os.replace(target, tmp_path / "aside.parquet")
+    listed = subprocess.run([*cli, "runs", "--json"], env=env, capture_output=True, text=True)
+    assert "Traceback" not in listed.stderr and run_id not in listed.stdout  # its only run is out
+    assert f"lake run {run_id} left out" in listed.stderr and "missing" in listed.stderr
+
+    subprocess.run([*cli, "ingest", str(folder)], env=env, check=True, capture_output=True)
+    assert len([r for r in _lake_rows(root, "slices") if r[0] == run_id]) == kept > 0

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-_PARQUET_FILE = re.compile(r"'(?P<path>[^']+\.parquet)'")
+_PARQUET_FILE = re.compile(r"['\"](?P<path>[^'\"]+\.parquet)['\"]")
 
 
 def storage_error(error: BaseException) -> StoreError | None:

@@ -26,6 +26,7 @@ from urllib.parse import quote, unquote
 
 import polars as pl
 
+from pipelines.store import lake_damage
 from pipelines.store import lake_layout as lake
 
 FOLDER = "_catalog"
@@ -62,6 +63,8 @@ def refresh(root: Path, run_id: str) -> dict[str, Any] | None:
     root = Path(root)
     runs_file = _runs_file(root, run_id)
     stamp = _stamp(runs_file)
+    if stamp and lake_damage.file_damage(str(runs_file)) is not None:
+        return None  # no entry until re-ingest rewrites the file (lake_damage names it)
     runs = pl.read_parquet(runs_file, glob=False) if stamp else pl.DataFrame()
     if runs.is_empty():
         remove(root, run_id)

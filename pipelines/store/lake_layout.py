@@ -49,15 +49,23 @@ def table_glob(root: Path, table: str) -> str:
     return f"{lasting_sql_path(root)}/{table}/{key}=*/*.parquet"
 
 
-def view_sql(root: Path, table: str, temporary: bool = False) -> str:
+def view_sql(root: Path, table: str, temporary: bool = False, left_out: Sequence[str] = ()) -> str:
     """`create view <table>` over the table's partitions, columns in the DDL's order (the
-    quarantine's `batch` key is not one of them)."""
+    quarantine's `batch` key is not one of them). `left_out`: partition keys (run ids, or
+    quarantine batches) the view skips; DuckDB prunes their files by the hive key unopened."""
     key = "batch" if table == QUARANTINE else "run_id"
     glob = table_glob(root, table).replace("'", "''")
+    # the zero-row schema file first: DuckDB binds the view's columns to the first file it
+    # reads, so a foreign file that sorts first is reported by name at query time instead
+    # of breaking the view (it also matches the glob: zero rows twice add nothing)
+    schema = f"{lasting_sql_path(root)}/{table}/{key}=~schema/{PART}".replace("'", "''")
     scope = "temp " if temporary else ""
+    skipped = ", ".join("'" + k.replace("'", "''") + "'" for k in left_out)
+    where = f" where {key} not in ({skipped})" if left_out else ""
     return (
         f"create or replace {scope}view {table} as select {_columns(table)} from"
-        f" read_parquet('{glob}', hive_partitioning = true, hive_types = {{'{key}': 'VARCHAR'}})"
+        f" read_parquet(['{schema}', '{glob}'], hive_partitioning = true,"
+        f" hive_types = {{'{key}': 'VARCHAR'}}){where}"
     )
 
 

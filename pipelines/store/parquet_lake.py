@@ -14,6 +14,7 @@ session is an in-memory connection that reads the stored runs from the identity 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,7 +27,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipelines.store import catalog, functions, lake_catalog, relations
+from pipelines.store import catalog, functions, lake_catalog, lake_damage, relations
 from pipelines.store.base import HeldSession, Session, Store, StoreError, WriteSessions
 from pipelines.store.duck import sql_path
 from pipelines.store.duckdb_file import _say, check_warehouse_file, open_duckdb
@@ -199,11 +200,42 @@ def attach_views(
     root: Path,
     tables: Iterable[str] = CANONICAL_TABLES,
     temporary: bool = False,
+    damaged: Sequence[lake_damage.DamagedFile] = (),
 ) -> None:
-    """Make `tables` of `con` views over the lake at `root` (created if absent)."""
+    """Make `tables` of `con` views over the lake at `root` (created if absent), leaving out the
+    runs and quarantine batches that hold a `damaged` file."""
     init(root)
+    runs, batches = lake_damage.left_out(list(damaged))
     for table in tables:
-        con.execute(view_sql(Path(root).resolve(), table, temporary))
+        skipped = batches if table == QUARANTINE else runs
+        con.execute(view_sql(Path(root).resolve(), table, temporary, skipped))
+
+
+_reported: set[str] = set()
+"""Damaged files already named on stderr by this process (a command opens the lake many times)."""
+
+
+def report_damage(root: Path, damaged: Sequence[lake_damage.DamagedFile]) -> None:
+    """One stderr line per damaged file, once per process: what is left out and how to repair."""
+    origins = {e["run_id"]: e.get("origin") for e in lake_catalog.entries(root)}
+    for item in damaged:
+        if item.path in _reported:
+            continue
+        _reported.add(item.path)
+        where = os.path.relpath(item.path, root)
+        if item.table == QUARANTINE:
+            _say(
+                f"lake quarantine batch {item.key} left out: {where} is damaged ({item.reason});"
+                " move the file aside"
+            )
+            continue
+        origin = origins.get(item.key)
+        repair = (
+            f"re-ingest {origin} with `tracereplay ingest` to rewrite it"
+            if origin
+            else "re-ingest its run folder with `tracereplay ingest` to rewrite it"
+        )
+        _say(f"lake run {item.key} left out: {where} is damaged ({item.reason}); {repair}")
 
 
 # --- the store --------------------------------------------------------------------------------
@@ -217,12 +249,21 @@ class LakeSession(Session):
         self.con = con
         self.root = Path(root).resolve()
         self.read_only = read_only
+        self._damaged: list[lake_damage.DamagedFile] | None = None
 
     def runs_relation(self, table: str, run_ids: Sequence[str]) -> str:
         return runs_scan(self.root, table, run_ids)
 
+    def damaged(self) -> list[lake_damage.DamagedFile]:
+        """The lake's damaged files, looked up once per session."""
+        if self._damaged is None:
+            self._damaged = lake_damage.damaged_files(self.root)
+        return self._damaged
+
     def _measured(self) -> list[dict]:
-        return lake_catalog.measured(self.root)
+        # a run with a damaged file is not stored as far as ingest knows: re-ingest rewrites it
+        broken = set(lake_damage.left_out(self.damaged())[0])
+        return [e for e in lake_catalog.measured(self.root) if e["run_id"] not in broken]
 
     def stored_runs(self) -> list[tuple]:
         columns = ("run_id", "origin", "content_hash", "tags", "segmentation", "dropped_rows")
@@ -324,12 +365,19 @@ class LakeStore(Store):
             raise StoreError(f"no lake at {self.location} (run `tracereplay ingest` first)")
         if not self.views_file.exists():
             self._open_views(read_only=False).close()  # the lake's views file, made on first use
-        con = self._open_views(read_only)
-        return LakeSession(con, self.location, read_only)
+        damaged = lake_damage.damaged_files(self.location)
+        report_damage(self.location, damaged)
+        con = self._open_views(read_only, damaged)
+        session = LakeSession(con, self.location, read_only)
+        session._damaged = damaged
+        return session
 
-    def _open_views(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+    def _open_views(
+        self, read_only: bool, damaged: Sequence[lake_damage.DamagedFile] = ()
+    ) -> duckdb.DuckDBPyConnection:
         """The views file with the canonical tables as views over the lake (stored when
-        writable and stale; temporary when read-only) and the derived views over them."""
+        writable and stale; temporary when read-only) and the derived views over them, the
+        runs with a `damaged` file left out."""
         check_warehouse_file(self.views_file)
         if not read_only:
             self.views_file.parent.mkdir(parents=True, exist_ok=True)
@@ -338,7 +386,7 @@ class LakeStore(Store):
             con.execute("set parquet_metadata_cache = true")
             functions.register(con)
             if read_only:
-                attach_views(con, self.location, temporary=True)
+                attach_views(con, self.location, temporary=True, damaged=damaged)
                 relations.build(con, temporary=True)
                 return con
             held = sorted({t for t, _ in catalog.catalog_tables(con)} & set(CANONICAL_TABLES))
@@ -349,10 +397,13 @@ class LakeStore(Store):
                     " (drop --warehouse: the lake keeps one)"
                 )
             signature = relations.views_signature(self.location)
+            if damaged:  # the stored views leave these out; a repaired lake gets them back
+                left = repr(lake_damage.left_out(list(damaged)))
+                signature = hashlib.sha256(f"{signature}\n{left}".encode()).hexdigest()
             init(self.location)
             if not relations.views_current(con, signature):
                 # the stored views read the lake's globs at query time: a new run needs none
-                attach_views(con, self.location)
+                attach_views(con, self.location, damaged=damaged)
                 relations.build(con)
                 relations.store_views_signature(con, signature)
         except Exception:
@@ -370,12 +421,17 @@ class LakeStore(Store):
             # footers of the many small partition files read once per connection; DuckDB checks
             # each file's modification time before using a cached footer
             con.execute("set parquet_metadata_cache = true")
-            attach_views(con, self.location, CANONICAL_TABLES if views else (QUARANTINE,), True)
+            damaged = lake_damage.damaged_files(self.location)
+            report_damage(self.location, damaged)
+            tables = CANONICAL_TABLES if views else (QUARANTINE,)
+            attach_views(con, self.location, tables, True, damaged)
             functions.register(con)
         except Exception:
             con.close()
             raise
-        return LakeSession(con, self.location, read_only=False)
+        session = LakeSession(con, self.location, read_only=False)
+        session._damaged = damaged
+        return session
 
     def open_runs(self) -> LakeSession:
         return self.open_for_ingest(views=True)

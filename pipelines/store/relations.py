@@ -195,7 +195,8 @@ def views_signature(lake_root: Path | None = None) -> str:
     opening the warehouse rebuilds nothing: rebuilding every view cost ~0.1 s a connection,
     which `tracereplay ingest` opens once per run (docs/bench_ingest.md "Many small runs"), and a
     lake's views bind every run's files (O(history), docs/lake.md)."""
-    where = "file" if lake_root is None else f"lake:{Path(lake_root).resolve()}"
+    # lake:2 = the lake's views bind to the zero-row schema file first (lake_layout.view_sql)
+    where = "file" if lake_root is None else f"lake:2:{Path(lake_root).resolve()}"
     return hashlib.sha256(f"{where}\n{_sql_digest()}".encode()).hexdigest()
 
 
