@@ -51,7 +51,8 @@ quarantine reasons: not_found, not_profiler_output, unrecognised_input, empty_fi
   truncated_json, invalid_json, invalid_trace, empty_trace, no_lanes, csv_parse_error,
   missing_columns, excel_mangled_number, unparsable_rows, invalid_communication,
   unparsable_rank, unknown_rank, duplicate_rank, corrupt_db, missing_tables, not_gzip,
-  not_kineto, no_device_events, unsupported_device, not_a_file, too_large, read_error (plus
+  not_kineto, no_device_events, unsupported_device, not_a_file, too_large, read_error,
+  removed_during_ingest (plus
   reader-specific codes of the db/Kineto/cluster readers); invalid_event / invalid_rows: some
   entries of a file set aside (positions in the detail), the rest loaded
 dropped rows (a bad value drops its row, counted per run in runs.dropped_rows):

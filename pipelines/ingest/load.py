@@ -21,6 +21,7 @@ session), or an open session held by the caller.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -295,6 +296,25 @@ def _record(session: Session, items: Iterable[Quarantined]) -> None:
         session.record_quarantine(item.path, item.reason, item.detail, digest)
 
 
+def _vanished(run: RunInput) -> Quarantined | None:
+    """The quarantine row of a run some of whose files, found by discovery, are gone before it
+    is read (a folder removed or rewritten during the call): nothing of it is stored, rather
+    than a run missing those files."""
+    files = list(run.files)
+    missing = [p for p in files if not os.path.lexists(p)]
+    if not missing:
+        return None
+    origin = stored_path(run.origin)
+    if not os.path.lexists(run.origin):
+        detail = "the run folder was removed after it was found; nothing of it was stored"
+    else:
+        detail = (
+            f"{len(missing)} of its {len(files)} files were removed after it was found (first:"
+            f" {stored_path(missing[0])}); nothing of it was stored: ingest it again when complete"
+        )
+    return Quarantined(origin, "removed_during_ingest", detail)
+
+
 def _failure(run: RunInput, exc: BaseException, stage: str) -> Quarantined:
     """The quarantine row of a run that failed as a whole."""
     if isinstance(exc, OSError):
@@ -375,6 +395,10 @@ class _Ingest:
         )
 
     def one(self, given: RunInput) -> None:
+        gone = _vanished(given)
+        if gone is not None:
+            self.quarantine([gone])
+            return
         run, stored = _widen(given, self.known)
         origin = stored_path(run.origin)
         if origin in self.done:

@@ -56,3 +56,28 @@ def test_show_prints_control_characters_as_escapes(run_folder, tmp_path, capsys)
     assert main(["show", "test-show", "--warehouse", warehouse, "--no-fit"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "esc\\x1b[31mred" in out
+
+
+@pytest.mark.parametrize("what", ["folder", "one file"])
+def test_a_run_removed_during_ingest_is_quarantined_by_name(run_folder, tmp_path, what):
+    """Discovery found the run, then it (or one of its files) vanished: a named quarantine row,
+    nothing of it stored, the other run loaded."""
+    from pipelines.ingest.discover import discover
+    from pipelines.ingest.load import ingest_discovered
+
+    for name in ("kept", "gone"):
+        shutil.copytree(run_folder, tmp_path / "jobs" / name)
+    found = discover([tmp_path / "jobs"])
+    gone = tmp_path / "jobs" / "gone"
+    if what == "folder":
+        shutil.rmtree(gone)
+    else:
+        next(p for p in sorted(gone.rglob("*.csv"))).unlink()
+    store = FileStore(tmp_path / "w.duckdb")
+    report = ingest_discovered(found, store, progress=False)
+    assert [Path(r.origin).name for r in report.runs] == ["kept"]
+    (item,) = [q for q in report.quarantined if q.reason == "removed_during_ingest"]
+    assert Path(item.path) == gone and "nothing of it was stored" in item.detail
+    with store.session(read_only=True) as session:
+        stored = session.con.execute("select reason from quarantine").fetchall()
+    assert ("removed_during_ingest",) in stored
