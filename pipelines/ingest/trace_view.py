@@ -68,6 +68,7 @@ _SNIFF_BYTES = 1 << 16
 # a file with a bigger single event is read again with the large limit.
 _OBJECT_LIMITS = (1 << 24, 1 << 30)
 _BATCH_ROWS = 100_000
+BIG_ENTRY_PEAK_FACTOR = 6.5  # peak RSS per file byte when one entry is past 16 MB (measured 5.8)
 _SCAN_THREADS = 1
 # peak RSS of the in-memory read per file byte, and the interpreter with its imports (bench ingest
 # on the landed code: 0.91 GB for 500 MB, 1.62 GB for 1 GB, 3.0 GB for 2 GB)
@@ -418,15 +419,43 @@ def read_trace_view(path: Path, max_memory: int | str | None = None) -> TraceVie
     whose in-memory read would exceed it is streamed to an on-disk Parquet spill instead, and
     `slices` is then a LazyFrame over it (docs/bench_ingest.md, "Bounded memory")."""
     budget = memory.max_memory(max_memory)
-    for limit in _OBJECT_LIMITS:
+    limits = object_limits(budget)
+    for limit in limits:
         try:
+            if limit != limits[0] and big_entry_peak_bytes(path) > budget:
+                raise QuarantineError("too_large", "maximum_object_size: the retry would not fit")
             if streams(path, budget):
                 return _read_streamed(path, limit, budget)
             return _read_trace_view(path, limit)
         except QuarantineError as exc:
-            if "maximum_object_size" not in exc.detail or limit == _OBJECT_LIMITS[-1]:
+            too_big = "maximum_object_size" in exc.detail or "Out of Memory" in exc.detail
+            if not too_big:
                 raise
+            if limit == limits[-1] or limit != limits[0]:
+                raise QuarantineError(
+                    "too_large",
+                    f"one entry of the trace is larger than {limits[0] / 2**20:.0f} MiB and"
+                    f" reading it would pass the ingest memory budget ({budget / 2**30:.1f} GiB):"
+                    " raise --max-memory / $TRACEREPLAY_MAX_MEMORY to read it",
+                ) from exc
     raise AssertionError("unreachable")
+
+
+def object_limits(budget: int) -> tuple[int, ...]:
+    """DuckDB's maximum_object_size for a first read and a retry: 16 MB, then the largest entry
+    the budget can hold: an eighth of it, at most 1 GiB (DuckDB's JSON reader allocates buffers
+    of twice the limit inside its memory limit, a quarter of the budget)."""
+    retry = min(_OBJECT_LIMITS[-1], max(_OBJECT_LIMITS[0], budget // 8))
+    return (_OBJECT_LIMITS[0], retry) if retry > _OBJECT_LIMITS[0] else (_OBJECT_LIMITS[0],)
+
+
+def big_entry_peak_bytes(path: Path) -> int:
+    """Peak RSS of the in-memory read of a file that holds an entry past 16 MB: such an entry's
+    string is copied by the JSON buffer, DuckDB's vector, Arrow and Polars. Measured: a 202 MB
+    trace_view.json holding one 200 MiB string peaked at 1.17 GB (5.8x); a 768 MiB string had
+    reached 3.3 GB before this check."""
+    size = path.stat().st_size * (10 if is_gzip(path) else 1)
+    return int(size * BIG_ENTRY_PEAK_FACTOR) + INTERPRETER_BYTES
 
 
 def estimated_peak_bytes(path: Path) -> int:

@@ -114,3 +114,33 @@ def test_streamed_ingest_stores_the_same_rows(
     assert results["streamed"] == results["in_memory"]
     assert results["streamed"]["slices"] > 4_000
     assert list(spill.iterdir()) == []  # the spill is gone once the run is written
+
+
+def _with_long_string(real_dir: Path, tmp_path: Path, mib: int) -> Path:
+    """The real Level1 trace_view.json with one event's args holding a string of `mib` MiB."""
+    import json
+
+    events = json.loads((real_dir / B1_RANK0 / TRACE).read_text())
+    target = next(e for e in events if e.get("ph") == "X")
+    target["args"] = {**target.get("args", {}), "Input Dims": "x" * (mib << 20)}
+    path = tmp_path / "trace_view.json"
+    path.write_text(json.dumps(events))
+    return path
+
+
+def test_an_entry_too_large_for_the_budget_is_a_clear_quarantine(real_dir, tmp_path) -> None:
+    """A 20 MiB string in one entry: read under a budget that holds it (same events as without
+    it), quarantined as too_large with the budget named under one that does not; before, the
+    retry read any entry up to 1 GiB whatever the budget (a 768 MiB string took 3.3 GB)."""
+    from pipelines.ingest.errors import QuarantineError
+    from pipelines.ingest.trace_view import big_entry_peak_bytes
+
+    path = _with_long_string(real_dir, tmp_path, 20)
+    small = 160 << 20
+    assert big_entry_peak_bytes(path) > small  # the retry cannot fit: refused before reading
+    with pytest.raises(QuarantineError) as refused:
+        read_trace_view(path, max_memory=small)
+    assert refused.value.reason == "too_large" and "--max-memory" in refused.value.detail
+    view = read_trace_view(path, max_memory="2GiB")
+    plain = read_trace_view(real_dir / B1_RANK0 / TRACE, max_memory="2GiB")
+    assert view.slices.height == plain.slices.height > 0
