@@ -47,12 +47,32 @@ def parse_size(text: str | int) -> int:
     return size
 
 
+_held = 0
+"""Bytes the run being assembled already holds in memory (the frames of the ranks read so far):
+the budget is per run, not per file, so each further read gets what is left."""
+HELD_FLOOR_SHARE = 8  # whatever is held, a read still gets at least budget / this
+
+
 def max_memory(value: str | int | None = None) -> int:
-    """The budget in bytes: `value`, else $TRACEREPLAY_MAX_MEMORY, else 2 GiB."""
+    """The budget in bytes: `value`, else what is left of $TRACEREPLAY_MAX_MEMORY (else 2 GiB)
+    after the bytes this run already holds (`hold`), never below an eighth of it."""
     if value is not None:
         return parse_size(value)
     env = os.environ.get(ENV_MAX_MEMORY)
-    return parse_size(env) if env else DEFAULT_MAX_MEMORY
+    budget = parse_size(env) if env else DEFAULT_MAX_MEMORY
+    return max(budget // HELD_FLOOR_SHARE, budget - _held)
+
+
+def hold(size: int) -> None:
+    """Count `size` bytes as held by the run being assembled (its frames read so far)."""
+    global _held
+    _held += max(0, int(size))
+
+
+def release_held() -> None:
+    """A new run starts: the previous run's frames are written and gone."""
+    global _held
+    _held = 0
 
 
 def duckdb_limit_mib(budget: int | None = None) -> int:
@@ -74,8 +94,9 @@ def new_spill_dir() -> Path:
 
 
 def release_spills() -> int:
-    """Remove every spill folder made so far in this process (after their run is written);
-    returns how many were removed."""
+    """Remove every spill folder made so far in this process (after their run is written) and
+    stop counting the run's frames as held; returns how many folders were removed."""
+    release_held()
     count = 0
     while _spills:
         shutil.rmtree(_spills.pop(), ignore_errors=True)

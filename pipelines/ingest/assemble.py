@@ -54,6 +54,11 @@ _RANK_READERS = ThreadPoolExecutor(RANK_READ_WORKERS, thread_name_prefix="tracer
 PARALLEL_RANKS_MAX_SHARE = 8  # side by side only while the ranks' bytes <= memory budget / this
 
 
+def _in_memory_bytes(frames: RankFrames) -> int:
+    """Bytes a rank's tables hold in memory (a streamed table is a LazyFrame on disk: 0)."""
+    return sum(t.estimated_size() for t in frames.tables.values() if isinstance(t, pl.DataFrame))
+
+
 class ReaderMissing(Exception):
     """The reader module for an input kind is not installed in this tree."""
 
@@ -268,13 +273,20 @@ class RunAssembler:
         return _guarded(path, reader, self.quarantined, blame)
 
     def read(self) -> None:
-        """Run every reader this run needs."""
+        """Run every reader this run needs. Read one after another, each rank gets the budget
+        its predecessors' frames left (pipelines.memory.hold): the budget is per run."""
+        from pipelines import memory
+
+        memory.release_held()
         if self._ranks_side_by_side():
             for result in list(_RANK_READERS.map(self._read_rank, self.run.ranks)):
                 self._keep(*result)
         else:
             for rank in self.run.ranks:
-                self._keep(*self._read_rank(rank))
+                frames, quarantined, skipped = self._read_rank(rank)
+                self._keep(frames, quarantined, skipped)
+                if isinstance(frames, RankFrames):
+                    memory.hold(_in_memory_bytes(frames))
         for path in self.run.kineto_files:
             self._read_with(path, "kineto", "read_trace")
         for folder in self.run.cluster_dirs:

@@ -144,3 +144,28 @@ def test_an_entry_too_large_for_the_budget_is_a_clear_quarantine(real_dir, tmp_p
     view = read_trace_view(path, max_memory="2GiB")
     plain = read_trace_view(real_dir / B1_RANK0 / TRACE, max_memory="2GiB")
     assert view.slices.height == plain.slices.height > 0
+
+
+def test_the_budget_is_per_run_each_rank_gets_what_the_others_left(
+    real_dir, tmp_path, monkeypatch
+) -> None:
+    """Ranks read one after another: the second rank's trace is read under the budget minus
+    what the first rank's frames hold, not under the whole budget again."""
+    import pipelines.ingest.assemble as assemble
+    import pipelines.ingest.trace_view as trace_view
+
+    monkeypatch.setattr(assemble, "RANK_READ_WORKERS", 1)  # one after another
+    monkeypatch.setenv(memory.ENV_MAX_MEMORY, "512MiB")
+    seen: list[int] = []
+    real_streams = trace_view.streams
+
+    def recording(path, budget):
+        seen.append(budget)
+        return real_streams(path, budget)
+
+    monkeypatch.setattr(trace_view, "streams", recording)
+    folder = real_dir / "msinsight/test/data/pytorch/text/level1"
+    (run,) = ingest_paths([folder], open_store(str(tmp_path / "w.duckdb")), progress=False).runs
+    assert run.ranks == 2 and len(seen) == 2
+    assert seen[0] == 512 << 20 and 0 < seen[0] - seen[1] < 256 << 20
+    assert memory.max_memory() == 512 << 20  # released once the run is written
