@@ -93,3 +93,17 @@ def raw_dir() -> Path:
     """Folder the Dagster sensor watches for new run folders ($TRACEREPLAY_RAW_DIR overrides)."""
     env = os.environ.get("TRACEREPLAY_RAW_DIR")
     return Path(env) if env else data_dir() / "raw"
+
+
+def stored_path(path: object) -> str:
+    """A path as the store keeps and shows it: its text, with any byte of a file or folder name
+    that is not UTF-8 written as a `\\xNN` escape (a name with such bytes is a str with
+    surrogates in Python, which neither Polars nor DuckDB accepts)."""
+    return os.fsencode(os.fspath(path)).decode("utf-8", "backslashreplace")
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character (newline, TAB, ESC, ...) as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)

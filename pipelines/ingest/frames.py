@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import polars as pl
 
+from pipelines.paths import printable, stored_path  # noqa: F401 (their home is pipelines.paths)
 from pipelines.store.schema import CANONICAL_TABLES, polars_schema
 
 RUN_TABLE_NAMES = tuple(t for t in CANONICAL_TABLES if t != "quarantine")
@@ -83,20 +83,6 @@ class Quarantined:
     def message(self) -> str:
         """One line for a terminal: control characters (a newline in a folder name) escaped."""
         return printable(f"quarantined {self.path}: {self.reason}: {self.detail}")
-
-
-def stored_path(path: object) -> str:
-    """A path as the warehouse stores and shows it: its text, with any byte of a file or folder
-    name that is not UTF-8 written as a `\\xNN` escape (a name with such bytes is a str with
-    surrogates in Python, which neither Polars nor DuckDB accepts)."""
-    return os.fsencode(os.fspath(path)).decode("utf-8", "backslashreplace")
-
-
-def printable(text: str) -> str:
-    """`text` with every non-printable character (newline, TAB, ESC, ...) as its escape."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 @dataclass

@@ -18,12 +18,8 @@ from types import TracebackType
 import duckdb
 import polars as pl
 
+from pipelines.paths import stored_path
 from pipelines.store import queries
-
-
-def _storable(text: str) -> str:
-    """`text` with lone surrogates (undecodable file-name bytes) as `\\xNN` escapes."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class StoreError(Exception):
@@ -140,7 +136,7 @@ class Session(ABC):
         """Add a quarantine row unless the same (path, reason, content) is already there."""
         self._writable()
         # a path with bytes that are not UTF-8 (a str with surrogates) cannot be bound
-        path, detail = (_storable(text) for text in (path, detail))
+        path, detail = (stored_path(text) for text in (path, detail))
         if queries.quarantine_has(self.con, path, reason, content_hash):
             return
         seen_at = datetime.now(UTC).replace(tzinfo=None)
