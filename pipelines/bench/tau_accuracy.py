@@ -167,10 +167,10 @@ def dsa_campaign(runs: int, rng: np.random.Generator) -> dict:
             curves += 1
             labels[row["verdict"]] = labels.get(row["verdict"], 0) + 1
             not_linear += row["verdict"] != "linear"
-            if row["verdict"] == "linear_offset":
+            if row["verdict"] == "flattened":
                 reported += "a/b=" in row["evidence"]
                 ratios.append(row["ab_ratio"])
-            elif row["verdict"] == "kinked":
+            elif row["verdict"] == "knee":
                 reported += "break at k=" in row["evidence"]
                 breaks.append(row["breakpoint_k"])
     return {
@@ -204,7 +204,7 @@ def noise_campaign(runs: int, rng: np.random.Generator) -> dict:
         for row in table.iter_rows(named=True):
             curves += 1
             labels[row["verdict"]] = labels.get(row["verdict"], 0) + 1
-            ok += row["verdict"] in ("too_noisy", "linear_offset")
+            ok += row["verdict"] in ("too_noisy", "flattened")
     linear = labels.get("linear", 0)
     return {
         "runs": runs,

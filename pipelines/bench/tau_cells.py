@@ -139,7 +139,7 @@ def cell_rates(cell: Cell, n: int, runs: int, curves: int, seed: int) -> dict:
                 elif kind == "glm":
                     counts["glm"] += verdict in FLAGGED_VERDICTS
                 else:
-                    counts["collapse"] += verdict in ("kinked", "linear_offset")
+                    counts["collapse"] += verdict in ("knee", "flattened")
     return {
         "cell": cell.name,
         "n_chunks": n,

@@ -106,7 +106,7 @@ def stage_cell_rates(cell: Cell, n: int, runs: int, fits: int, seed: int) -> dic
                 elif kind == "glm":
                     counts["glm"] += label in FLAGGED_VERDICTS
                 else:
-                    counts["collapse"] += label in ("kinked", "linear_offset")
+                    counts["collapse"] += label in ("knee", "flattened")
     total = fits * len(dense)
     return {
         "cell": cell.name,

@@ -5,6 +5,7 @@ sim           simulator timings (one 1M-token request per schedule, and a sweep)
 tau-accuracy  how well the fits and verdicts recover what the simulator put in
 changepoints  how often the nightly change-point search finds and dates a step, by noise level
 startup       start-up time of the command against a bare interpreter
+fidelity      every quantitative claim of the VPP paper against the calibrated presets
 scale         the Parquet lake: a synthetic cluster on 1 vs 2 Dask workers, incremental ingest"""
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ failed, 2 bad arguments."""
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "bench", help="benchmarks: ingest, sim, tau-accuracy, changepoints, startup, scale"
+        "bench",
+        help="benchmarks: ingest, sim, tau-accuracy, changepoints, startup, fidelity, scale",
     )
     benches = parser.add_subparsers(dest="bench", metavar="BENCH", parser_class=type(parser))
     ingest = benches.add_parser(
@@ -189,6 +191,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     startup.add_argument("--repeat", type=int, default=10, help="runs per command (default 10)")
     add_json_option(startup)
     startup.set_defaults(func=run_startup)
+    fidelity = benches.add_parser(
+        "fidelity",
+        help="every quantitative claim of the VPP paper beside the model: value, error, met",
+        description="Each claim of Shi et al. 2026 (arXiv 2608.26523) the simulator can address"
+        " (table 2 cells and differences, the section 4 DCPP sweep, Fig. 4's long-sequence"
+        " trends, the short-sequence regression, the ablation, the chunk-size finding) beside"
+        " the calibrated preset's value, the error and met / missed; rules and the calibration"
+        " protocol in docs/fidelity.md. Exit status: 0 every claim met, 1 a claim missed, 2 bad"
+        " arguments.",
+    )
+    fidelity.add_argument(
+        "--section",
+        action="append",
+        choices=("table2", "motivation", "long", "short", "ablation", "chunk"),
+        help="only these sections (repeatable; default all)",
+    )
+    add_json_option(fidelity)
+    fidelity.set_defaults(func=run_fidelity)
     scale = benches.add_parser(
         "scale",
         help="lake probes: cluster on 1 vs 2 Dask workers; ingest and fit of one run, 10 vs 1000",
@@ -386,6 +406,17 @@ def run_startup(args: argparse.Namespace) -> int:
     else:
         print(format_startup(timings, bytecode))
     return ExitCode.OK if met else ExitCode.CHECK_FAILED
+
+
+def run_fidelity(args: argparse.Namespace) -> int:
+    from pipelines.bench.fidelity import SECTIONS, all_claims, format_claims
+
+    claims = all_claims(args.section or tuple(SECTIONS))
+    if args.json:
+        print(json.dumps([c.as_dict() for c in claims], indent=2))
+    else:
+        print(format_claims(claims))
+    return ExitCode.OK if all(c.met for c in claims) else ExitCode.CHECK_FAILED
 
 
 INCREMENTAL_TARGET = 1.5

@@ -20,8 +20,12 @@ DESCRIPTION = """\
 Fit the per-chunk, per-stage prefill latency tau_k = a + b*k of every configuration in the
 warehouse (chunks joined with runs: model, schedule, chunk size, sequence length, tp/pp/vp,
 hardware, virtual stage), pooling repeated runs of the same configuration, and classify each
-curve: linear, linear_offset (intercept dominates: VPP has little to balance), kinked (with the
-breakpoint k), convex/concave, too_noisy, too_short. Intervals are 95%: GLS of the per-k mean
+curve by shape, then scale (docs/tau_k.md §4): knee (a break at k, k=0->1 for a first chunk on
+its own path), staircase (steps every n chunks), convex/concave; else linear, or flattened (a/b
+so large that VPP keeps at most 60% of a proportional curve's gain); drift, too_noisy and
+too_short decide nothing. Variable-chunk (DCPP) curves are fitted by the cost law
+tau(c,p) = alpha + beta*c + gamma*(c*p + c(c+1)/2), verdict cost_model, a/b the law implies at the
+nominal chunk size; they are never judged against k. Intervals are 95%: GLS of the per-k mean
 curve under multiplicative AR(1) noise with the runs' pure error for fewer than 20 runs,
 cluster-robust by run from 20; a/b by Fieller; the VPP balance residual
 sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k of the fitted curve with a parametric-bootstrap
@@ -67,8 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--wide",
         action="store_true",
-        help="every statistic (a/b, balance residual, VPP bubble prediction, shape tests); the "
-        "default table fits 120 columns",
+        help="every statistic (intercept, balance residual, VPP bubble prediction, shape "
+        "tests); the default table fits 120 columns",
     )
     parser.add_argument("--model", help="only this model")
     parser.add_argument("--schedule", help="only this schedule")
@@ -138,11 +142,24 @@ def _text_row(row: dict) -> dict[str, str]:
             if row["breakpoint_k"] is None or math.isnan(row["breakpoint_k"])
             else f"{row['breakpoint_k']:.0f} (p {_num(row['breakpoint_p'], 2)})"
         ),
-        "verdict": row["verdict"],
+        "verdict": verdict_text(row),
     }
 
 
-# the default table fits 120 columns; --wide adds a/b, balance, VPP prediction, shape tests
+def verdict_text(row: dict) -> str:
+    """The verdict with where it applies: `knee k=0->1`, `staircase /2` (steps every 2 chunks),
+    `cost_model` for a curve fitted by tau(c, p)."""
+    verdict = str(row.get("verdict"))
+    if verdict == "knee" and row.get("knee_at"):
+        return f"knee k={row['knee_at']}"
+    period = row.get("stair_period")
+    if verdict == "staircase" and period is not None and math.isfinite(period):
+        return f"staircase /{period:.0f}"
+    return verdict
+
+
+# the default table fits 120 columns; --wide adds the intercept, balance, VPP prediction and
+# shape tests (a/b with its interval is in both: issue 32)
 COMPACT_COLUMNS = (
     ("model", "model"),
     ("schedule", "sched"),
@@ -151,7 +168,7 @@ COMPACT_COLUMNS = (
     ("n_runs", "runs"),
     ("n_points", "pts"),
     ("slope", "slope ms/chunk [95% CI]"),
-    ("intercept", "intercept ms [CI]"),
+    ("ab", "a/b [CI]"),
     ("r2", "R2"),
     ("verdict", "verdict"),
 )

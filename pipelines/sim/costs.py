@@ -9,14 +9,19 @@ fixed per-call overhead `call_overhead_ns`, which the schedule adds once per sta
 
     gemm      G_l c / (R_gemm * c / (c + c_half))           linear layers; small chunks run less
                                                              efficiently (c_half: half-efficiency)
-    dense     A_l (c p + c (c+1)/2) / R_attn                 causal GQA / MHA-mode MLA pairs
+    dense     A_l (c p + c (c+1)/2 + δ c (c-1)/2) / R_attn   causal GQA / MHA-mode MLA pairs; δ:
+                                                             share of the chunk's masked diagonal
+                                                             block the kernel computes anyway
     sparse    S_l sum_q min(pos_q + 1, k_top) / R_attn       DSA top-k attention (flat in p once
                                                              p >= k_top)
     indexer   I_l (c p + c (c+1)/2) / R_low                  DSA lightning indexer, linear in p
     expert    E_l c / B_ep + lambda_ep [MoE layer]            expert-parallel dispatch + combine
     fixed     lambda_layer                                    per-layer launches
     prefix    kappa_l p                                       per-chunk work on the cached prefix
-                                                             (MLA: slice + up-project the latent)
+                                                             (MLA: up-project the latent, MatMulV3)
+    slice     sigma_l                                         per-chunk operator cost of slicing
+                                                             the latent cache (MLA: Slice); a
+                                                             constant per chunk and layer
 
 All FLOP coefficients are per layer for the whole model; a stage run by a TP group divides them
 by `tp`. Presets (pipelines/sim/presets.py) fill these arrays from architecture figures.
@@ -88,7 +93,9 @@ class LayeredCost:
     ep_latency_ns: float = 0.0
     layer_overhead_ns: float = 0.0
     call_overhead_ns: float = 0.0
-    _cum: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    attn_diagonal_extra: float = 0.0
+    prefix_chunk_ns: np.ndarray | None = None
+    _cum: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for key in (
@@ -98,7 +105,11 @@ class LayeredCost:
             "index_flops_per_pair",
             "ep_bytes_per_token",
             "prefix_ns_per_token",
+            "prefix_chunk_ns",
         ):
+            if key == "prefix_chunk_ns" and self.prefix_chunk_ns is None:
+                self._cum[key] = np.zeros(self.num_layers + 1)
+                continue
             values = np.asarray(getattr(self, key), dtype=np.float64)
             if values.shape != (self.num_layers,):
                 raise ValueError(f"{key} must have one value per layer")
@@ -125,6 +136,7 @@ class LayeredCost:
         tp = float(self.tp)
         efficiency = c / (c + self.gemm_half_tokens) if self.gemm_half_tokens > 0 else 1.0
         pairs = causal_pairs(c, p)
+        masked = self.attn_diagonal_extra * c * (c - 1.0) / 2.0
         g = self._range("gemm_flops_per_token", lo, hi)
         a = self._range("dense_flops_per_pair", lo, hi)
         s = self._range("sparse_flops_per_pair", lo, hi)
@@ -133,12 +145,13 @@ class LayeredCost:
         moe_layers = self._range("moe_layers", lo, hi)
         return {
             "gemm": 1e9 * g * c / tp / (self.gemm_flops_per_s * efficiency),
-            "dense_attention": 1e9 * a * pairs / tp / self.attn_flops_per_s,
+            "dense_attention": 1e9 * a * (pairs + masked) / tp / self.attn_flops_per_s,
             "sparse_attention": 1e9 * s * topk_pairs(c, p, self.k_top) / tp / self.attn_flops_per_s,
             "indexer": 1e9 * i * pairs / tp / self.low_precision_flops_per_s,
             "expert_parallel": 1e9 * e * c / self.ep_bytes_per_s + moe_layers * self.ep_latency_ns,
             "fixed": (hi - lo) * self.layer_overhead_ns,
             "prefix": self._range("prefix_ns_per_token", lo, hi) * p,
+            "slice": self._range("prefix_chunk_ns", lo, hi) * (c > 0),
         }
 
     def stage_ns(

@@ -91,7 +91,7 @@ KERNEL_COLUMNS = ("task", "layer", "name", "op_type", "core", "host_name", "star
 
 def _layer_plan(spec: presets.ModelSpec | None, layer: int) -> list[tuple[Kernel, str, float]]:
     """(kernel, cost term, share of the term) in execution order for one layer. Terms: gemm,
-    dense_attention, sparse_attention, indexer, prefix, vector (the fixed per-layer term)."""
+    dense_attention, sparse_attention, indexer, slice, prefix, vector (the fixed per-layer term)."""
     if spec is None:
         attn, ffn, router, index, moe = 1.0, 2.0, 0.0, 0.0, False
         sparse = full_index = mla = False
@@ -113,8 +113,8 @@ def _layer_plan(spec: presets.ModelSpec | None, layer: int) -> list[tuple[Kernel
     vector = [RMS_NORM, ROPE, ADD, RMS_NORM, SWIGLU, ADD] + ([MOE_GATING] if moe else [])
     v = 1.0 / len(vector)
     plan: list[tuple[Kernel, str, float]] = [(RMS_NORM, "vector", v)]
-    if mla:
-        plan.append((SLICE, "prefix", 1.0))
+    if mla:  # read the cached latent, then up-project it (the prefix work)
+        plan += [(SLICE, "slice", 1.0), (MATMUL_V3, "prefix", 1.0)]
     plan += [(MATMUL_V3, "gemm", 0.75 * attn / params), (ROPE, "vector", v)]
     if full_index:
         plan.append((LIGHTNING_INDEXER, "indexer", 1.0))

@@ -158,6 +158,9 @@ class HardwareSpec:
     call_overhead_ns: float
     tp_bytes_per_s: float = 36e9
     tp_latency_ns: float = 1_900_000.0
+    attn_diagonal_extra: float = 0.0
+    slice_ns: float = 0.0
+    host_ns_per_token: float = 0.0
 
 
 QWEN3_CODER_30B_A3B = ModelSpec(
@@ -224,16 +227,32 @@ ASCEND_910B = HardwareSpec(
     link_latency_ns=20_000.0,
     ep_bytes_per_s=90e9,
     ep_latency_ns=150_000.0,
-    gemm_efficiency=0.65,
-    gemm_half_tokens=4096.0,
-    attn_flops_per_s=184e12,
-    prefix_flops_per_s=140e12,
+    # calibrated from the VPP paper's table 2 (pipelines/sim/calibration.py, docs/fidelity.md §1)
+    gemm_efficiency=0.733,
+    gemm_half_tokens=2492.0,
+    attn_flops_per_s=189.9e12,
+    prefix_flops_per_s=293.7e12,
     layer_overhead_ns=500_000.0,
     call_overhead_ns=10_000_000.0,
+    tp_bytes_per_s=37.2e9,
+    tp_latency_ns=2_303_000.0,
+    attn_diagonal_extra=0.667,
+    slice_ns=7_650_000.0,
+    host_ns_per_token=23_145.0,
 )
 HARDWARE: dict[str, HardwareSpec] = {ASCEND_910B.name: ASCEND_910B}
 ROOFLINE_MODELS = {LLAMA3_8B.name: (LLAMA3_8B, H100_SXM)}
 PRESET_NAMES: tuple[str, ...] = (*MODELS, *ROOFLINE_MODELS)
+
+
+def host_ns_per_token(model: str, hardware: str | None = None) -> float:
+    """Host time per prompt token before a request's first chunk can run (request set-up:
+    identified from the VPP paper's CPP bubble row, docs/fidelity.md §1); 0 for roofline
+    models."""
+    _known(model)
+    if model in ROOFLINE_MODELS:
+        return 0.0
+    return HARDWARE[hardware or ASCEND_910B.name].host_ns_per_token
 
 
 def default_hardware(model: str) -> str:
@@ -266,8 +285,12 @@ def cost_model(model: str, hardware: str | None = None, tp: int | None = None) -
         if hardware not in (None, accel.name):
             raise ValueError(f"{model} is only modelled on {accel.name}")
         return RooflineStageCost(spec, accel)
-    spec = MODELS[model]
-    hw = HARDWARE[hardware or ASCEND_910B.name]
+    return layered_cost(MODELS[model], HARDWARE[hardware or ASCEND_910B.name], tp)
+
+
+def layered_cost(spec: ModelSpec, hw: HardwareSpec, tp: int | None = None) -> LayeredCost:
+    """The analytic cost model of an architecture on a device (cost_model's body; the
+    calibration (pipelines/sim/calibration.py) calls it with trial device figures)."""
     coef = spec.layer_coefficients()
     return LayeredCost(
         name=spec.name,
@@ -286,6 +309,8 @@ def cost_model(model: str, hardware: str | None = None, tp: int | None = None) -
         * spec.prefix_flops_per_token()
         / (tp or spec.default_tp)
         / hw.prefix_flops_per_s,
+        attn_diagonal_extra=hw.attn_diagonal_extra,
+        prefix_chunk_ns=np.where(spec.prefix_flops_per_token() > 0, hw.slice_ns, 0.0),
         **coef,
     )
 
@@ -316,8 +341,13 @@ def collective_model(
     tp = tp or default_tp(model)
     if model in ROOFLINE_MODELS or tp <= 1:
         return None
-    spec = MODELS[model]
-    hw = HARDWARE[hardware or ASCEND_910B.name]
+    return layered_collectives(MODELS[model], HARDWARE[hardware or ASCEND_910B.name], tp, blocking)
+
+
+def layered_collectives(
+    spec: ModelSpec, hw: HardwareSpec, tp: int, blocking: bool = True
+) -> CollectiveModel:
+    """collective_model's body for an architecture on a device (trial figures: calibration)."""
     layers = np.arange(spec.layers)
     moe = layers >= spec.dense_layers if spec.experts else np.zeros(spec.layers, dtype=bool)
     tp_ops = np.where(moe, 1.0, 2.0)
@@ -346,7 +376,8 @@ def replay_overheads(
 ) -> Overheads | None:
     """What a replay of one chunk size cannot identify, from the preset's cost model: the call
     overhead, the fixed cost of a full-model pass (layer launches + the small-chunk GEMM term
-    G c_half / R_gemm) and the prefix-only ns per cached token. None for roofline models."""
+    G c_half / R_gemm + MLA's Slice per layer) and the prefix-only ns per cached token. None for
+    roofline models."""
     _known(model)
     if model in ROOFLINE_MODELS:
         return None
@@ -354,5 +385,7 @@ def replay_overheads(
     assert isinstance(cost, LayeredCost)
     gemm = float(np.sum(cost.gemm_flops_per_token)) / cost.tp / cost.gemm_flops_per_s
     fixed = cost.num_layers * cost.layer_overhead_ns + 1e9 * gemm * cost.gemm_half_tokens
+    if cost.prefix_chunk_ns is not None:
+        fixed += float(np.sum(cost.prefix_chunk_ns))
     prefix = float(np.sum(cost.prefix_ns_per_token))
     return Overheads(cost.call_overhead_ns, fixed, prefix)

@@ -195,8 +195,38 @@ def _noisy(dur: np.ndarray, noise: float, seed: int, batch: int | None = None) -
     return np.rint(scaled).astype(np.int64)
 
 
-def _release(plan: Plan) -> np.ndarray:
+def host_ready_ns(frame: pl.DataFrame, host_ns_per_token: float) -> np.ndarray:
+    """When each request of `frame` (arrival order) may start its first chunk: one host thread
+    sets requests up in arrival order, `host_ns_per_token` per prompt token, while the devices
+    run earlier requests: ready_i = max(arrival_i, ready_{i-1}) + h x tokens_i."""
+    arrival = frame["arrival_ns"].to_numpy().astype(np.int64)
+    if host_ns_per_token <= 0:
+        return arrival
+    prep = np.rint(host_ns_per_token * frame["prompt_tokens"].to_numpy()).astype(np.int64)
+    ready = np.empty_like(arrival)
+    last = np.iinfo(np.int64).min
+    for i in range(len(arrival)):
+        last = max(int(arrival[i]), last) + int(prep[i])
+        ready[i] = last
+    return ready
+
+
+def _resolve_host(host: float | str | None, model: str | StageCost, hardware: str | None) -> float:
+    if host is None:
+        return 0.0
+    if isinstance(host, str):
+        if host != "preset":
+            raise ValueError("host_ns_per_token must be a number, None or 'preset'")
+        return presets.host_ns_per_token(model, hardware) if isinstance(model, str) else 0.0
+    if not np.isfinite(host) or host < 0:
+        raise ValueError("host_ns_per_token must be finite and >= 0")
+    return float(host)
+
+
+def _release(plan: Plan, ready: np.ndarray | None = None) -> np.ndarray:
     arrivals = np.array([r.arrival_ns for r in plan.requests], dtype=np.int64)
+    if ready is not None:
+        arrivals = np.maximum(arrivals, np.asarray(ready, dtype=np.int64))
     rel = plan.release_request
     return np.where(rel >= 0, arrivals[np.maximum(rel, 0)], 0)
 
@@ -415,6 +445,7 @@ def simulate(
     seed: int = 0,
     disturbance: Disturbance | None = None,
     decode: DecodeLoad | None = None,
+    host_ns_per_token: float | str | None = None,
 ) -> SimResult:
     """Simulate one run of `requests` under `schedule` and return its task and request tables.
 
@@ -429,6 +460,10 @@ def simulate(
     per request, its first token at the end of the step holding its last piece.
     decode: running decode streams ride along the steps (pipelines.sim.decode); meta then holds
     their inter-token latency (itl_p50_ns ... itl_max_ns) and decode_tokens.
+    host_ns_per_token: host set-up time per prompt token before a request's first chunk
+    (host_ready_ns); "preset" (the hardware preset's figure, 0 for a custom cost model), a
+    number, or None (default: off, so a run starts at its first kernel as a written trace does).
+    The wait counts in TTFT and, on every rank, in the run's window.
     """
     plan, dur, meta, _, _, coll = prepare(
         requests,
@@ -450,6 +485,11 @@ def simulate(
         max_running=max_running,
         decode=decode,
     )
+    host = _resolve_host(host_ns_per_token, model, hardware)
+    ready = host_ready_ns(requests_frame(requests), host)
+    if "request_steps" in meta:  # one packed batch: its first step waits for every request
+        ready = np.array([ready.max()], dtype=np.int64)
+    meta["host_ns_per_token"] = host
     parts = collective_parts(plan, coll)
     if disturbance is None:
         durations = _noisy(dur, noise, seed)
@@ -459,7 +499,7 @@ def simulate(
         blocking = sum(parts.values()) if parts and coll.blocking else None
         durations, run = disturbed_durations(plan, dur, noise, seed, disturbance, blocking)
         parts = {name: ns * run for name, ns in parts.items()}
-    start, end = evaluate(plan.graph, durations, _release(plan))
+    start, end = evaluate(plan.graph, durations, _release(plan, ready))
     meta.update(seed=seed, noise=noise)
     if disturbance is not None:
         meta["disturbance"] = disturbance.describe()

@@ -77,12 +77,12 @@ def test_fit_command_prints_one_curve_per_configuration(tmp_path, capsys) -> Non
     assert set(curves) == {"dense", "dsa"}
     assert curves["dense"]["n_runs"] == 3 and curves["dense"]["k_max"] == 8
     assert curves["dense"]["verdict"] == "linear"
-    assert curves["dsa"]["verdict"] == "linear_offset"
+    assert curves["dsa"]["verdict"] == "flattened"
 
     assert main(["fit", "--warehouse", str(path), "--model", "dsa"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines[1:2]] == ["dsa"] and not lines[2]
-    assert any("linear_offset" in line for line in lines)
+    assert any("flattened" in line for line in lines)
     assert "no curve's runs name their attention" in "\n".join(lines)
 
 

@@ -144,7 +144,7 @@ def test_fit_curves_groups_configs_pools_repeats_and_drops_the_remainder_chunk()
     assert (first["n_runs"], first["n_points"], first["k_max"]) == (3, 24, 7)
     assert first["verdict"] == "linear", first["evidence"]
     second = table.filter(pl.col("seq_len") == 1200).row(0, named=True)
-    assert second["verdict"] == "linear_offset" and second["n_k"] == 12
+    assert second["verdict"] == "flattened" and second["n_k"] == 12
     kept = fit_curves(pl.DataFrame(rows), n_boot=100, drop_partial=False)
     assert kept.filter(pl.col("seq_len") == 830).row(0, named=True)["k_max"] == 8
 

@@ -52,10 +52,10 @@ class KnownCurve:
 # the verdict each shape calls for; the attention tag the policy judges it by
 EXPECTED = {
     "dense": ("linear", "dense"),
-    "dsa": ("kinked", "sparse"),
+    "dsa": ("knee", "sparse"),
     "concave": ("concave", None),
     "convex": ("convex", None),
-    "flat": ("linear_offset", None),
+    "flat": ("flattened", None),
 }
 
 

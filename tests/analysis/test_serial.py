@@ -14,7 +14,7 @@ from pipelines.analysis.tau.serial import pure_error, residual_rho
 from pipelines.analysis.tau.verdicts import classify
 from tests.analysis.fixtures import MS
 
-SHAPES = ("kinked", "convex", "concave")
+SHAPES = ("knee", "convex", "concave")
 
 
 def _ar1(n: int, rho: float, rng: np.random.Generator) -> np.ndarray:
@@ -94,7 +94,7 @@ def test_three_runs_find_a_slope_collapse_on_eight_chunks() -> None:
     labels = [
         classify(fit_curve(*_runs(curve, 3, 0.0, 0.05, rng), n_boot=0)).label for _ in range(60)
     ]
-    assert sum(label in ("kinked", "linear_offset") for label in labels) / 60 >= 0.75, labels
+    assert sum(label in ("knee", "flattened") for label in labels) / 60 >= 0.75, labels
 
 
 def test_pooled_tests_use_the_pure_error_degrees_of_freedom() -> None:

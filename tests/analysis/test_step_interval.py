@@ -121,7 +121,7 @@ def test_without_the_step_explaining_them_those_throttles_are_flagged(
     """The check above can fail: with the explaining switched off, each is a tau(k) shape."""
     _no_bend_explained(monkeypatch)
     for seed in BEND_FLAGGED_THROTTLE_SEEDS:
-        assert classify(fit_stage(*_throttled(seed), n_boot=0)[0]).label in ("kinked", "convex")
+        assert classify(fit_stage(*_throttled(seed), n_boot=0)[0]).label in ("knee", "convex")
 
 
 def test_a_collapse_under_a_throttle_stays_kinked() -> None:
@@ -131,7 +131,7 @@ def test_a_collapse_under_a_throttle_stays_kinked() -> None:
         k, tau, run = straight_runs(seed)
         collapse = np.where(k >= 10, 1 - 0.5 * SLOPE_NS * (k - 10) / CURVE[k.astype(int)], 1.0)
         tau = tau * collapse * np.where(k >= 10, 1.05, 1.0)
-        assert classify(fit_stage(k, tau, run, n_boot=0)[0]).label == "kinked", seed
+        assert classify(fit_stage(k, tau, run, n_boot=0)[0]).label == "knee", seed
 
 
 def test_the_dashboard_band_follows_the_line_under_the_step() -> None:
@@ -162,4 +162,4 @@ def test_a_rising_bend_of_a_tenth_stays_flagged() -> None:
     for seed in range(10):
         k, tau, run = straight_runs(seed)
         fit, _ = fit_stage(k, tau * bend[k.astype(int)], run, n_boot=0)
-        assert classify(fit).label in ("kinked", "convex"), seed
+        assert classify(fit).label in ("knee", "convex"), seed

@@ -23,16 +23,20 @@ def test_linear() -> None:
     assert fit.ab_lo < 1 < fit.ab_hi  # eq. 2: a/b = 1
 
 
-def test_linear_offset() -> None:
+def test_flattened() -> None:
+    # issue 32: `linear_offset` is now `flattened` (a/b beyond the bound at which VPP keeps 60 %
+    # of a proportional curve's gain: 6.96 at N = 16)
     fit, verdict = _verdict(fixtures.offset())
-    assert verdict.label == "linear_offset", verdict.evidence
+    assert verdict.label == "flattened", verdict.evidence
+    assert verdict.flat_bound == pytest.approx(6.96, abs=0.01)
     assert fit.ab_lo > 10 and fit.ab_hi < 60
 
 
-def test_kinked_reports_the_breakpoint_and_both_slopes() -> None:
+def test_knee_reports_the_breakpoint_and_both_slopes() -> None:
+    # issue 32: `kinked` is now `knee`, its position in knee_at
     fit, verdict = _verdict(fixtures.kinked(at=6))
-    assert verdict.label == "kinked", verdict.evidence
-    assert verdict.breakpoint_k == 6
+    assert verdict.label == "knee", verdict.evidence
+    assert verdict.breakpoint_k == 6 and verdict.knee_at == "6"
     assert fit.slope_before == pytest.approx(fixtures.MS, rel=0.1)
     assert fit.slope_after == pytest.approx(0.1 * fixtures.MS, abs=0.05 * fixtures.MS)
 
@@ -48,9 +52,24 @@ def test_concave() -> None:
     assert verdict.label == "concave", verdict.evidence
 
 
-def test_too_noisy() -> None:
+def test_a_weak_slope_in_heavy_noise_is_flattened_when_its_whole_ratio_is_beyond_the_bound() -> (
+    None
+):
+    # issue 32: the slope is 1/10 of the intercept (a/b = 10) in 30 % noise over 6 chunks; its
+    # b/a interval lies within +-1/3.57 (VPP keeps <= 60 % of a proportional curve's gain at
+    # N = 6), so it is `flattened`; before it had to lie within +-1/10 and was `too_noisy`
     _, verdict = _verdict(fixtures.weak())
-    assert verdict.label == "too_noisy", verdict.evidence
+    assert verdict.label == "flattened", verdict.evidence
+
+
+def test_too_noisy() -> None:
+    # a proportional curve (a/b = 1) drowned in 40 % noise over 6 chunks: neither a line nor flat
+    k = np.arange(6.0)
+    labels = []
+    for seed in range(20):
+        tau = fixtures.noisy(fixtures.MS * (1 + k), 0.4, seed)
+        labels.append(classify(fit_curve(k, np.abs(tau), n_boot=0)).label)
+    assert labels.count("too_noisy") >= 10 and "flattened" not in labels, labels
 
 
 def test_too_short() -> None:
@@ -74,7 +93,7 @@ def test_a_straight_line_is_linear_whatever_its_noise_seed() -> None:
 
 def test_thresholds_are_parameters() -> None:
     fit, _ = _verdict(fixtures.offset())
-    assert classify(fit, Thresholds(offset_ratio_min=100)).label == "linear"
+    assert classify(fit, Thresholds(flat_gain_share=0.1)).label == "linear"
     assert np.isfinite(fit.ab_hi)
 
 
@@ -95,7 +114,7 @@ def test_a_strong_shape_is_named_when_the_line_fails() -> None:
     assert labels.count("too_noisy") <= strict.count("too_noisy") // 2, labels
     assert labels.count("linear") == strict.count("linear")
     named = [classify(fit) for fit in fits if "named at p < 0.05" in classify(fit).evidence]
-    assert named and all(v.label in ("kinked", "concave") for v in named)
+    assert named and all(v.label in ("knee", "concave") for v in named)
 
 
 def test_a_line_verdict_names_a_bend_it_could_not_rule_out() -> None:
@@ -116,6 +135,6 @@ def test_a_line_verdict_names_a_bend_it_could_not_rule_out() -> None:
                 noted[name] += 1
                 assert "repeat the run" in verdict.evidence
                 if name == "bend":
-                    assert "concave" in verdict.evidence or "break" in verdict.evidence
+                    assert "concave" in verdict.evidence or "knee" in verdict.evidence
     assert noted["bend"] >= 15
     assert noted["line"] <= 2

@@ -37,7 +37,7 @@ def test_a_real_kink_is_not_screened_away_as_outliers() -> None:
     k, tau = fixtures.kinked(n=16, seed=1)
     tau[12] *= 1.5
     fit = fit_curve(k, tau, n_boot=0)
-    assert classify(fit).label == "kinked" and "k=12" in fit.outliers
+    assert classify(fit).label == "knee" and "k=12" in fit.outliers
 
 
 def test_a_level_step_inside_the_run_is_named_drift_not_a_shape() -> None:
@@ -60,7 +60,8 @@ def test_a_level_step_inside_the_run_is_named_drift_not_a_shape() -> None:
 def test_a_significant_bend_below_the_practical_floor_is_linear_with_its_effect() -> None:
     k = np.arange(16.0)
     bend = 4 * k * (15 - k) / 15**2  # 0 at the ends, 1 in the middle
-    tau = fixtures.noisy(MS * (10 + k) * (1 + 0.03 * bend), 0.002, 0)
+    # a/b = 5: with a/b = 10 (before issue 32) the straight part is now `flattened` at N = 16
+    tau = fixtures.noisy(MS * (5 + k) * (1 + 0.03 * bend), 0.002, 0)
     fit = fit_curve(k, tau, n_boot=0)
     verdict = classify(fit)
     assert fit.curvature_p < 0.01 and fit.curvature_effect < 0.05
@@ -105,7 +106,7 @@ def test_a_square_root_start_keeps_its_first_chunks_and_is_flagged() -> None:
         verdict = classify(fit)
         assert "k=0 " not in fit.outliers and "nan" not in verdict.evidence, verdict.evidence
         screened += fit.n_outliers > 0
-        flagged += verdict.label in ("kinked", "concave")
+        flagged += verdict.label in ("knee", "concave")
     # measured: 1 of 20 with a chunk screened (docs/tau_k.md §3, outlier chunks: 3-19 %)
     assert flagged == 20 and screened <= 3, (flagged, screened)
 
@@ -124,6 +125,6 @@ def test_the_vpp_bubble_of_a_shape_is_predicted_with_an_outlier_left_out() -> No
     tau[9] *= 1.6
     fit = fit_curve(k, tau, n_boot=0)
     verdict = classify(fit)
-    assert fit.outliers.startswith("outliers: k=9") and verdict.label == "kinked"
+    assert fit.outliers.startswith("outliers: k=9") and verdict.label == "knee"
     assert np.isfinite(fit.breakpoint_bubble_pp) and np.isfinite(fit.curvature_bubble_pp)
     assert "VPP bubble -" in verdict.evidence or "VPP bubble +" in verdict.evidence

@@ -77,7 +77,8 @@ def test_packed_dcpp_steps_share_the_step_time_budget(rule: str) -> None:
 def test_packed_dcpp_run() -> None:
     one = summarize(simulate([262144], "dcpp", chunk_size=16384))
     packed = summarize(simulate([262144], "dcpp", chunk_size=16384, pack_requests=True))
-    assert packed["scheduling_steps"] == one["scheduling_steps"] == 53
+    # 56 steps since the table 2 calibration (issue 34): was 53 with the earlier GEMM figures
+    assert packed["scheduling_steps"] == one["scheduling_steps"] == 56
     assert packed["makespan_ns"] == pytest.approx(one["makespan_ns"], rel=1e-9)
     mix = summarize(simulate([4096] * 8, "dcpp", chunk_size=16384, pack_requests=True))
     assert mix["scheduling_steps"] == 2

@@ -30,12 +30,14 @@ def _tau(model: str, chunk: int, n: int) -> np.ndarray:
 
 
 def test_mla_tau_is_nearly_proportional_to_k_plus_one_at_24k() -> None:
-    """docs/schedules.md §4.2: FLOPs alone give τ_k ∝ (k + 1.08) for DeepSeek at c = 24K."""
+    """docs/schedules.md §4.2: FLOPs alone give τ_k ∝ (k + 1.08) for DeepSeek at c = 24K; the
+    per-chunk costs of the table 2 calibration (Slice, launches, the masked diagonal) raise
+    the intercept to k + 1.51 (issue 34)."""
     tau = _tau("deepseek-v3.1", 24576, 22)
     slope = tau[1] - tau[0]
     offset = tau[0] / slope  # τ_k = slope (k + offset)
     print(f"deepseek-v3.1 τ_k = {slope / 1e9:.3f} s (k + {offset:.2f})")
-    assert 0.9 < offset < 1.5
+    assert 0.9 < offset < 1.6
     second_difference = tau[:-2] + tau[2:] - 2 * tau[1:-1]
     assert np.abs(second_difference).max() < 1e-6 * tau.max()  # affine in k
 
@@ -63,12 +65,19 @@ def test_dsa_slope_is_far_smaller_than_mla_slope() -> None:
 
 def test_small_chunks_cost_more_per_token() -> None:
     """DCPP's fragmentation cost: per-token time rises as chunks shrink (fixed costs, GEMM
-    efficiency), docs/schedules.md §7 caveat."""
-    cost = presets.cost_model("qwen3-coder-30b-a3b")
+    efficiency, MLA's Slice per chunk), docs/schedules.md §7 caveat. DeepSeek at a 256K prefix
+    (where DCPP cuts small chunks) and at prefix 0, and Qwen (no Slice) at prefix 0."""
     c = np.array([4096, 24576])
-    t = cost.stage_ns(c, np.zeros(2), np.zeros(2, dtype=np.int64), np.full(2, 24))
-    t = t + cost.call_overhead_ns
-    assert t[0] / 4096 > 1.2 * t[1] / 24576
+
+    def per_token_ratio(model: str, prefix: int, layers: int) -> float:
+        cost = presets.cost_model(model)
+        t = cost.stage_ns(c, np.full(2, prefix), np.zeros(2, dtype=np.int64), np.full(2, layers))
+        t = t + cost.call_overhead_ns
+        return float((t[0] / c[0]) / (t[1] / c[1]))
+
+    assert per_token_ratio("deepseek-v3.1", 262144, 30) > 1.08
+    assert per_token_ratio("deepseek-v3.1", 0, 30) > 1.08
+    assert per_token_ratio("qwen3-coder-30b-a3b", 0, 24) > 1.05
 
 
 def test_roofline_stage_cost_splits_the_seed_step_by_layers() -> None:

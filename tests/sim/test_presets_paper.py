@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.sim import presets
+from pipelines.sim.calibration import paper_run
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 
@@ -51,15 +52,14 @@ def test_deepseek_512k_back_to_back_vpp_pack_bubble_under_one_percent() -> None:
 
 
 def test_dcpp_128k_steps_with_the_deepseek_preset() -> None:
-    """Paper (seed 000 Fig. 1b): 17 DCPP steps at 128K where CPP takes 8, i.e. a 16K budget.
-    The predictor sees the blocking collectives of a step (as vLLM-Ascend's measured step time
-    does), which makes chunks larger at 24K and smaller at 16K: 13 and 21 steps, 17 +-24 %
-    (docs/fidelity.md)."""
-    steps = [run("deepseek-v3.1", n * K, "dcpp")["scheduling_steps"] for n in (64, 128, 256, 512)]
-    at_16k = run("deepseek-v3.1", 128 * K, "dcpp", chunk=16 * K)["scheduling_steps"]
+    """Paper (Fig. 1b): 17 DCPP steps at 128K where CPP takes 8, i.e. a 16K budget. DCPP as
+    vLLM-Ascend runs it (online calibration, calibration.paper_run): 11 steps at 24K and 19 at
+    16K, 17 +12 % (issue 34 calibration; 21 before it)."""
+    steps = [paper_run(n * K, "dcpp")["scheduling_steps"] for n in (64, 128, 256, 512)]
+    at_16k = paper_run(128 * K, "dcpp", chunk_size=16 * K)["scheduling_steps"]
     print("deepseek-v3.1 DCPP steps at 64K/128K/256K/512K (C = 24K):", steps, "128K/16K:", at_16k)
     assert run("deepseek-v3.1", 128 * K, "cpp", chunk=16 * K)["scheduling_steps"] == 8
-    assert 13 <= steps[1] <= 17 <= at_16k <= 21
+    assert 11 <= steps[1] <= 17 <= at_16k <= 19
     assert steps == sorted(steps)
 
 
@@ -92,10 +92,12 @@ def test_dsa_gains_less_than_mla_and_the_gain_shrinks_with_length() -> None:
 
 
 def test_vpp_beats_dcpp_more_as_sequences_grow_for_deepseek() -> None:
+    """Measured as the paper measures (calibration.paper_run: DCPP with online calibration, host
+    set-up on); with the library's offline DCPP the 512K gain dips below the 256K one."""
     gains = []
     for n in (128, 256, 512):
-        dcpp = run("deepseek-v3.1", n * K, "dcpp")["makespan_ns"]
-        vpp = run("deepseek-v3.1", n * K, "vpp_async")["makespan_ns"]
+        dcpp = paper_run(n * K, "dcpp")["makespan_ns"]
+        vpp = paper_run(n * K, "vpp_async")["makespan_ns"]
         gains.append(dcpp / vpp - 1)
     print("deepseek VPP over DCPP at 128K/256K/512K:", [f"{g:+.1%}" for g in gains])
     assert gains == sorted(gains) and gains[-1] > 0.05

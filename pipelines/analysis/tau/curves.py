@@ -1,15 +1,24 @@
-"""Fit every tau_k curve of a chunk table: group by configuration, fit, classify. Polars in/out."""
+"""Fit every tau_k curve of a chunk table: group by configuration, fit, classify. Polars in/out.
+
+Fixed-chunk curves are fitted against the chunk index k (pipelines.analysis.tau.fits) and get a
+verdict of the taxonomy (pipelines.analysis.tau.verdicts); variable-chunk (DCPP) curves are
+fitted by the cost law tau(c, p) (pipelines.analysis.tau.cost_law), verdict `cost_model`, never
+judged against k. Every row carries a/b with its interval: the line's, or the one the law
+implies at the nominal chunk size."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import polars as pl
 
-from pipelines.analysis.tau.bubble_pred import predict_bubbles
+from pipelines import schedule_kinds
+from pipelines.analysis.tau.bubble_pred import EMPTY_PREDICTION, predict_bubbles
+from pipelines.analysis.tau.cost_law import CostLawFit, fit_cost_law, law_text
 from pipelines.analysis.tau.curve_keys import CURVE_KEYS
 from pipelines.analysis.tau.fits import CurveFit, band_of, fit_stage_lines, with_prediction
+from pipelines.analysis.tau.flattening import flat_bound
 from pipelines.analysis.tau.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
 
 BAND_VALUES = ("fit_ns", "lo_ns", "hi_ns")
@@ -25,6 +34,20 @@ FIT_COLUMNS: dict[str, pl.DataType] = {
     )
     for name, field in CurveFit.__dataclass_fields__.items()
 }
+LAW_VALUES = (
+    *("alpha", "alpha_lo", "alpha_hi", "beta", "beta_lo", "beta_hi"),
+    *("gamma", "gamma_lo", "gamma_hi", "r2", "sigma_rel", "c0"),
+)
+"""The cost law's columns (`law_<name>`: ns, ns/token, ns/pair), NaN on tau(k) rows."""
+VERDICT_COLUMNS: dict[str, pl.DataType] = {
+    "law": pl.String,
+    **{f"law_{name}": pl.Float64 for name in LAW_VALUES},
+    "knee_at": pl.String,
+    "ab_flat_bound": pl.Float64,
+}
+"""Beside the CurveFit statistics: the law fitted (`tau(k)` or `tau(c,p)`), the cost law's
+coefficients, where a knee is, and the a/b beyond which the curve would be `flattened`."""
+VARIABLE_CHUNK_SCHEDULES = schedule_kinds.VARIABLE_CHUNKS
 
 
 def _points(chunks: pl.DataFrame, drop_partial: bool) -> pl.DataFrame:
@@ -37,7 +60,13 @@ def _points(chunks: pl.DataFrame, drop_partial: bool) -> pl.DataFrame:
             from pipelines.analysis.tau.tau_points import flag_partial_chunks
 
             frame = flag_partial_chunks(frame)  # the rule of sql/intermediate/int_chunk_flags.sql
-        frame = frame.filter(~pl.col("is_partial"))
+        # a variable-chunk curve keeps its shorter chunks: the cost law is a law of c as well
+        variable = (
+            pl.col("schedule").is_in(list(VARIABLE_CHUNK_SCHEDULES))
+            if "schedule" in frame.columns
+            else pl.lit(False)
+        )
+        frame = frame.filter(~pl.col("is_partial") | variable.fill_null(False))
     return frame.filter(pl.col("tau_ns").is_not_null())
 
 
@@ -100,6 +129,10 @@ def fit_curves_with_bands(
     groups = points.group_by(config, maintain_order=True) if config else [((), points)]
     rows, band_columns = [], {c: [] for c in (*present, "chunk_idx", *BAND_VALUES)}
     for config_key, config_points in groups:
+        key = dict(zip(config, config_key if config else (), strict=True))
+        if key.get("schedule") in VARIABLE_CHUNK_SCHEDULES:
+            rows += _cost_law_rows(key, config_points, staged, thresholds, level)
+            continue
         by_stage = (
             config_points.sort("vstage").partition_by("vstage", maintain_order=True)
             if staged
@@ -136,12 +169,129 @@ def fit_curves_with_bands(
                 fit = with_prediction(fit, prediction or predict_bubbles([stage], level))
             verdict = classify(fit, thresholds)
             rows.append(
-                {**key, **fit.as_dict(), "verdict": verdict.label, "evidence": verdict.evidence}
+                {
+                    **key,
+                    **fit.as_dict(),
+                    "law": "tau(k)",
+                    **{f"law_{name}": float("nan") for name in LAW_VALUES},
+                    "knee_at": verdict.knee_at or None,
+                    "ab_flat_bound": verdict.flat_bound,
+                    "verdict": verdict.label,
+                    "evidence": verdict.evidence,
+                }
             )
     key_schema = {key: points.schema[key] for key in present}
-    schema = {**key_schema, **FIT_COLUMNS, "verdict": pl.String, "evidence": pl.String}
+    schema = {
+        **key_schema,
+        **FIT_COLUMNS,
+        **VERDICT_COLUMNS,
+        "verdict": pl.String,
+        "evidence": pl.String,
+    }
     result = pl.DataFrame(rows, schema=schema)
     result = result.sort(present, nulls_last=True) if present else result
     band_schema = {**key_schema, "chunk_idx": pl.Int64, **dict.fromkeys(BAND_VALUES, pl.Float64)}
     bands = pl.DataFrame(band_columns, schema=band_schema) if rows else pl.DataFrame()
     return CurveFits(result, bands)
+
+
+def _cost_law_rows(
+    key: dict, points: pl.DataFrame, staged: bool, thresholds: Thresholds, level: float
+) -> list[dict]:
+    """One row per stage of a variable-chunk configuration: the cost law tau(c, p) and the
+    affine tau_k it implies at the nominal chunk size (intercept, slope, a/b with Fieller's
+    interval); verdict `cost_model`, `too_short` (fewer than cost_law.MIN_POINTS distinct
+    (c, p)) or `too_noisy` (R^2 below Thresholds.min_r2)."""
+    rows = []
+    stages = (
+        points.sort("vstage").partition_by("vstage", maintain_order=True) if staged else [points]
+    )
+    for group in stages:
+        stage_key = dict(key)
+        if staged:
+            stage_key["vstage"] = group.get_column("vstage")[0]
+        tokens = _column(group, "tokens")
+        prefix = _column(group, "prefix_tokens", "prefix")
+        c0 = key.get("chunk_size")
+        law = fit_cost_law(
+            tokens,
+            prefix,
+            group.get_column("tau_ns").to_numpy().astype(float),
+            group.get_column("run_id").to_numpy(),
+            c0=float(c0) if c0 else None,
+            level=level,
+        )
+        k = group.get_column("chunk_idx").to_numpy()
+        verdict, evidence = _law_verdict(law, thresholds)
+        n = int(k.max()) + 1 if len(k) else 0
+        rows.append(
+            {
+                **stage_key,
+                **_law_fit_row(law, k, group.get_column("tau_ns").to_numpy(), level),
+                "law": "tau(c,p)",
+                **{f"law_{name}": float(getattr(law, name)) for name in LAW_VALUES},
+                "knee_at": None,
+                "ab_flat_bound": flat_bound(n, thresholds.flat_gain_share) if n else float("nan"),
+                "verdict": verdict,
+                "evidence": evidence,
+            }
+        )
+    return rows
+
+
+def _column(group: pl.DataFrame, *names: str) -> np.ndarray:
+    for name in names:
+        if name in group.columns:
+            return group.get_column(name).cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    return np.full(group.height, np.nan)
+
+
+def _law_verdict(law: CostLawFit, th: Thresholds) -> tuple[str, str]:
+    if not law.usable:
+        return "too_short", (
+            f"variable chunk sizes: fitted by tau(c, p), not against k; {law.n_cp} distinct "
+            f"(tokens, prefix) points < 5 (chunk markers need tokens= and prefix=)"
+        )
+    text = law_text(law)
+    if not law.r2 >= th.min_r2:
+        return "too_noisy", f"R2 {law.r2:.2f} < {th.min_r2}: {text}"
+    return "cost_model", f"variable chunk sizes, fitted by the cost law: {text}"
+
+
+def _law_fit_row(law: CostLawFit, k: np.ndarray, tau: np.ndarray, level: float) -> dict:
+    """The CurveFit columns of a cost-law row: counts, the implied line at c0 and its a/b; the
+    shape tests and the VPP predictions of tau(k) do not apply (NaN)."""
+    row: dict = {name: float("nan") for name in FIT_COLUMNS}
+    row.update(asdict(EMPTY_PREDICTION))
+    row.update(
+        n_runs=law.n_runs,
+        n_points=law.n_points,
+        n_k=len(np.unique(k)),
+        k_min=int(k.min()) if len(k) else -1,
+        k_max=int(k.max()) if len(k) else -1,
+        mean_tau=float(np.mean(tau)) if len(tau) else float("nan"),
+        level=level,
+        ci_method=f"tau(c,p) law at c={law.c0:.0f}: {law.method}",
+        intercept=law.a,
+        intercept_lo=law.a_lo,
+        intercept_hi=law.a_hi,
+        slope=law.b,
+        slope_lo=law.b_lo,
+        slope_hi=law.b_hi,
+        r2=law.r2,
+        sigma_rel=law.sigma_rel,
+        ab_ratio=law.ab,
+        ab_lo=law.ab_lo,
+        ab_hi=law.ab_hi,
+        ba_lo=law.ba_lo,
+        ba_hi=law.ba_hi,
+        balance_method="none",
+        n_outliers=0,
+        outliers="",
+    )
+    for name, dtype in FIT_COLUMNS.items():
+        if dtype == pl.String and not isinstance(row.get(name), str):
+            row[name] = ""
+        if dtype == pl.Int64 and not isinstance(row.get(name), int):
+            row[name] = None
+    return row

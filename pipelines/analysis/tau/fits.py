@@ -129,6 +129,18 @@ class CurveFit:
     breakpoint_dbic: float
     curvature_bubble_pp: float
     breakpoint_bubble_pp: float
+    first_rel: float
+    first_p: float
+    first_effect: float
+    first_dbic: float
+    first_bubble_pp: float
+    stair_period: float
+    stair_phase: float
+    stair_p: float
+    stair_effect: float
+    stair_dbic: float
+    stair_bubble_pp: float
+    shapes_from_k: int
     step_k: float
     step_rel: float
     step_p: float
@@ -342,6 +354,80 @@ def _shape_p_beside_step(k, y, w, groups, noise, line, step_k: float) -> float:
     return min(float(quad.pvalues[3]), float(min(1.0, hinge.pvalues[3] * len(candidates))))
 
 
+def _first_chunk(k, y, w, groups, line, k_grid, scale, noise) -> dict:
+    """A knee between k = 0 and 1: chunk 0 (no prefix: another kernel path, no cached keys to
+    read) off the line through chunks 1 on. The line plus an indicator of k = 0, tested like the
+    curvature (one pre-specified position: no search, no Bonferroni). `first_rel`: tau_0 over
+    the later chunks' line at k = 0, minus 1 (-0.69 for tau_1/tau_0 = 3.2 on a flat line)."""
+    out = dict(first_rel=NAN, first_p=NAN, first_effect=NAN, first_dbic=NAN, first_bubble_pp=NAN)
+    if k_grid.min() != 0 or (k_grid > 0).sum() < 4 or len(y) < 5:
+        return out
+    X = np.column_stack([np.ones_like(k), k, (k == 0).astype(float)])
+    res = _shape_fit(X, y, w, groups, noise)
+
+    def design(g: np.ndarray) -> np.ndarray:
+        return np.column_stack([np.ones_like(g), g, (g == 0).astype(float)])
+
+    line_grid = line.params[0] + line.params[1] * k_grid
+    a, _, delta = res.params
+    out.update(
+        first_rel=float(delta / a) if a > 0 else NAN,
+        first_p=float(res.pvalues[2]),
+        first_effect=_effect(k_grid, design(k_grid) @ res.params, line_grid, scale),
+        first_dbic=_bic(float(line.ssr), len(y), 2) - _bic(float(res.ssr), len(y), 3),
+        first_bubble_pp=_bubble_change(k_grid, design, res.params, line.params),
+    )
+    return out
+
+
+MAX_STAIR_PERIOD = 16
+"""Longest staircase period searched, in chunk indices (a kernel stepping every 256 keys shows
+a period of 256 / c chunks: 2 at 128-token chunks, 4 at 64)."""
+
+
+def _stair_term(k: np.ndarray, position: tuple[int, int]) -> np.ndarray:
+    """The sawtooth a staircase leaves around its line: (k + phase) mod period."""
+    period, phase = position
+    return np.mod(k + phase, period).astype(float)
+
+
+def _staircase(k, y, w, groups, line, k_grid, scale, noise) -> dict:
+    """Steps every `period` chunk indices: the line plus the sawtooth (k + phase) mod period, the
+    period (2 .. MAX_STAIR_PERIOD, at least three periods observed) and phase searched, the
+    sawtooth term tested with its p-value Bonferroni-adjusted over the candidates."""
+    out = dict(
+        stair_period=NAN,
+        stair_phase=NAN,
+        stair_p=NAN,
+        stair_effect=NAN,
+        stair_dbic=NAN,
+        stair_bubble_pp=NAN,
+    )
+    consecutive = len(k_grid) == int(k_grid.max() - k_grid.min()) + 1
+    top = min(MAX_STAIR_PERIOD, len(k_grid) // 3)
+    if not consecutive or top < 2 or len(y) < 6:
+        return out
+    candidates = [(m, phase) for m in range(2, top + 1) for phase in range(m)]
+    base = np.column_stack([np.ones_like(k), k])
+    position, sse = _best_position(k, y, w, noise, base, _stair_term, candidates)
+    X = np.column_stack([base, _stair_term(k, position)])
+    res = _shape_fit(X, y, w, groups, noise)
+
+    def design(g: np.ndarray) -> np.ndarray:
+        return np.column_stack([np.ones_like(g), g, _stair_term(g, position)])
+
+    line_grid = line.params[0] + line.params[1] * k_grid
+    out.update(
+        stair_period=float(position[0]),
+        stair_phase=float(position[1]),
+        stair_p=float(min(1.0, res.pvalues[2] * len(candidates))),
+        stair_effect=_effect(k_grid, design(k_grid) @ res.params, line_grid, scale),
+        stair_dbic=_bic(float(line.ssr), len(y), 2) - _bic(sse, len(y), HINGE_PARAMS),
+        stair_bubble_pp=_bubble_change(k_grid, design, res.params, line.params),
+    )
+    return out
+
+
 def _slowdown_bend(step: dict, curvature: float, breakpoint: dict) -> bool:
     """Whether the step slows the run down (a throttle) and both shapes bend up the way it
     does (convex: the slope rises)."""
@@ -463,7 +549,7 @@ def _balance_rows(k_grid: np.ndarray, tau: np.ndarray) -> np.ndarray:
     return second.sum(axis=1) / (2 * tau[:, idx]).sum(axis=1)
 
 
-def _shape_design(kind: str, k: np.ndarray, line_params, position: float) -> np.ndarray:
+def _shape_design(kind: str, k: np.ndarray, line_params, position) -> np.ndarray:
     """Design matrix of the shape the fit kept, on the chunk indices k."""
     ones = np.ones_like(k)
     if kind == "quadratic":
@@ -474,14 +560,27 @@ def _shape_design(kind: str, k: np.ndarray, line_params, position: float) -> np.
     if kind == "step":
         a0, b0 = line_params
         return np.column_stack([ones, k, _step_term(k, position, a0, b0)])
+    if kind == "first chunk":
+        return np.column_stack([ones, k, (k == 0).astype(float)])
+    if kind == "staircase":
+        return np.column_stack([ones, k, _stair_term(k, position)])
     return np.column_stack([ones, k])
 
 
-def _kept_shape(curvature_p, curvature_dbic, breakpoint: dict, step: dict) -> tuple[str, float]:
-    """The shape the bubble prediction follows: of the quadratic, the hinge and the level step,
-    the one with the largest BIC gain among those significant at DRIFT_ALPHA (and preferred to
-    the line by BIC); else the line."""
+def _kept_shape(
+    curvature_p, curvature_dbic, breakpoint: dict, step: dict, first: dict, stair: dict
+) -> tuple[str, object]:
+    """The shape the bubble prediction follows: of the quadratic, the hinge, the level step, the
+    first-chunk knee and the staircase, the one with the largest BIC gain among those
+    significant at DRIFT_ALPHA (and preferred to the line by BIC); else the line."""
+    stair_at = (
+        (int(stair["stair_period"]), int(stair["stair_phase"]))
+        if math.isfinite(stair["stair_period"])
+        else NAN
+    )
     options = [
+        ("first chunk", first["first_p"], first["first_dbic"], NAN),
+        ("staircase", stair["stair_p"], stair["stair_dbic"], stair_at),
         ("quadratic", curvature_p, curvature_dbic, NAN),
         (
             "hinge",
@@ -683,7 +782,9 @@ def fit_stage_lines(
         level=level,
     )
     empty = {f: NAN for f in CurveFit.__dataclass_fields__ if f not in base}
-    empty.update(balance_method="none", ci_method="none", n_outliers=0, outliers="")
+    empty.update(
+        balance_method="none", ci_method="none", n_outliers=0, outliers="", shapes_from_k=0
+    )
     empty.update(asdict(EMPTY_PREDICTION))
     if len(k_grid) < 3 or n < 4:
         return CurveFit(**{**empty, **base}), None, []
@@ -712,6 +813,29 @@ def fit_stage_lines(
     )
     breakpoint = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise)
     sse_hinge = breakpoint.pop("_sse")
+    first = _first_chunk(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise)
+    stair = _staircase(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise)
+    others = [curvature_dbic, breakpoint["breakpoint_dbic"], stair["stair_dbic"]]
+    best_other = max([d for d in others if math.isfinite(d)], default=0.0)
+    shapes_from_k = 0
+    if first["first_p"] < DRIFT_ALPHA and first["first_dbic"] > best_other:
+        shapes_from_k = 1
+        # chunk 0 ran another path (no prefix), which explains the curve better than any shape
+        # through it: the shapes of tau(k) are those of chunks 1 on, so that a first-chunk knee
+        # is never read as a kink or a bend further on (docs/tau_k.md §4)
+        later = xk > xk.min()
+        xs, ys, ws, cs = xk[later], yk[later], w[later], cnt[later]
+        gs = None if groups is None else groups[later]
+        noise_s = None if groups is not None else _rescaled(noise, xs, fitted[later], cs)
+        Xs = np.column_stack([np.ones_like(xs), xs])
+        line_s = _shape_fit(Xs, ys, ws, gs, noise_s)
+        grid_s = np.unique(xs)
+        curvature, curvature_p, curvature_effect, curvature_dbic, sse_quad, curvature_bubble = (
+            _curvature(xs, ys, ws, gs, line_s, grid_s, scale, noise_s)
+        )
+        breakpoint = _breakpoint(xs, ys, ws, gs, line_s, grid_s, scale, noise_s)
+        sse_hinge = breakpoint.pop("_sse")
+        stair = _staircase(xs, ys, ws, gs, line_s, grid_s, scale, noise_s)
     step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise, step=True)
     step.pop("_sse")
     best_shape = max(curvature_dbic, breakpoint["breakpoint_dbic"])
@@ -779,7 +903,7 @@ def fit_stage_lines(
     balance = balance_residual(k_grid, means)
     # the stage's estimated curve (the kept shape, residuals shrunk by the runs' pure error,
     # outlier chunks as measured) and its parametric bootstrap: balance and VPP bubble from it
-    shape_kind, shape_at = _kept_shape(curvature_p, curvature_dbic, breakpoint, step)
+    shape_kind, shape_at = _kept_shape(curvature_p, curvature_dbic, breakpoint, step, first, stair)
     kept = np.isin(k_grid, np.unique(ks))
     design = _shape_design(shape_kind, k_grid[kept], (a, b), shape_at)
     stage = shrunk_curve(k_grid, k, y, runs, kept, design, n_boot, seed)
@@ -833,6 +957,9 @@ def fit_stage_lines(
         curvature_dbic=curvature_dbic,
         curvature_bubble_pp=curvature_bubble,
         **breakpoint,
+        **first,
+        **stair,
+        shapes_from_k=shapes_from_k,
         **step,
         durbin_watson=dw_line,
         n_outliers=screen.count,

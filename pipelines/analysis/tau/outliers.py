@@ -19,7 +19,12 @@ start left chunk 0 far below the line through the others, and on such curves (16
 on 72-100 % of square-root curves, 24.5-100 % of logarithmic ones, N = 8-21; 3-19 % and 1-8 % with
 the bends and this rule). The disturbances the screen is for (a slow kernel, an HCCL retry, a
 host stall, a first step that compiles graphs) only ever slow a chunk down, so an edge chunk
-faster than the extrapolation is left to the shape tests.
+faster than the extrapolation is left to the shape tests. For the same reason a first chunk
+on its own path (no prefix: tau_1/tau_0 = 3.2 at 128-token chunks on FlashInfer) is one of the
+shapes: the line through chunks 1 on plus chunk 0's own level; without it, a fast chunk 0 made
+chunks 1-6 of such a curve "slow" outliers (issue 32). Chunk 1 is judged under both readings of
+chunk 0 and is an outlier only under both (a knee at k = 2 looks, without chunk 1, like chunk 0
+on its own path).
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ class OutlierScreen:
         return len(self.k_out)
 
 
-def _designs(k: np.ndarray) -> list[np.ndarray]:
+def _designs(k: np.ndarray, first: bool = True) -> list[np.ndarray]:
     centre = k.mean()
     designs = [
         np.column_stack([np.ones_like(k), k]),
@@ -58,6 +63,8 @@ def _designs(k: np.ndarray) -> list[np.ndarray]:
     start = k - k.min()
     designs.append(np.column_stack([np.ones_like(k), k, np.sqrt(start)]))
     designs.append(np.column_stack([np.ones_like(k), k, np.log1p(start)]))
+    if first and k.min() == 0:  # chunk 0 on its own path (no prefix), a line from chunk 1 on
+        designs.append(np.column_stack([np.ones_like(k), k, (k == 0).astype(float)]))
     for kb in range(int(k.min()) + 1, int(k.max())):
         if (k < kb).sum() >= 2 and (k > kb).sum() >= 2:
             designs.append(np.column_stack([np.ones_like(k), k, np.maximum(k - kb, 0.0)]))
@@ -65,10 +72,22 @@ def _designs(k: np.ndarray) -> list[np.ndarray]:
 
 
 def _studentised(k: np.ndarray, y: np.ndarray, i: int) -> tuple[float, float, float]:
-    """(t statistic, prediction, df) of point i against the best shape fitted to the others."""
+    """(t statistic, prediction, df) of point i against the best shape fitted to the others.
+    Chunk 1 (with chunk 0 present) against both readings of chunk 0, its own path or the start
+    of the curve, whichever it fits better: without chunk 1 the others cannot tell a first-chunk
+    knee from a knee at k = 2, and a chunk is only called an outlier under both."""
+    if k[i] == 1 and k.min() == 0:
+        both = [_studentised_with(k, y, i, _designs(k, first)) for first in (True, False)]
+        return min(both, key=lambda r: abs(r[0]))
+    return _studentised_with(k, y, i, _designs(k))
+
+
+def _studentised_with(
+    k: np.ndarray, y: np.ndarray, i: int, designs: list[np.ndarray]
+) -> tuple[float, float, float]:
     others = np.arange(len(k)) != i
     best = None
-    for X in _designs(k):
+    for X in designs:
         Xo, yo = X[others], y[others]
         w = 1.0 / yo
         coef, *_ = np.linalg.lstsq(Xo * w[:, None], yo * w, rcond=None)

@@ -2,14 +2,19 @@
 curves are expected to be linear. One policy for the demo's self-check, the Dagster checks and the
 `tracereplay fit` summary.
 
-* Flagged (tau_k is not (k+1)t-like): `kinked`, `convex`, `concave` (a bent curve) and
-  `linear_offset` (a collapsed slope, what DSA's top-k attention does past its top-k keys).
-  Every flag already carries both a significance and a practical magnitude (classify,
-  pipelines.analysis.tau.verdicts): a bend needs p < alpha *and* a practical size, a departure from
-  the
-  line of at least `Thresholds.min_effect` (5 % of the mean tau) or a change of the predicted VPP
-  bubble of at least `Thresholds.min_bubble_pp` (0.5 pp); `linear_offset` needs the whole
-  slope/intercept interval inside +-1/`offset_ratio_min`. `flag_magnitude` states that magnitude.
+* Flagged (tau_k is not (k+1)t-like): the shapes `knee` (a break at a stated k, k = 0->1
+  included), `staircase`, `convex`, `concave`, and the scale `flattened` (a straight curve whose
+  a/b is so large that VPP keeps at most 60 % of a proportional curve's gain: what DSA's top-k
+  attention and a whole layer at small chunks do). Every flag already carries both a
+  significance and a practical magnitude (classify, pipelines.analysis.tau.verdicts): a shape
+  needs p < alpha *and* a practical size, a departure from the line of at least
+  `Thresholds.min_effect` (5 % of the mean tau) or a change of the predicted VPP bubble of at
+  least `Thresholds.min_bubble_pp` (0.5 pp); `flattened` needs the whole slope/intercept
+  interval inside +-1/r*(N) (pipelines.analysis.tau.flattening). `flag_magnitude` states that
+  magnitude. The names of earlier tables, `kinked` and `linear_offset`, count as `knee` and
+  `flattened`.
+* Fitted by another law: `cost_model`, a variable-chunk (DCPP) curve fitted by tau(c, p)
+  (pipelines.analysis.tau.cost_law): never judged against k, never flagged.
 * Disturbance: `drift` (a level step inside the run, a throttle or clock change: not a shape of
   tau(k)); it neither flags a curve nor offends the dense expectation.
 * Inconclusive: `too_noisy`, `too_short`: listed, never counted for or against an expectation.
@@ -28,10 +33,12 @@ from typing import Literal
 import polars as pl
 
 from pipelines import schedule_kinds
+from pipelines.analysis.tau.verdicts import LEGACY_VERDICTS, SHAPE_VERDICTS, canonical_verdict
 
-FLAGGED_VERDICTS = ("linear_offset", "kinked", "convex", "concave")
+FLAGGED_VERDICTS = (*SHAPE_VERDICTS, "flattened", *LEGACY_VERDICTS)
 DISTURBANCE_VERDICTS = ("drift",)
 INCONCLUSIVE_VERDICTS = ("too_noisy", "too_short")
+OTHER_LAW_VERDICTS = ("cost_model",)
 SHOWN = (
     "model",
     "attention",
@@ -67,10 +74,16 @@ EXPECTATIONS = (DENSE_LINEAR, SPARSE_FLAGGED)
 
 def flag_magnitude(row: dict) -> str:
     """The practical size behind a curve's verdict, as text ('' for unflagged curves)."""
-    verdict = row.get("verdict")
-    effect = {"kinked": "breakpoint_effect", "convex": "curvature_effect"}.get(
-        "convex" if verdict == "concave" else str(verdict)
-    )
+    verdict = canonical_verdict(row.get("verdict"))
+    effect = {
+        "knee": "first_effect"
+        if (row.get("knee_at") or "").startswith("0->1")
+        else "breakpoint_effect",
+        "staircase": "stair_effect",
+        "convex": "curvature_effect",
+    }.get("convex" if verdict == "concave" else str(verdict))
+    if verdict == "knee" and row.get(effect) is None:  # a stored table without first_effect
+        effect = "breakpoint_effect"
     if effect is not None and row.get(effect) is not None:
         bubble = row.get(effect.replace("_effect", "_bubble_pp"))
         known = bubble is not None and math.isfinite(bubble)
@@ -78,10 +91,12 @@ def flag_magnitude(row: dict) -> str:
         return f"departure {row[effect]:.1%} of mean tau{shift}"
     if verdict == "drift" and row.get("step_rel") is not None:
         return f"level step x{1 + row['step_rel']:.3f} from k={row['step_k']:.0f} (not tau(k))"
-    if verdict == "linear_offset":
+    if verdict == "flattened":
         hi, lo = row.get("ba_hi"), row.get("ba_lo")
         if hi is not None and lo is not None and math.isfinite(hi) and math.isfinite(lo):
-            return f"|slope/intercept| <= {max(hi, -lo):.3g}"
+            bound = row.get("ab_flat_bound")
+            beyond = f" (a/b > {bound:.3g})" if bound is not None and math.isfinite(bound) else ""
+            return f"|slope/intercept| <= {max(hi, -lo):.3g}{beyond}"
     return ""
 
 

@@ -1,0 +1,236 @@
+"""Seeded cells of curves shaped like measured operator-latency facts, and the verdict rates on
+them (docs/tau_k.md §4 "Measured"), with Wilson intervals.
+
+The facts (issue 32, read from operator-latency tables of A30 / H200 dense, DSA and MSA modules
+as tau_k = t(c, p = k c)): a dense attention kernel alone at chunks >= 512 has a/b 1.2-1.5; a
+whole layer a/b 25-730 at <= 4K context; a DSA module is flat in prefix with a small linear term
+(2.00 -> 2.03 ms over 0..128K for the kernel; a/b 10-90 for the modules); MSA has a knee at a
+prefix of 1.5K; the first chunk's no-prefix path makes tau_1/tau_0 = 3.2 at 128-token chunks; a
+kernel steps every 256 keys. Each cell draws its shape parameters from those ranges and
+multiplicative noise per point (one run: an operator table is one measurement per (c, p)).
+
+    uv run python -m pipelines.analysis.tau.taxonomy_cells --draws 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipelines.analysis.tau.fits import fit_curve
+from pipelines.analysis.tau.verdicts import SHAPE_VERDICTS, classify
+
+Draw = Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray, dict]]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A family of curves, how to draw one, and which verdicts count as right."""
+
+    name: str
+    fact: str
+    draw: Draw
+    right: Callable[[str, dict, dict], bool]
+    target: float
+    noise: float = 0.02
+
+
+def _noisy(rng: np.random.Generator, tau: np.ndarray, sd: float) -> np.ndarray:
+    return tau * np.exp(rng.normal(0.0, sd, len(tau)))
+
+
+def dense_kernel(n: int) -> Draw:
+    """The dense attention kernel alone at chunks >= 512: tau_k = b (r + k), r in [1.2, 1.5]."""
+
+    def draw(rng):
+        r = rng.uniform(1.2, 1.5)
+        k = np.arange(n, dtype=float)
+        return k, 1e5 * (r + k), {"r": r}
+
+    return draw
+
+
+def whole_layer(n: int) -> Draw:
+    """A whole layer (projections, MLP, norms) at <= 4K context: a/b 25-730 (log-uniform)."""
+
+    def draw(rng):
+        r = math.exp(rng.uniform(math.log(25), math.log(730)))
+        k = np.arange(n, dtype=float)
+        return k, 1e5 * (r + k), {"r": r}
+
+    return draw
+
+
+def dsa_module(n: int) -> Draw:
+    """A DSA module: flat with a small linear term, a/b 10-90 (log-uniform)."""
+
+    def draw(rng):
+        r = math.exp(rng.uniform(math.log(10), math.log(90)))
+        k = np.arange(n, dtype=float)
+        return k, 2e6 * (1 + k / r), {"r": r}
+
+    return draw
+
+
+def dsa_topk(n: int, chunk: int, top_k: int) -> Draw:
+    """DSA at small chunks: tau rises like dense attention until the prefix reaches top-k keys,
+    then only the indexer's small linear term is left (a/b 10-90 past the knee)."""
+
+    def draw(rng):
+        k = np.arange(n, dtype=float)
+        knee = top_k / chunk
+        rise = rng.uniform(0.6, 1.0)  # the attention share of tau_0 per chunk of prefix
+        r = math.exp(rng.uniform(math.log(10), math.log(90)))
+        tau = 1 + rise * np.minimum(k, knee) + (1 + rise * knee) / r * np.maximum(k - knee, 0)
+        return k, 1e6 * tau, {"knee": knee}
+
+    return draw
+
+
+def msa_knee(n: int, chunk: int, knee_prefix: int = 1536) -> Draw:
+    """MSA: dense-like growth up to a prefix of 1.5K, then flat with a small slope."""
+
+    def draw(rng):
+        k = np.arange(n, dtype=float)
+        knee = knee_prefix / chunk
+        r = rng.uniform(1.2, 3.0)
+        after = rng.uniform(0.0, 0.1)
+        tau = r + np.minimum(k, knee) + after * np.maximum(k - knee, 0)
+        return k, 1e6 * tau, {"knee": knee}
+
+    return draw
+
+
+def first_chunk(n: int, ratio: float = 3.2) -> Draw:
+    """Dense attention at 128-token chunks: the line through chunks 1 on (a/b 2-6) and chunk 0 on
+    the cheaper no-prefix path, tau_1 / tau_0 = `ratio`."""
+
+    def draw(rng):
+        k = np.arange(n, dtype=float)
+        r = rng.uniform(2.0, 6.0)
+        tau = r + k
+        tau[0] = tau[1] / ratio
+        return k, 1e5 * tau, {}
+
+    return draw
+
+
+def staircase(n: int, chunk: int = 128, keys: int = 256) -> Draw:
+    """A kernel that steps every 256 keys at 128-token chunks: steps every 2 chunks."""
+
+    def draw(rng):
+        k = np.arange(n, dtype=float)
+        base = rng.uniform(1.0, 3.0)
+        blocks = np.ceil((k + 1) * chunk / keys)
+        return k, 1e5 * (base + blocks), {}
+
+    return draw
+
+
+def _flagged(label: str, fit: dict, info: dict) -> bool:
+    return label == "flattened" or label in SHAPE_VERDICTS
+
+
+def _knee_near(label: str, fit: dict, info: dict) -> bool:
+    """A knee located within one chunk of the true one (the knee's prefix falls inside chunk
+    floor(knee): the break shows between that chunk and the next)."""
+    if label != "knee":
+        return False
+    at = fit["breakpoint_k"]
+    return at is not None and abs(at - info["knee"]) <= 1.0
+
+
+CELLS = (
+    Cell("dense kernel N=16", "a/b 1.2-1.5", dense_kernel(16), lambda v, f, i: v == "linear", 0.95),
+    Cell("dense kernel N=32", "a/b 1.2-1.5", dense_kernel(32), lambda v, f, i: v == "linear", 0.95),
+    Cell("whole layer N=8", "a/b 25-730", whole_layer(8), lambda v, f, i: v == "flattened", 0.95),
+    Cell("DSA module N=16", "a/b 10-90", dsa_module(16), _flagged, 0.97),
+    Cell("DSA 1K chunks top-k 2K N=32", "knee k=2", dsa_topk(32, 1024, 2048), _flagged, 0.97),
+    Cell("MSA 128-token chunks N=32", "knee 1.5K = k 12", msa_knee(32, 128), _knee_near, 0.95),
+    Cell("MSA 512-token chunks N=16", "knee 1.5K = k 3", msa_knee(16, 512), _knee_near, 0.95),
+    Cell(
+        "first chunk 128 tokens N=32",
+        "tau_1/tau_0 = 3.2",
+        first_chunk(32),
+        lambda v, f, i: v == "knee" and f["knee_at"] == "0->1",
+        0.95,
+    ),
+    Cell(
+        "staircase 256 keys N=32", "period 2", staircase(32), lambda v, f, i: v == "staircase", 0.9
+    ),
+)
+
+
+def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of a proportion hits/n (95 % by default)."""
+    if n == 0:
+        return math.nan, math.nan
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def run_cell(cell: Cell, draws: int, seed: int = 0) -> dict:
+    """The cell's verdict counts and its rate of right verdicts over `draws` seeded curves."""
+    counts: Counter[str] = Counter()
+    hits = 0
+    for i in range(draws):
+        rng = np.random.default_rng([seed, i])
+        k, tau, info = cell.draw(rng)
+        fit = fit_curve(k, _noisy(rng, tau, cell.noise), n_boot=0)
+        verdict = classify(fit)
+        row = {"breakpoint_k": verdict.breakpoint_k, "knee_at": verdict.knee_at}
+        label = verdict.label + (f"@{verdict.knee_at}" if verdict.knee_at else "")
+        counts[label] += 1
+        hits += cell.right(verdict.label, row, info)
+    lo, hi = wilson(hits, draws)
+    return {
+        "cell": cell.name,
+        "fact": cell.fact,
+        "noise": cell.noise,
+        "draws": draws,
+        "right": hits,
+        "rate": hits / draws,
+        "wilson_lo": lo,
+        "wilson_hi": hi,
+        "target": cell.target,
+        "verdicts": dict(counts.most_common()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cell", action="append", help="only cells whose name starts so")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    cells = [c for c in CELLS if not args.cell or any(c.name.startswith(p) for p in args.cell)]
+    results = []
+    for cell in cells:
+        result = run_cell(cell, args.draws, args.seed)
+        results.append(result)
+        if not args.json:
+            top = ", ".join(f"{v} {n}" for v, n in list(result["verdicts"].items())[:4])
+            print(
+                f"{cell.name:<30} {result['right']:>5}/{args.draws} = {result['rate']:.1%} "
+                f"[{result['wilson_lo']:.1%}, {result['wilson_hi']:.1%}] target >= "
+                f"{cell.target:.0%}; {top}",
+                flush=True,
+            )
+    if args.json:
+        json.dump(results, sys.stdout, indent=1)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
