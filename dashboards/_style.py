@@ -10,10 +10,17 @@ PART_COLORS = alt.Scale(
     domain=["computing", "exposed_comm", "bubble", "free"],
     range=["#4c78a8", "#f58518", "#e45756", "#bab0ac"],
 )
+BREAKDOWN_COLORS = alt.Scale(
+    domain=["computing", "exposed_comm", "recv_wait", "free"],
+    range=["#4c78a8", "#f58518", "#e45756", "#bab0ac"],
+)
+"""The step breakdown's parts: the profiler's receive wait (`recv_wait`) instead of `bubble`
+(idle + pipeline wait, docs/metrics.md "Names")."""
 PART_LABELS = {
     "computing": "computing",
     "exposed_comm": "exposed comm (not overlapped)",
-    "bubble": "bubble (profiler: hcom_receive wait)",
+    "bubble": "bubble (idle + pipeline wait)",
+    "recv_wait": "recv_wait (profiler: hcom_receive)",
     "free": "free (device idle)",
 }
 

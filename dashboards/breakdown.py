@@ -1,5 +1,6 @@
 """Step breakdown chart: per rank, the step window split into computing, exposed communication,
-bubble (profiler definition) and free, stacked, in ms; one panel per run.
+recv_wait (the profiler's receive wait, docs/metrics.md "Names") and free, stacked, in ms; one
+panel per run.
 
 Input: dashboards.data.rank_breakdown (run_id, rank, part, part_order, ms, origin, n_steps);
 one row per run x rank x part (16 ranks x 4 parts for a cluster run)."""
@@ -9,9 +10,9 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from dashboards._style import PART_COLORS, WIDTH, part_legend
+from dashboards._style import BREAKDOWN_COLORS, WIDTH, part_legend
 
-TITLE = "Step breakdown per rank: the step window (stage + bubble) split into parts, ms"
+TITLE = "Step breakdown per rank: the step window (stage + recv_wait) split into parts, ms"
 
 
 def breakdown_chart(frame: pl.DataFrame, title: str = TITLE) -> alt.FacetChart:
@@ -29,7 +30,7 @@ def breakdown_chart(frame: pl.DataFrame, title: str = TITLE) -> alt.FacetChart:
                 stack="zero",
                 axis=alt.Axis(tickCount=8),
             ),
-            color=alt.Color("part:N", scale=PART_COLORS, legend=part_legend()),
+            color=alt.Color("part:N", scale=BREAKDOWN_COLORS, legend=part_legend()),
             order=alt.Order("part_order:Q"),
             tooltip=[
                 alt.Tooltip("run_id"),

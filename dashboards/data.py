@@ -211,11 +211,11 @@ def timeline_spans(
 
 # ---- step breakdown -------------------------------------------------------------------------
 
-BREAKDOWN_PARTS = ("computing", "exposed_comm", "bubble", "free")
+BREAKDOWN_PARTS = ("computing", "exposed_comm", "recv_wait", "free")
 
 
 def rank_breakdown(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
-    """Per run, rank and part (computing, exposed comm, bubble, free): ms summed over the
+    """Per run, rank and part (computing, exposed comm, recv_wait, free): ms summed over the
     rank's steps from the one preferred breakdown row per step (sql/marts/
     fct_rank_time_split.sql); long format, one row per part."""
     wide = _query(
@@ -226,6 +226,7 @@ def rank_breakdown(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.Dat
     )
     if wide.is_empty():
         return pl.DataFrame()
+    wide = wide.rename({"bubble_ns": "recv_wait_ns"})  # the profiler's receive wait
     long = wide.unpivot(
         index=["run_id", "rank", "n_steps", "origin", "window_ns"],
         on=[f"{p}_ns" for p in BREAKDOWN_PARTS],
@@ -243,18 +244,27 @@ def rank_breakdown(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.Dat
 
 # ---- run metrics: schedule comparison, trends, replay vs measured ---------------------------
 
-RUN_METRICS = ("ttft", "computing", "exposed_comm", "bubble", "p2p_bubble", "free")
+RUN_METRICS = ("ttft", "computing", "exposed_comm", "bubble", "recv_wait", "p2p_bubble", "free")
 
 
 def run_metrics(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
     """One row per run: configuration, TTFT and the rank-mean time split, in ms
-    (sql/marts/fct_run_time_split.sql)."""
+    (sql/marts/fct_run_time_split.sql), with `bubble` = idle + pipeline wait as compare and
+    regressions show it (fct_run_metrics) and `recv_wait` = the profiler's receive wait (the time
+    split's own bubble column; docs/metrics.md "Names")."""
     frame = _query(
         con,
         "fct_run_time_split",
         "select * from rel where run_id in (select run_id from ids) order by run_id",
         run_ids,
+    ).rename({"bubble_ns": "recv_wait_ns"})
+    bubble = _query(
+        con,
+        "fct_run_metrics",
+        "select run_id, bubble_ns from rel where run_id in (select run_id from ids)",
+        run_ids,
     )
+    frame = frame.join(bubble, on="run_id", how="left")
     return frame.with_columns((pl.col(f"{m}_ns") / 1e6).alias(f"{m}_ms") for m in RUN_METRICS).drop(
         [f"{m}_ns" for m in RUN_METRICS]
     )
@@ -359,7 +369,7 @@ def nightly(
 
 def replay_pairs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
     """Each rerun of a selected run (replay_of set) against the measured runs of the same
-    workload and schedule: metric (ttft, bubble, p2p_bubble), predicted ms (the rerun),
+    workload and schedule: metric (ttft, bubble, recv_wait), predicted ms (the rerun),
     measured mean ms over n measured runs with their min and max."""
     metrics = run_metrics(con, with_replays(con, run_ids))
     replays = metrics.filter(pl.col("replay_of").is_not_null())
@@ -367,7 +377,7 @@ def replay_pairs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataF
     if replays.is_empty() or measured.is_empty():
         return pl.DataFrame()
     rows = []
-    for metric in ("ttft", "bubble", "p2p_bubble"):
+    for metric in ("ttft", "bubble", "recv_wait"):
         column = f"{metric}_ms"
         observed = (
             measured.drop_nulls(column)

@@ -151,7 +151,7 @@ def _family_sections(
         yield (
             "breakdown",
             (
-                "step breakdown per rank: computing / exposed comm / bubble / free",
+                "step breakdown per rank: computing / exposed comm / recv_wait / free",
                 sections,
             ),
         )

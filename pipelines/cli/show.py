@@ -15,8 +15,9 @@ Show one stored run (its id, or a unique prefix of it):
   * facts: source, origin, model, schedule, lengths, parallelism, software, tags, dropped rows;
   * per rank, the step breakdown summed over its steps, from one origin per rank (the profiler's
     own figures where it wrote them, ours where they are complete; docs/step_breakdown.md), with
-    the bubble by both definitions: the profiler's Bubble (time in hcom_receive) and our p2p
-    bubble (time inside any send / receive with no compute running), and why they differ;
+    the two waits: `recv wait`, the profiler's receive wait (its step_trace "Bubble", time in
+    hcom_receive), and `p2p wait`, ours (time inside any send / receive with no compute
+    running), and why they differ (docs/metrics.md "Names": bubble = free + pipeline wait);
   * the top kernels and communication ops by total time, with counts;
   * the chunk table and the τ_k fit when the run has chunks, else how to get them.
 
@@ -108,8 +109,8 @@ def _text(view) -> str:
             "overlapped",
             "free",
             "stage",
-            "bubble(prof)",
-            "p2p bubble",
+            "recv wait",
+            "p2p wait",
         )
         out += [
             "",

@@ -153,7 +153,7 @@ def test_timeline_chart_lanes_per_rank_and_vstage_with_bubbles() -> None:
 
 
 def test_breakdown_chart_stacks_the_four_parts_per_rank() -> None:
-    parts = ["computing", "exposed_comm", "bubble", "free"]
+    parts = ["computing", "exposed_comm", "recv_wait", "free"]
     frame = pl.DataFrame(
         [
             ("run", r, p, i, float(10 + i + r), "cluster", 1)

@@ -120,8 +120,8 @@ def test_sixteen_rank_breakdown_from_the_cluster_summary(real_dir, tmp_path) -> 
         con.close()
     wide = frame.pivot("part", index=["rank", "window_ms"], values="ms").sort("rank")
     assert wide["rank"].to_list() == list(range(16))
-    assert (wide.filter(pl.col("rank") < 8)["bubble"] == 0).all()
-    late = wide.filter(pl.col("rank") >= 8)["bubble"]
+    assert (wide.filter(pl.col("rank") < 8)["recv_wait"] == 0).all()
+    late = wide.filter(pl.col("rank") >= 8)["recv_wait"]
     assert late.min() > 178 and late.max() < 196
-    total = wide["computing"] + wide["exposed_comm"] + wide["bubble"] + wide["free"]
+    total = wide["computing"] + wide["exposed_comm"] + wide["recv_wait"] + wide["free"]
     assert ((total - wide["window_ms"]).abs() < 0.001).all()
