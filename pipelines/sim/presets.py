@@ -15,16 +15,18 @@ Architectures (per-layer FLOP counts as in docs/schedules.md §4):
 
 Hardware: `ascend-910b` is one 910B-class die (the paper's 16 "NPUs" on an Atlas 900 A3 are 910C
 dies; a 910C is two such dies): 376 TFLOP/s FP16, twice that in INT8, 1.6 TB/s HBM, HCCS links of
-56 GB/s. The achieved-efficiency figures below are calibrated, not measured: attention runs at
-184 TFLOP/s and MLA's per-chunk prefix up-projection ("Slice" + "MatMulV3") at 140 TFLOP/s, which
-reproduce the paper's DeepSeek-V3.1 512K breakdown for VPP (attention 233 s, Slice 5.2 s; the VPP
-paper §7.4);
-GEMM efficiency saturates as c / (c + 4096) (the small-chunk inefficiency DCPP pays, §7 caveat);
-per layer and per stage call fixed costs stand for kernel launches and step preparation.
-TP collectives (`collective_model`): 1.9 ms per AllReduce and 36 GB/s effective, identified from
-the paper's CPP and DCPP exposed comm at 512K (two rows, two unknowns; docs/fidelity.md §1); the
-1.9 ms is far above HCCL's wire latency and stands for the rank skew a blocking collective waits
-on. EP all-to-all keeps 90 GB/s per rank and 150 µs per MoE layer.
+56 GB/s. The achieved figures are calibrated from the VPP paper's table 2 (DeepSeek-V3.1, 512K,
+24K chunks) by the protocol of pipelines/sim/calibration.py (docs/fidelity.md §1), which says
+which paper rows identify which figure: attention at 189.9 TFLOP/s with 0.667 of a chunk's
+masked diagonal block computed anyway (attention rows), MLA's Slice at 7.65 ms per layer and
+chunk (Slice rows), its prefix up-projection at 293.7 TFLOP/s (MatMulV3 rows), GEMMs at 0.733
+of peak with efficiency c / (c + 2492) (the rest of compute: the small-chunk inefficiency DCPP
+pays), TP collectives (`collective_model`) at 2.303 ms per AllReduce and 37.2 GB/s (exposed comm
+of CPP and DCPP; the latency stands for the rank skew a blocking collective waits on) and a host
+set-up of 23.1 µs per prompt token before a request's first chunk (CPP bubble; used where
+simulate(host_ns_per_token="preset")). Per layer and per stage call fixed costs (0.5 ms, 10 ms)
+stand for kernel launches and step preparation; EP all-to-all keeps 90 GB/s per rank and 150 µs
+per MoE layer.
 """
 
 from __future__ import annotations
