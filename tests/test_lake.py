@@ -48,7 +48,9 @@ def _bad_folder(tmp_path: Path) -> Path:
 
 
 def test_file_warehouse_and_lake_hold_the_same_rows(real_dir, tmp_path, monkeypatch):
-    folders = [*_folders(real_dir), _bad_folder(tmp_path)]
+    # an operator-latency table (latency_points) with two bad rows rides along
+    table = Path(__file__).parent / "data/latency_tables/self_made/generic_attention.csv"
+    folders = [*_folders(real_dir), _bad_folder(tmp_path), table]
     monkeypatch.delenv(LAKE_ENV, raising=False)
     file_report = ingest_paths(folders, open_store(tmp_path / "file.duckdb"), progress=False)
     monkeypatch.setenv(LAKE_ENV, str(tmp_path / "lake"))

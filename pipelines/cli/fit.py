@@ -115,7 +115,10 @@ def _pct(x: float | None) -> str:
 def _text_row(row: dict) -> dict[str, str]:
     return {
         "model": str(row.get("model")),
-        "schedule": str(row.get("schedule")),
+        # a curve of an operator-latency table has no schedule: its operator (table:layer, ...)
+        "schedule": (
+            f"table:{row['operator']}" if row.get("operator") else str(row.get("schedule"))
+        ),
         "chunk": str(row.get("chunk_size")),
         "seq_len": str(row.get("seq_len")),
         "stage": str(row.get("vstage")),

@@ -211,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         for r in report.runs:
             print(_line(r, chunks.get(r.run_id)))
+        for table in report.tables:
+            print(printable(table.line()))
         statuses = [r.status for r in report.runs]
         counts = ", ".join(
             f"{statuses.count(s)} {s}"
@@ -220,8 +222,10 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{len(report.runs)} runs ({counts or 'none'}), {len(report.quarantined)} inputs"
             f" quarantined, {len(report.skipped)} skipped, {len(report.ignored)} by-products"
-            " ignored" + (f", {len(report.pruned)} pruned" if report.pruned else "")
+            " ignored"
+            + (f", {len(report.pruned)} pruned" if report.pruned else "")
+            + (f", {len(report.tables)} latency tables" if report.tables else "")
         )
-        if not report.runs and not report.quarantined:
+        if not report.runs and not report.quarantined and not report.tables:
             print("nothing ingested: give a profiler folder (*_ascend_pt, Kineto traces, ...)")
     return ExitCode.OK if report.ok else ExitCode.BAD_INPUT

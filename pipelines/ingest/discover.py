@@ -13,6 +13,8 @@
   run; a rank that repeats means several profiling sessions). `cluster_analysis_output/`
   without rank folders is a cluster run; a lone profiler_metadata.json or
   communication_group*.json is a topology run.
+* Operator-latency tables (Vidur's attention.csv / mlp.csv, the generic tokens / prefix / time
+  CSV or Parquet: pipelines.ingest.latency_tables, recognised by their header) are `tables`.
 * Quarantined: corrupt .db files, .json.gz that is not gzip, json/csv/db in a profiler layout that
   is none of the above, paths that do not exist, and folders given on the command line that hold
   no profiler output at all (`not_profiler_output`). Known by-products that no reader needs
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from pipelines.ingest.ascend_text import METADATA, OUTPUT_DIR, TEXT_INPUTS
 from pipelines.ingest.frames import Quarantined
+from pipelines.ingest.latency_tables import sniff as sniff_latency_table
 from pipelines.ingest.profiler_info import rank_from_file_name
 
 PROFILER_INFO = re.compile(r"^profiler_info(_\d+)?\.json$")
@@ -110,6 +113,8 @@ class Discovery:
     runs: list[RunInput] = field(default_factory=list)
     quarantined: list[Quarantined] = field(default_factory=list)
     ignored: list[Path] = field(default_factory=list)
+    tables: list[Path] = field(default_factory=list)
+    """Operator-latency tables (docs/latency_tables.md)."""
 
 
 def _head(path: Path, size: int = _SNIFF) -> bytes:
@@ -227,13 +232,15 @@ class _Walk:
         self.ignored: list[Path] = []
         self.bad_files: set[Path] = set()
         self.pending_json: list[tuple[Path, str, bool]] = []  # (path, problem, must quarantine)
+        self.tables: list[Path] = []
 
     def quarantine(self, path: Path, reason: str, detail: str) -> None:
         self.quarantined.append(Quarantined(str(path), reason, detail))
         self.bad_files.add(path)
 
     def found_anything(self) -> int:
-        return len(self.rank_dirs) + len(self.kineto) + len(self.clusters) + len(self.topology)
+        found = len(self.rank_dirs) + len(self.kineto) + len(self.clusters) + len(self.topology)
+        return found + len(self.tables)
 
     def walk_dir(self, root: Path) -> None:
         def unreadable(exc: OSError) -> None:
@@ -298,6 +305,8 @@ class _Walk:
             self.ignored.append(path)
         elif lowered.endswith((".json", ".json.gz")):
             self.classify_json(path, in_rank=in_rank, explicit=explicit)
+        elif lowered.endswith((".csv", ".parquet")) and sniff_latency_table(path):
+            self.tables.append(path)
         elif lowered.endswith(DATA_SUFFIXES) and (in_rank or explicit):
             if lowered.endswith(".db") and not is_sqlite(path):
                 self.quarantine(path, "corrupt_db", f"{name}: no SQLite 3 header")
@@ -473,4 +482,9 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
             )
     walk.settle_json()
     runs = _group_runs(walk)
-    return Discovery(runs=runs, quarantined=walk.quarantined, ignored=sorted(set(walk.ignored)))
+    return Discovery(
+        runs=runs,
+        quarantined=walk.quarantined,
+        ignored=sorted(set(walk.ignored)),
+        tables=sorted(set(walk.tables)),
+    )

@@ -42,6 +42,7 @@ from pipelines.ingest.assemble import (
 )
 from pipelines.ingest.discover import Discovery, RunInput, discover
 from pipelines.ingest.frames import Quarantined, RunFrames, stored_path
+from pipelines.ingest.latency_load import TableReport, ingest_table
 from pipelines.store import Session, Store, StoreError
 from pipelines.store.base import HeldSession, WriteSessions
 
@@ -96,6 +97,7 @@ class IngestReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why: no reader)
     ignored: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)  # runs removed: their origin is gone
+    tables: list[TableReport] = field(default_factory=list)  # operator-latency tables
 
     @property
     def ok(self) -> bool:
@@ -113,6 +115,7 @@ class IngestReport:
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "ignored": len(self.ignored),
             "pruned": self.pruned,
+            "tables": [t.as_json() for t in self.tables],
         }
 
 
@@ -470,6 +473,18 @@ class _Ingest:
             )
         )
 
+    def table(self, path: Path) -> None:
+        """Store one operator-latency table (pipelines.ingest.latency_load); a table that cannot
+        be read is quarantined, the others go on."""
+        try:
+            with self.target.open() as con:
+                done = ingest_table(con, path, self.tags)
+        except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
+            self.quarantine([Quarantined(str(path), "unreadable_table", str(exc)[:300])])
+            return
+        self.quarantine(done.quarantined)
+        self.report.tables.append(done)
+
     def prune(self, folders: list[Path]) -> None:
         """Remove stored runs whose origin lies under one of `folders` and was not produced by
         this call (the folder no longer holds them)."""
@@ -538,6 +553,8 @@ def _ingest(
     finally:
         if bar is not None:
             bar.stop()
+    for path in found.tables:
+        state.table(path)
     folders = [Path(p).resolve() for p in prune]
     if folders:
         state.prune(folders)

@@ -459,3 +459,35 @@ def run_freshness(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> dic
         "last_collected": row[2],
         "last_ingested": row[3],
     }
+
+
+# --- operator-latency tables (latency_points, int_table_tau; docs/latency_tables.md) ---------
+
+
+def table_tau(
+    con: duckdb.DuckDBPyConnection, table_ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Rows of int_table_tau (tau_k points of the stored latency tables); of `table_ids` only
+    when given."""
+    if table_ids is None:
+        return con.execute("select * from int_table_tau").pl()
+    return con.execute(
+        "select * from int_table_tau where list_contains(?::varchar[], run_id)",
+        [list(table_ids)],
+    ).pl()
+
+
+def latency_table_hashes(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(table id, content hash) of every stored latency table, sorted."""
+    return con.execute(
+        "select distinct run_id, content_hash from latency_points order by all"
+    ).fetchall()
+
+
+def table_curve_configs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """One row per latency table and curve configuration of int_table_tau: run_id (the table
+    id) and the configuration columns, `operator` included."""
+    return con.execute(
+        "select distinct run_id, model, schedule, chunk_size, seq_len, tp, pp, vp, hardware,"
+        " attention, operator from int_table_tau order by all"
+    ).pl()

@@ -29,9 +29,11 @@ CANONICAL_TABLES = (
     "comm_ops",
     "step_breakdown",
     "chunks",
+    "latency_points",
     "quarantine",
 )
-"""Canonical tables in dependency order; each has sql/schema/<name>.sql."""
+"""Canonical tables in dependency order; each has sql/schema/<name>.sql. `latency_points` holds
+operator-latency tables (docs/latency_tables.md), keyed like a run table by the table's id."""
 QUARANTINE = "quarantine"
 RUN_TABLES = tuple(t for t in CANONICAL_TABLES if t != QUARANTINE)
 """Tables whose rows belong to one run (deleted and rewritten together on re-ingest)."""

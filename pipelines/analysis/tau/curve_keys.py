@@ -4,8 +4,11 @@ from __future__ import annotations
 
 CONFIG_KEYS = (
     *("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware", "attention"),
+    "operator",
 )
-"""A configuration: the run facts whose runs (repeats) are pooled into one fit."""
+"""A configuration: the run facts whose runs (repeats) are pooled into one fit. `operator` names
+the curve of an operator-latency table (attention, layer, ...: docs/latency_tables.md); NULL for
+runs."""
 
 CURVE_KEYS = (*CONFIG_KEYS, "vstage")
 """A curve = one configuration and one virtual stage; repeats of it (runs) are pooled. `attention`

@@ -69,7 +69,7 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
     in memory with their default rule (`options.segment`;
     pipelines.analysis.tau.tau_points.load_tau_points)."""
     inputs = current_inputs(session)
-    now = config_fingerprints(inputs, options)
+    now = config_fingerprints(_with_tables(session, inputs), options)
     stored_fits, before = load_fits(session.con), _load_fingerprints(session.con)
     if stored_fits is None or before is None:
         changed, kept, run_ids = set(now), None, None
@@ -108,6 +108,18 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
     _store_fingerprints(session, now)
     store_inputs(session, inputs)
     return FitReport(fits, points, segmented, len(changed), _configs(kept))
+
+
+def _with_tables(session: Session, inputs: pl.DataFrame) -> pl.DataFrame:
+    """The runs' fit inputs and one row per operator-latency table curve (table_points)."""
+    from pipelines.analysis.tau.table_points import table_fit_inputs
+
+    tables = table_fit_inputs(session.con)
+    if "operator" not in inputs.columns:
+        inputs = inputs.with_columns(pl.lit(None, pl.String).alias("operator"))
+    if tables.is_empty():
+        return inputs
+    return pl.concat([inputs, tables], how="diagonal_relaxed")
 
 
 def config_fingerprints(

@@ -1,7 +1,8 @@
 """The tau_k points to fit: the `int_chunk_tau` relation (sql/intermediate/int_chunk_tau.sql:
 chunks joined with their run configuration, partial remainder chunks flagged) of measured runs,
 plus runs that carry chunk markers but have no chunk rows yet, segmented in memory and put through
-the same SQL. One loader for `tracereplay fit`, the demo and Dagster."""
+the same SQL, plus the points of stored operator-latency tables (int_table_tau). One loader for
+`tracereplay fit`, the demo and Dagster."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 import duckdb
 import polars as pl
 
+from pipelines.analysis.tau.table_points import is_table_id, table_tau_points
 from pipelines.store import Session, functions, queries, relations
 from pipelines.store.insert import insert_frame
 from pipelines.store.schema import ddl_text
@@ -31,8 +33,15 @@ def load_tau_points(
     out: their chunks re-use measured tau, they are no new repeats), plus (`segment`) the chunks
     of runs that have chunk markers in their slices but no chunk rows yet, segmented in memory
     with each run's rule; of `run_ids` only when given (only their chunks and slices are read).
+    Operator-latency tables' points (int_table_tau, table ids `lt-...`: among `run_ids` when
+    given) are added, with their `operator` column (NULL for runs).
     Returns (rows, run ids segmented here)."""
     con = session.con
+    tables = table_tau_points(
+        con, None if run_ids is None else [key for key in run_ids if is_table_id(key)]
+    )
+    if run_ids is not None:
+        run_ids = [key for key in run_ids if not is_table_id(key)]
     per_run = run_ids is not None and len(run_ids) <= PER_RUN_SCANS_UP_TO
     if per_run:
         frame, unchunked = _runs_tau(session, list(run_ids))
@@ -44,6 +53,8 @@ def load_tau_points(
         if extra.height:
             segmented = sorted(extra["run_id"].unique().to_list())
             frame = pl.concat([frame, extra], how="diagonal_relaxed")
+    if tables.height:
+        frame = pl.concat([frame, tables], how="diagonal_relaxed")
     if model:
         frame = frame.filter(pl.col("model") == model)
     if schedule:

@@ -1,0 +1,86 @@
+"""Store one operator-latency table (pipelines.ingest.latency_tables) in `latency_points`.
+
+A table's id is `lt-` + the first 16 hex digits of the sha256 of its resolved path (so a path
+maps to one id in either store backend, and the store's per-id scan finds what it held). The same
+bytes at the same path again are `unchanged` (nothing parsed, unless tags are given: then the
+facts are read again and the rows replaced); new bytes at a known path replace its rows. Rows
+with a bad value are set aside by the reader (quarantine reason `invalid_rows`, each line and
+its reason named in the detail)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipelines.ingest.assemble import file_sha256
+from pipelines.ingest.frames import Quarantined, stored_path
+from pipelines.ingest.latency_tables import read_table, table_id_of
+from pipelines.store import Session
+
+TABLE = "latency_points"
+
+
+@dataclass
+class TableReport:
+    """What one latency table put into the warehouse (status: loaded, replaced: new bytes or
+    tags at a known path, unchanged)."""
+
+    table_id: str
+    layout: str
+    origin: str
+    points: int
+    status: str = "loaded"
+    quarantined: list[Quarantined] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "table_id": self.table_id,
+            "status": self.status,
+            "layout": self.layout,
+            "origin": self.origin,
+            "points": self.points,
+            "left_out": self.left_out,
+            "facts": self.facts,
+            "quarantined": [q.__dict__ for q in self.quarantined],
+        }
+
+    def line(self) -> str:
+        """One line for a terminal."""
+        facts = " ".join(f"{k}={v}" for k, v in self.facts.items() if v is not None)
+        parts = [self.table_id, self.status, f"layout={self.layout}", f"points={self.points}"]
+        parts += [facts] if facts else []
+        if self.left_out:
+            parts.append(", ".join(f"{k}={v} not read" for k, v in sorted(self.left_out.items())))
+        if self.quarantined:
+            parts.append(f"rows set aside: {self.quarantined[0].detail}")
+        return "  ".join(parts)
+
+
+def ingest_table(session: Session, path: Path, tags: dict[str, str] | None = None) -> TableReport:
+    """Read `path` and store its points under its id, replacing what that path held before."""
+    origin = stored_path(Path(path).resolve())
+    table_id = table_id_of(origin)
+    before = session.rows_of_runs(TABLE, [table_id])
+    if before.height and not tags:
+        digest = file_sha256(Path(path))
+        if before["content_hash"][0] == digest:
+            return TableReport(table_id, before["layout"][0], origin, before.height, "unchanged")
+    table = read_table(Path(path), tags)
+    session.replace_run_rows(table_id, {TABLE: table.points})
+    facts = {}
+    if table.points.height:
+        first = table.points.row(0, named=True)
+        facts = {k: first[k] for k in ("source", "hardware", "model", "tp")}
+    return TableReport(
+        table_id,
+        table.layout,
+        origin,
+        table.points.height,
+        status="replaced" if before.height else "loaded",
+        quarantined=table.quarantined,
+        left_out=table.left_out,
+        facts=facts,
+    )

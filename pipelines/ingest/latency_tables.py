@@ -1,0 +1,364 @@
+"""Operator-latency tables -> `latency_points` rows (sql/schema/latency_points.sql).
+
+Three layouts, recognised by their header (docs/latency_tables.md):
+
+* `vidur_attention`: Vidur's `attention.csv` (microsoft/vidur, data/profiling/...): one row per
+  (batch_size, prefill_chunk_size, kv_cache_size, is_prefill) with `time_stats.<op>.{min, max,
+  mean, median, std}` per attention operator (attn_prefill, attn_decode, attn_input_reshape,
+  attn_output_reshape, attn_kv_cache_save), in ms. Prefill rows (is_prefill True) become points
+  of tokens = prefill_chunk_size, prefix = kv_cache_size; decode rows are not prefill chunks and
+  are left out (counted).
+* `vidur_mlp`: Vidur's `mlp.csv`: one row per num_tokens with `time_stats.<op>.*` of the rest of
+  a layer (projections, norms, MLP, residual add; `emb` once per model). Points have no prefix.
+* `generic`: CSV or Parquet with columns `tokens`, `prefix` and one of `time_ms` / `time_us` /
+  `time_ns`; optional `operator`, `source`, `hardware`, `model`, `tp`, `attention`,
+  `batch_size`. Any configurator's export maps to it.
+
+Facts a table does not carry (the model of an old-layout Vidur file, a generic table's hardware)
+come from the path (Vidur's `compute/<hardware>/<org>/<model>/`), else the ingest tags
+(`--tag model=... --tag hardware=...`), else they stay NULL. A row with a bad value costs that
+row: it is set aside with its line and a named reason (`invalid_rows` in quarantine), the rest of
+the table loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from pipelines.ingest.frames import Quarantined, stored_path
+
+VIDUR_ATTENTION = "vidur_attention"
+VIDUR_MLP = "vidur_mlp"
+GENERIC = "generic"
+LAYOUTS = (VIDUR_ATTENTION, VIDUR_MLP, GENERIC)
+
+_STAT = re.compile(r"^time_stats\.(?P<op>[A-Za-z0-9_]+)\.(?P<stat>min|max|mean|median|std)$")
+_VIDUR_ATTENTION_KEYS = ("batch_size", "prefill_chunk_size", "kv_cache_size", "is_prefill")
+_GENERIC_TIMES = {"time_ms": 1e6, "time_us": 1e3, "time_ns": 1.0}
+_GENERIC_FACTS = ("source", "hardware", "model", "tp", "attention")
+_VIDUR_HARDWARE = re.compile(r"(^|/)profiling/(compute/)?(?P<hw>[a-z0-9_]+)/")
+_VIDUR_MODEL = re.compile(r"(^|/)profiling/compute/[a-z0-9_]+/(?P<model>[^/]+/[^/]+)/[^/]+$")
+
+# the row-level reasons (docs/latency_tables.md)
+MISSING_TIME = "missing_time"
+INVALID_TIME = "invalid_time"  # not a number, NaN or infinite
+NEGATIVE_TIME = "negative_time"
+INVALID_TOKENS = "invalid_tokens"  # missing, not a whole number, or below 1
+INVALID_PREFIX = "invalid_prefix"  # not a whole number, or negative
+SNIFF_BYTES = 1 << 16
+
+
+@dataclass
+class LatencyTable:
+    """One table file's points (columns of sql/schema/latency_points.sql) and what was set aside."""
+
+    path: Path
+    layout: str
+    points: pl.DataFrame
+    quarantined: list[Quarantined] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Rows that are no prefill point and were not read (decode rows of Vidur attention)."""
+
+
+def header_of(path: Path) -> list[str] | None:
+    """The column names of a CSV (first line) or Parquet file, None when it is neither."""
+    try:
+        if path.suffix.lower() == ".parquet":
+            return list(pl.read_parquet_schema(path))
+        with path.open("rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+    except (OSError, pl.exceptions.PolarsError):
+        return None
+    line = head.split(b"\n", 1)[0].strip().decode("utf-8", "replace").lstrip("\ufeff")
+    return [name.strip().strip('"') for name in line.split(",")] if line else None
+
+
+def layout_of(columns: list[str]) -> str | None:
+    """Which latency-table layout a header is, or None."""
+    names = set(columns)
+    ops = {m["op"] for c in columns if (m := _STAT.match(c))}
+    if set(_VIDUR_ATTENTION_KEYS) <= names and "attn_prefill" in ops:
+        return VIDUR_ATTENTION
+    if "num_tokens" in names and ops and "attn_prefill" not in ops:
+        return VIDUR_MLP
+    if {"tokens", "prefix"} <= names and names & set(_GENERIC_TIMES):
+        return GENERIC
+    return None
+
+
+def sniff(path: Path) -> str | None:
+    """The layout of a latency-table file (.csv or .parquet), None for any other file."""
+    if path.suffix.lower() not in (".csv", ".parquet"):
+        return None
+    columns = header_of(path)
+    return layout_of(columns) if columns else None
+
+
+def table_id_of(origin: str) -> str:
+    """A table's id: lt- and 16 hex digits of the sha256 of its stored (resolved) path."""
+    return f"lt-{hashlib.sha256(origin.encode('utf-8', 'backslashreplace')).hexdigest()[:16]}"
+
+
+def read_table(path: Path, tags: dict[str, str] | None = None) -> LatencyTable:
+    """Read one latency-table file. Raises ValueError when it is no latency table."""
+    path = Path(path)
+    layout = sniff(path)
+    if layout is None:
+        raise ValueError(f"{path.name} is not an operator-latency table")
+    raw = path.read_bytes()
+    content_hash = hashlib.sha256(raw).hexdigest()
+    frame = _read_text_frame(path)
+    facts = _facts(path, layout, frame, tags or {})
+    if layout == VIDUR_ATTENTION:
+        long, left_out = _vidur_attention(frame)
+    elif layout == VIDUR_MLP:
+        long, left_out = _vidur_mlp(frame), {}
+    else:
+        long, left_out = _generic(frame, (tags or {}).get("operator") or "unnamed"), {}
+    points, bad = _validate(long)
+    points = _finish(points, path, content_hash, layout, facts, set(tags or {}))
+    quarantined = []
+    if bad:
+        lines = [f"line {line}: {reason}" for line, reason in bad]
+        reasons = sorted({reason for _, reason in bad})
+        item = Quarantined.entries_set_aside(path, lines, reason="invalid_rows")
+        item = Quarantined(
+            item.path, item.reason, f"{item.detail} ({', '.join(reasons)})", content_hash
+        )
+        quarantined.append(item)
+    return LatencyTable(path, layout, points, quarantined, left_out)
+
+
+def _read_text_frame(path: Path) -> pl.DataFrame:
+    """Every cell as text (a number the table mangled stays visible), plus `line`."""
+    if path.suffix.lower() == ".parquet":
+        frame = pl.read_parquet(path)
+        frame = frame.with_columns(pl.all().cast(pl.String))
+        return frame.with_row_index("line", offset=2).with_columns(pl.col("line").cast(pl.Int64))
+    frame = pl.read_csv(path, infer_schema=False)
+    # the header is line 1; a CSV without quoted newlines has one row per line
+    return frame.with_row_index("line", offset=2).with_columns(pl.col("line").cast(pl.Int64))
+
+
+def _facts(path: Path, layout: str, frame: pl.DataFrame, tags: dict[str, str]) -> dict:
+    """Table-wide facts: from the path (Vidur), the table's own columns, then the tags."""
+    text = stored_path(path.resolve()).replace("\\", "/")
+    facts: dict[str, object] = {"source": "vidur" if layout != GENERIC else None}
+    if layout != GENERIC:
+        hw = _VIDUR_HARDWARE.search(text)
+        model = _VIDUR_MODEL.search(text)
+        facts["hardware"] = hw["hw"] if hw else None
+        facts["model"] = model["model"] if model else None  # else per row: _vidur_facts
+        facts["attention"] = "dense"  # Vidur profiles dense attention (FlashAttention etc.)
+    for key in _GENERIC_FACTS:
+        if key in tags and tags[key] != "":
+            facts[key] = int(tags[key]) if key == "tp" else tags[key]
+    return facts
+
+
+def _vidur_facts(frame: pl.DataFrame, layout: str) -> list[pl.Expr]:
+    """Per-row facts of a Vidur file (one file may hold several tp degrees or, in the old
+    layout without a model folder, several models): tp from num_tensor_parallel_workers, and a
+    model name from the profiled shapes, d<n_embd>-q<query heads>-kv<kv heads> (used only where
+    the path names no model)."""
+    facts = []
+    if "num_tensor_parallel_workers" in frame.columns:
+        facts.append(pl.col("num_tensor_parallel_workers").alias("fact_tp"))
+    heads = "n_q_head" if layout == VIDUR_ATTENTION else "n_head"
+    if {"n_embd", heads, "n_kv_head"} <= set(frame.columns):
+        parts = [pl.lit("d"), pl.col("n_embd"), pl.lit("-q"), pl.col(heads)]
+        shape = pl.concat_str([*parts, pl.lit("-kv"), pl.col("n_kv_head")])
+        facts.append(shape.alias("fact_shape"))
+    return facts
+
+
+def _stat_columns(frame: pl.DataFrame) -> dict[str, dict[str, str]]:
+    ops: dict[str, dict[str, str]] = {}
+    for column in frame.columns:
+        if m := _STAT.match(column):
+            ops.setdefault(m["op"], {})[m["stat"]] = column
+    return ops
+
+
+def _long(frame: pl.DataFrame, tokens: str, prefix: str | None, batch: str | None) -> pl.DataFrame:
+    """One row per operator x table row: line, operator, tokens/prefix/batch text, stats text."""
+    parts = []
+    facts = _vidur_facts(frame, VIDUR_ATTENTION if prefix else VIDUR_MLP)
+    for op, stats in _stat_columns(frame).items():
+        if "median" not in stats:
+            continue
+        parts.append(
+            frame.select(
+                "line",
+                pl.lit(op).alias("operator"),
+                pl.col(tokens).alias("tokens_text"),
+                (pl.col(prefix) if prefix else pl.lit(None, pl.String)).alias("prefix_text"),
+                (pl.col(batch) if batch else pl.lit(None, pl.String)).alias("batch_text"),
+                *(
+                    (pl.col(stats[s]) if s in stats else pl.lit(None, pl.String)).alias(f"{s}_text")
+                    for s in ("median", "mean", "min", "max", "std")
+                ),
+                pl.lit(1e6).alias("scale"),  # Vidur's times are ms
+                *facts,
+            )
+        )
+    return pl.concat(parts) if parts else pl.DataFrame()
+
+
+def _vidur_attention(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    prefill = pl.col("is_prefill").str.strip_chars().str.to_lowercase() == "true"
+    decode = frame.filter(~prefill.fill_null(False))
+    frame = frame.filter(prefill.fill_null(False))
+    long = _long(frame, "prefill_chunk_size", "kv_cache_size", "batch_size")
+    # a prefill row has no decode time: that operator's empty cells are not a bad value
+    long = long.filter(pl.col("operator") != "attn_decode")
+    return long, ({"decode_rows": decode.height} if decode.height else {})
+
+
+def _vidur_mlp(frame: pl.DataFrame) -> pl.DataFrame:
+    return _long(frame, "num_tokens", None, None)
+
+
+def _generic(frame: pl.DataFrame, operator: str) -> pl.DataFrame:
+    time_column = next(c for c in _GENERIC_TIMES if c in frame.columns)
+    named = pl.col("operator").fill_null(operator) if "operator" in frame.columns else None
+    return frame.select(
+        "line",
+        (named if named is not None else pl.lit(operator)).alias("operator"),
+        pl.col("tokens").alias("tokens_text"),
+        pl.col("prefix").alias("prefix_text"),
+        (pl.col("batch_size") if "batch_size" in frame.columns else pl.lit(None, pl.String)).alias(
+            "batch_text"
+        ),
+        pl.col(time_column).alias("median_text"),
+        *(pl.lit(None, pl.String).alias(f"{s}_text") for s in ("mean", "min", "max", "std")),
+        pl.lit(_GENERIC_TIMES[time_column]).alias("scale"),
+        *(
+            pl.col(c).alias(f"fact_{c}")
+            for c in _GENERIC_FACTS
+            if c in frame.columns and c != "operator"
+        ),
+    )
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text.strip())
+    except ValueError:
+        return math.nan
+
+
+def _whole(value: float | None) -> int | None:
+    if value is None or not math.isfinite(value) or value != int(value):
+        return None
+    return int(value)
+
+
+def _validate(long: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
+    """Rows whose values all parse, and (line, reason) of the others (first reason per line)."""
+    kept: list[dict] = []
+    bad: dict[int, str] = {}
+    if long.is_empty():
+        return kept, []
+    for row in long.iter_rows(named=True):
+        line = row["line"]
+        reason = None
+        time = _number(row["median_text"])
+        tokens = _whole(_number(row["tokens_text"]))
+        prefix_number = _number(row["prefix_text"])
+        prefix = _whole(prefix_number)
+        if time is None:
+            reason = MISSING_TIME
+        elif not math.isfinite(time):
+            reason = INVALID_TIME
+        elif time < 0:
+            reason = NEGATIVE_TIME
+        elif tokens is None or tokens < 1:
+            reason = INVALID_TOKENS
+        elif row["prefix_text"] is not None and (prefix is None or prefix < 0):
+            reason = INVALID_PREFIX
+        if reason is not None:
+            bad.setdefault(line, reason)
+            continue
+        scale = row["scale"]
+        stats = {s: _number(row[f"{s}_text"]) for s in ("mean", "min", "max", "std")}
+        batch = _whole(_number(row["batch_text"]))
+        kept.append(
+            {
+                "line": line,
+                "operator": row["operator"],
+                "tokens": tokens,
+                "prefix_tokens": prefix,
+                "batch_size": batch if batch is not None else 1,
+                "time_ns": round(time * scale),
+                **{f"{s}_ns": _ns(stats[s], scale) for s in ("mean", "min", "max")},
+                "std_ns": stats["std"] * scale
+                if stats["std"] is not None and math.isfinite(stats["std"])
+                else None,
+                **{k: row[k] for k in row if k.startswith("fact_")},
+            }
+        )
+    # a line with one bad operator cell loses that operator's point only if the line is bad for
+    # every operator; a line named bad keeps no point (one bad value spoils its row)
+    kept = [row for row in kept if row["line"] not in bad]
+    return kept, sorted(bad.items())
+
+
+def _ns(value: float | None, scale: float) -> int | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return round(value * scale)
+
+
+def _finish(
+    rows: list[dict], path: Path, content_hash: str, layout: str, facts: dict, tagged: set[str]
+) -> pl.DataFrame:
+    from pipelines.store.schema import polars_schema
+
+    schema = polars_schema("latency_points")
+    table_id = table_id_of(stored_path(path.resolve()))
+    out = []
+    seen: dict[tuple, int] = {}
+    for row in rows:
+        row_facts = dict(facts)
+        if row_facts.get("model") is None and row.get("fact_shape") and "model" not in tagged:
+            row_facts["model"] = row["fact_shape"]
+        for key in _GENERIC_FACTS:
+            value = row.get(f"fact_{key}")
+            if value is not None and value.strip() != "" and key not in tagged:
+                row_facts[key] = int(value) if key == "tp" and value.strip().isdigit() else value
+        key = (row["operator"], row["tokens"], row["prefix_tokens"], row["batch_size"])
+        seen[key] = seen.get(key, 0) + 1
+        out.append(
+            {
+                "run_id": table_id,
+                "origin": stored_path(path.resolve()),
+                "content_hash": content_hash,
+                "layout": layout,
+                "source": row_facts.get("source") or "table",
+                "hardware": row_facts.get("hardware"),
+                "model": row_facts.get("model"),
+                "tp": row_facts.get("tp") if isinstance(row_facts.get("tp"), int) else None,
+                "attention": row_facts.get("attention"),
+                "operator": row["operator"],
+                "tokens": row["tokens"],
+                "prefix_tokens": row["prefix_tokens"],
+                "batch_size": row["batch_size"],
+                "time_ns": row["time_ns"],
+                "mean_ns": row["mean_ns"],
+                "min_ns": row["min_ns"],
+                "max_ns": row["max_ns"],
+                "std_ns": row["std_ns"],
+                "line": row["line"],
+                "replicate": seen[key],
+            }
+        )
+    return pl.DataFrame(out, schema=schema)
