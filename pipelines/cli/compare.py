@@ -14,14 +14,17 @@ from pipelines.labels import json_value
 
 DESCRIPTION = """\
 Compare the runs CANDIDATE selects with those BASELINE selects (selectors: docs/selectors.md),
-per metric (docs/metrics.md): n on each side, the relative effect mean(cand)/mean(base) - 1 with a
-95 % interval (Welch's t on log values under 8 runs a side, where a bootstrap of so few runs
-undercovers; scipy.stats.bootstrap BCa from 8), a two-sided test (Welch's t on log values under 8
-runs a side, where the exact Mann-Whitney U cannot reach small p; Mann-Whitney U from 8),
-Benjamini-Hochberg's correction across the metrics compared (--correction holm for Holm's), and
-a verdict: improved / regressed (corrected p < 0.05 and the effect beyond +-min-effect at
-one-sided 0.05), unchanged (within +-min-effect by two one-sided tests at 0.05: the 90 %
-interval inside), inconclusive (anything else, n < 3 on a side included).
+per metric (docs/metrics.md), with one estimand for the point, the interval and the test: the
+ratio of geometric means - 1 (a metric with a value <= 0: the difference of arithmetic means
+relative to the baseline's). n on each side; the effect with its 95 % interval (Welch's t on log
+values); a one-sided test toward worse (Welch's t on log values; with >= 20 nights of the
+baseline configuration's history, the moderated t of Smyth 2004, its variance shrunk to the
+history's, named in the output; --no-history-prior to use the runs alone);
+Benjamini-Hochberg's correction across the metrics compared (--correction holm for Holm's); a
+verdict: regressed (corrected one-sided p < 0.05 and the effect worse by at least min-effect),
+improved (corrected one-sided p toward better < 0.025, i.e. two-sided, and better by at least
+min-effect), unchanged (within +-min-effect by two one-sided tests at 0.05: the 90 % interval
+inside; or both sides identical), inconclusive (anything else, n < 3 on a side included).
 Exit status 1 when a metric regressed, 2 for a bad selector or metric, else 0."""
 
 COLUMNS = [
@@ -31,10 +34,15 @@ COLUMNS = [
     ("candidate", "cand mean"),
     ("effect", "effect [95% CI]"),
     ("test", "test"),
-    ("p_adj", "p adj"),
+    ("p_adj", "p adj (worse)"),
     ("verdict", "verdict"),
 ]
-TEST_LABEL = {"welch_t_log": "Welch-log", "mann_whitney_u": "MWU", "none": "-"}
+TEST_LABEL = {
+    "welch_t_log": "Welch-log",
+    "moderated_t_log": "mod-t-log",
+    "welch_t": "Welch",
+    "none": "-",
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -67,8 +75,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("bh", "holm"),
         default="bh",
         help="multiple-testing correction across metrics: bh (Benjamini-Hochberg, default: the "
-        "metrics move together, and Holm, paying for each as a separate look, missed a true +5 %% "
-        "change in 23 of 200 trials where BH missed 1; docs/regressions.md) or holm",
+        "metrics move together; docs/regressions.md) or holm",
+    )
+    parser.add_argument(
+        "--no-history-prior",
+        dest="history_prior",
+        action="store_false",
+        help="test on the runs alone, without the variance prior from the baseline "
+        "configuration's nightly history (used by default when it has >= 20 nights)",
     )
     parser.set_defaults(func=run)
 
@@ -101,8 +115,9 @@ def format_comparison(result) -> str:
         *textwrap.wrap(
             f"{result.correction} correction across {len(result.metrics)} "
             f"metric{'s' if len(result.metrics) != 1 else ''}; flagged only when "
-            f"significant (p adj < 0.05) and beyond +-{result.min_effect:.1%} at one-sided 0.05 "
-            "(the 90 % interval's bound)",
+            f"significant (regressed: one-sided p adj toward worse < 0.05; improved: toward better "
+            f"< 0.025) and the effect beyond +-{result.min_effect:.1%}; effect and interval: ratio "
+            "of geometric means - 1",
             118,
             subsequent_indent="  ",
             break_on_hyphens=False,
@@ -111,12 +126,31 @@ def format_comparison(result) -> str:
     reasons = sorted({(m.test, m.test_reason) for m in result.metrics if m.test != "none"})
     for t, r in reasons:
         lines += textwrap.wrap(f"test {TEST_LABEL[t]}: {r}", 118, subsequent_indent="  ")
+    lines += _prior_lines(result)
     for m in result.metrics:
         if m.verdict == "inconclusive":
             lines.append(f"{m.metric}: inconclusive, {m.reason}")
     if result.overlap:
         lines.append(f"warning: {len(result.overlap)} run(s) are on both sides")
     return "\n".join(lines)
+
+
+def _prior_lines(result) -> list[str]:
+    """Which metrics were tested against the nightly history's variance, and why not the rest."""
+    lines = []
+    used = [m for m in result.metrics if m.test == "moderated_t_log"]
+    if used:
+        prior = result.priors[used[0].metric]
+        names = ", ".join(m.metric for m in used)
+        lines += textwrap.wrap(
+            f"variance prior (moderated t, Smyth 2004) for {names}: the run-to-run variance of "
+            f"{prior.nights} nights of {prior.source} (runs compared left out)",
+            118,
+            subsequent_indent="  ",
+        )
+    if result.prior_note:
+        lines += textwrap.wrap(result.prior_note, 118, subsequent_indent="  ")
+    return lines
 
 
 def to_json(result) -> dict:
@@ -126,6 +160,10 @@ def to_json(result) -> dict:
         "correction": result.correction,
         "min_effect": result.min_effect,
         "metrics": [{k: json_value(v) for k, v in m.as_dict().items()} for m in result.metrics],
+        "variance_priors": {
+            k: {f: json_value(v) for f, v in p.as_dict().items()} for k, p in result.priors.items()
+        },
+        "variance_prior_note": result.prior_note,
     }
 
 
@@ -144,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
                 args.metric,
                 min_effect=args.min_effect / 100,
                 correction=correction,
+                history_prior=args.history_prior,
             )
             explanation = None
             if result.regressed:

@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipelines.analysis.comparison.compare import RUN_SET_CORRECTION, compare_samples
+from pipelines.analysis.comparison.compare import (
+    RUN_SET_CORRECTION,
+    VariancePrior,
+    compare_samples,
+)
 from pipelines.analysis.runs.run_metrics import DEFAULT_COMPARE_METRICS, METRICS
 
 NOISE = 0.015  # run-to-run noise, lognormal sigma (the lower end of real runs' 1.5-2 %)
@@ -32,23 +36,26 @@ def test_true_plus_5_percent_is_regressed_in_at_least_95_of_100_trials():
 
 
 @pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
-def test_no_difference_is_unchanged_or_inconclusive_in_at_least_95_of_100_trials():
+def test_no_difference_is_rarely_flagged():
+    """One-sided toward worse at 0.05: about 5 % of no-difference trials are regressed by design
+    (the old '>= 95 of 100 quiet' fails 38 % of the time for a test at exactly 5 %); improved
+    is the two-sided test, about 2.5 %. 400 trials: regressed <= 7.5 %, improved <= 5 %."""
     rng = np.random.default_rng(10)
-    verdicts = [_trial(rng, 0.0).verdict for _ in range(100)]
-    quiet = sum(v in ("unchanged", "inconclusive") for v in verdicts)
-    assert quiet >= 95, verdicts
+    verdicts = [_trial(rng, 0.0).verdict for _ in range(400)]
+    assert verdicts.count("regressed") <= 30, verdicts.count("regressed")
+    assert verdicts.count("improved") <= 20, verdicts.count("improved")
 
 
 @pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
-def test_the_interval_at_five_runs_holds_the_effect_in_95_percent():
-    """Welch's t interval on logs below 8 runs a side (a bootstrap of 5 values held the effect in
-    88 % of 300 trials: too narrow); the bootstrap from 8. Measured here: 194 of 200."""
+def test_the_interval_holds_the_effect_in_95_percent_at_5_and_10_runs():
+    """Welch's t interval on log values at every n (a bootstrap of 5 values held the effect in
+    88 % of 300 trials: too narrow). The estimand is the ratio of geometric means, +5 % here."""
     rng = np.random.default_rng(21)
-    rows = [_trial(rng, 0.05, noise=0.02) for _ in range(200)]
-    assert {r.interval for r in rows} == {"welch_log"}
-    held = sum(r.effect_lo <= 0.05 <= r.effect_hi for r in rows)
-    assert held >= 186, held  # 93 %
-    assert _trial(rng, 0.05, n=10).interval == "bca"
+    for n in (5, 10):
+        rows = [_trial(rng, 0.05, n=n, noise=0.02) for _ in range(300)]
+        assert {r.interval for r in rows} == {"welch_log"}
+        held = sum(r.effect_lo <= 0.05 <= r.effect_hi for r in rows)
+        assert 279 <= held <= 296, (n, held)  # 93-98.7 %
 
 
 def test_fewer_than_three_runs_is_inconclusive_with_the_reason():
@@ -62,7 +69,7 @@ def test_tight_equal_samples_are_unchanged():
     cand = 1e9 * np.exp(rng.normal(0, 0.001, 10))
     (row,) = compare_samples({"ttft_ns": (base, cand)}, {"ttft_ns": True})
     assert row.verdict == "unchanged"
-    assert row.test == "mann_whitney_u"  # 10 a side: the rank test
+    assert row.test == "welch_t_log" and row.estimand == "geometric_mean_ratio"
     assert -0.01 <= row.effect_lo <= row.effect <= row.effect_hi <= 0.01
 
 
@@ -78,8 +85,9 @@ def test_samples_without_spread_are_judged_without_a_warning():
         assert row.verdict == "regressed" and row.p_value == 0.0
         varied = [4.6e9, 4.4e9, 4.5e9]
         (row,) = compare_samples({"exposed_comm_ns": (same, varied)}, {"exposed_comm_ns": True})
-    # one side fixed: Welch's t is the other side's one-sample t against the fixed value
-    expected = stats.ttest_1samp(np.log(varied), np.log(same[0])).pvalue
+    # one side fixed: Welch's t is the other side's one-sample t against the fixed value,
+    # one-sided toward worse (the candidate larger, for a time)
+    expected = stats.ttest_1samp(np.log(varied), np.log(same[0]), alternative="greater").pvalue
     assert row.test == "welch_t_log" and row.p_value == pytest.approx(expected)
 
 
@@ -137,24 +145,26 @@ def _run_set_trial(rng: np.random.Generator, shift: float, correction: str) -> d
 def test_a_run_set_with_a_true_plus_5_percent_is_regressed_in_95_of_100_trials():
     """The acceptance trial as `tracereplay compare` runs it (all six default metrics, its
     default correction): TTFT regressed in >= 95 of 100; Holm, paying for six looks at one
-    timeline, gets fewer (measured 177 of 200 against 199 of 200)."""
+    timeline, gets no more."""
     rng = np.random.default_rng(11)
     trials = [_run_set_trial(rng, 0.05, RUN_SET_CORRECTION) for _ in range(100)]
     assert sum(t["ttft_ns"] == "regressed" for t in trials) >= 95
     assert not any("improved" in t.values() for t in trials)
     rng = np.random.default_rng(11)
     holm = [_run_set_trial(rng, 0.05, "holm") for _ in range(100)]
-    assert sum(t["ttft_ns"] == "regressed" for t in holm) < 95
+    assert sum(t["ttft_ns"] == "regressed" for t in holm) <= sum(
+        t["ttft_ns"] == "regressed" for t in trials
+    )
 
 
 @pytest.mark.slow  # a seeded coverage / rate study (CI runs it: .ci/run)
-def test_a_run_set_without_a_difference_is_quiet_in_95_of_100_trials():
-    """No metric of the six improved or regressed in >= 95 of 100 trials (measured: 5 of 400
-    trials flagged any metric)."""
+def test_a_run_set_without_a_difference_is_rarely_flagged():
+    """No difference: any of the six metrics regressed in <= 7.5 % of 200 trials (the one-sided
+    test at 0.05; Benjamini-Hochberg keeps any flag at most alpha under no change at all)."""
     rng = np.random.default_rng(12)
-    trials = [_run_set_trial(rng, 0.0, RUN_SET_CORRECTION) for _ in range(100)]
-    flagged = [t for t in trials if {"improved", "regressed"} & set(t.values())]
-    assert len(flagged) <= 5, flagged
+    trials = [_run_set_trial(rng, 0.0, RUN_SET_CORRECTION) for _ in range(200)]
+    regressed = [t for t in trials if "regressed" in t.values()]
+    assert len(regressed) <= 15, len(regressed)
 
 
 def test_identical_sides_are_unchanged_even_at_zero() -> None:
@@ -169,20 +179,71 @@ def test_identical_sides_are_unchanged_even_at_zero() -> None:
 
 def test_the_printed_effect_lies_inside_its_own_interval() -> None:
     # a baseline with one slow run (x1 to x10,000): the ratio of arithmetic means fell outside
-    # the Welch interval on log values in 562 of these 2,000 seeded draws; the point is now the
-    # estimand of its interval (geometric means below 8 runs a side, arithmetic from 8 up)
+    # the Welch interval on log values in 562 of these 2,000 seeded draws; now point, interval
+    # and test share one estimand at every n (geometric means; arithmetic with a value <= 0)
     rng = np.random.default_rng(5)
     outside = []
     for draw in range(2000):
-        n = int(rng.integers(3, 8))
+        n = int(rng.integers(3, 13))
         base, cand = rng.lognormal(0, 0.05, n), rng.lognormal(0, 0.05, n)
         base[rng.integers(n)] *= 10 ** rng.uniform(0, 4)  # one slow run in the baseline
+        if draw % 4 == 0:  # a metric that may be 0 or negative (a fitted intercept)
+            cand = cand - 1.0
         (row,) = compare_samples({"m": (base, cand)}, {"m": True}, seed=draw)
         if not row.effect_lo <= row.effect <= row.effect_hi:
             outside.append((draw, row.effect, row.effect_lo, row.effect_hi))
     assert outside == []
-    for n in (8, 12):  # the bootstrap regime: the ratio of arithmetic means and its BCa interval
-        base, cand = rng.lognormal(0, 0.3, n), rng.lognormal(0.1, 0.3, n)
-        (row,) = compare_samples({"m": (base, cand)}, {"m": True})
-        assert row.interval == "bca" and row.effect_lo <= row.effect <= row.effect_hi
-        assert row.effect == pytest.approx(cand.mean() / base.mean() - 1)
+    base, cand = rng.lognormal(0, 0.3, 12), rng.lognormal(0.1, 0.3, 12)
+    (row,) = compare_samples({"m": (base, cand)}, {"m": True})
+    assert row.effect == pytest.approx(np.exp(np.log(cand).mean() - np.log(base).mean()) - 1)
+    (row,) = compare_samples({"m": (base - 1, cand)}, {"m": True})
+    assert row.estimand == "arithmetic_mean_difference" and row.test == "welch_t"
+    assert row.effect == pytest.approx((cand.mean() - (base - 1).mean()) / abs((base - 1).mean()))
+
+
+def test_the_test_is_one_sided_toward_worse_and_is_welchs_t() -> None:
+    rng = np.random.default_rng(7)
+    base, cand = rng.lognormal(0, 0.02, 5), rng.lognormal(0.03, 0.02, 6)
+    (time,) = compare_samples({"ttft_ns": (base, cand)}, {"ttft_ns": True})
+    (rate,) = compare_samples({"throughput_tok_s": (base, cand)}, {"throughput_tok_s": False})
+    x, y = np.log(base), np.log(cand)
+    greater = stats.ttest_ind(y, x, equal_var=False, alternative="greater").pvalue
+    assert time.p_value == pytest.approx(greater)  # a larger time is worse
+    assert rate.p_value == pytest.approx(1 - greater)  # a larger rate is better
+    assert time.verdict == "regressed" and rate.verdict == "improved"
+    lo, hi = stats.ttest_ind(y, x, equal_var=False).confidence_interval(0.95)
+    assert (time.effect_lo, time.effect_hi) == pytest.approx((np.expm1(lo), np.expm1(hi)))
+
+
+def test_a_variance_prior_gives_the_moderated_t() -> None:
+    rng = np.random.default_rng(8)
+    base, cand = rng.lognormal(0, 0.02, 5), rng.lognormal(0.03, 0.02, 5)
+    prior = VariancePrior(variance=0.02**2, df=24, nights=25, source="m cpp")
+    (row,) = compare_samples({"m": (base, cand)}, {"m": True}, priors={"m": prior})
+    x, y = np.log(base), np.log(cand)
+    ss = ((x - x.mean()) ** 2).sum() + ((y - y.mean()) ** 2).sum()
+    s2 = (24 * 0.02**2 + ss) / (24 + 8)
+    t = (y.mean() - x.mean()) / np.sqrt(s2 * (1 / 5 + 1 / 5))
+    assert row.test == "moderated_t_log" and row.prior_nights == 25
+    assert row.p_value == pytest.approx(stats.t.sf(t, 32))
+    assert row.effect_lo <= row.effect <= row.effect_hi
+
+
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run); the full one: bench compare-power
+def test_five_runs_at_2_percent_noise_regressed_and_quiet() -> None:
+    """The issue's cell on 400 draws (the bench runs 2,000): +5 % is regressed in >= 90 % from
+    the runs alone and >= 95 % with a 20-night history; no difference regressed in <= 7.5 %."""
+    rng = np.random.default_rng(31)
+    alone = prior = quiet = 0
+    for _ in range(400):
+        base = np.exp(rng.normal(0, 0.02, 5))
+        cand = 1.05 * np.exp(rng.normal(0, 0.02, 5))
+        same = np.exp(rng.normal(0, 0.02, 5))
+        history = rng.normal(0, 0.02, 20)
+        p = {"m": VariancePrior(float(np.var(history, ddof=1)), 19, 20, "h")}
+        alone += compare_samples({"m": (base, cand)}, {"m": True})[0].verdict == "regressed"
+        prior += (
+            compare_samples({"m": (base, cand)}, {"m": True}, priors=p)[0].verdict == "regressed"
+        )
+        quiet += compare_samples({"m": (base, same)}, {"m": True})[0].verdict != "regressed"
+    assert alone >= 360 and prior >= 380 and quiet >= 370, (alone, prior, quiet)

@@ -1,34 +1,36 @@
-"""Compare two sets of runs metric by metric, with the statistics benchstat would accept.
+"""Compare two sets of runs metric by metric: one estimand per metric for the point, the interval
+and the test (docs/regressions.md §compare).
 
-Per metric: n on each side, the relative effect (the ratio of geometric means - 1 below
-RANK_TEST_MIN_N runs a side, of arithmetic means from there: the estimand of the interval, so the
-point lies inside it; `point_effect`) with a 95 %
-interval (`effect_interval`: scipy.stats.bootstrap BCa from RANK_TEST_MIN_N runs a side, Welch's
-t interval on log values below it, where a bootstrap of 3-5 values undercovers), a two-sided
-test, a multiple-testing correction across the metrics compared (Holm by default here;
-Benjamini-Hochberg by default for a run-set comparison, RUN_SET_CORRECTION), and a verdict
-(docs/regressions.md §compare), whose magnitude conditions are one-sided tests at alpha, read
-off the 1 - 2 alpha (90 %) interval as in two one-sided tests (TOST):
+Per metric, with positive values (every duration and rate here), the estimand is the ratio of
+geometric means, exp(mean log candidate - mean log baseline) - 1: the printed point, its 95 %
+interval (Welch's t interval on log values) and the test (Welch's t on log values) are all about
+it, so the point always lies inside its interval, and run-to-run noise, which is multiplicative,
+is symmetric there. With a variance prior (`VariancePrior`: the run-to-run variance of log values
+in the configuration's nightly history, at least MIN_PRIOR_NIGHTS nights) the test and the
+interval are the moderated t of Smyth (2004, "Linear models and empirical Bayes methods for
+assessing differential expression in microarray experiments", SAGMB 3(1)): the pooled variance of
+the two sides shrunk to the prior, s~^2 = (d0 s0^2 + d s^2) / (d0 + d), with d0 + d degrees of
+freedom. A metric with a value <= 0 (a fitted intercept, an exposed time of 0) has no log: there
+the estimand is the difference of arithmetic means relative to the baseline mean, with Welch's t
+on the raw values for the interval and the test.
+
+The test is directional: `compare` asks whether the candidate is worse, so its p is one-sided
+toward worse (the metric's direction), corrected across the metrics compared
+(Benjamini-Hochberg by default for a run set, RUN_SET_CORRECTION; Holm by default here). Verdicts:
 
 * inconclusive when a side has fewer than MIN_RUNS runs (one run never makes a change);
-* unchanged when the 90 % interval lies within +-min_effect (equivalence, TOST at alpha);
-* improved / regressed when the corrected p-value is below alpha and the effect lies beyond
-  +-min_effect at one-sided alpha (a practical magnitude, as criterion.rs's noise threshold):
-  with 5 runs a side at 1.5 % noise a true +5 % is regressed in 97 % of 400 trials and no
-  difference flags any of six metrics in 1 % (docs/regressions.md);
+* unchanged when the 90 % interval lies within +-min_effect (two one-sided tests at alpha, TOST),
+  or when both sides hold one identical value;
+* regressed when the corrected one-sided p toward worse is below alpha and the point effect is
+  worse by at least min_effect (the stated practical magnitude);
+* improved when the corrected one-sided p toward better is below alpha / 2 (the two-sided test:
+  no direction was asked for) and the point effect is better by at least min_effect;
 * inconclusive otherwise, with the reason.
-
-The test: Welch's t on log values when a side has fewer than RANK_TEST_MIN_N runs, because the
-exact Mann-Whitney U cannot get small enough there (5 vs 5: the smallest two-sided p is 2/252 =
-0.0079, so after Holm over six metrics it could never flag anything) and run-to-run noise is
-multiplicative; Mann-Whitney U (as benchstat) from RANK_TEST_MIN_N runs a side, where it has the
-power and is robust to the odd slow run.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -36,19 +38,30 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 MIN_RUNS = 3
-RANK_TEST_MIN_N = 8
+MIN_PRIOR_NIGHTS = 20
 DEFAULT_MIN_EFFECT = 0.01
 DEFAULT_ALPHA = 0.05
 CORRECTIONS = {"holm": "Holm", "fdr_bh": "Benjamini-Hochberg"}
 RUN_SET_CORRECTION = "fdr_bh"
 """The correction `tracereplay compare` applies across its metrics by default. A run set's
 metrics move together (TTFT, makespan and throughput are one timeline; compute and bubble scale
-with it), so Holm, which pays for every metric as if it were a separate look, lost a true +5 %
-change that every metric shows: 5 runs a side, 1.5 % lognormal run noise, the six default
-metrics, 200 trials: regressed 177 with Holm against 199 with Benjamini-Hochberg (199 for TTFT
-compared alone); with no difference any metric was flagged in 5 of 400 trials with BH (2 % noise:
-10 of 400; Holm 2). Under no change at all BH's chance of any flag is at most alpha, as Holm's
-(docs/regressions.md). `--correction holm` keeps family-wise control when metrics differ."""
+with it), so Holm, which pays for every metric as if it were a separate look, loses a change
+that every metric shows (docs/regressions.md). Under no change at all BH's chance of any flag is
+at most alpha, as Holm's. `--correction holm` keeps family-wise control when metrics differ."""
+
+
+@dataclass(frozen=True)
+class VariancePrior:
+    """The run-to-run variance of a metric's log values in the configuration's nightly history
+    (within the segments between its change points) and its degrees of freedom."""
+
+    variance: float
+    df: int
+    nights: int
+    source: str  # the configuration, as a label
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -60,185 +73,163 @@ class MetricComparison:
     n_candidate: int
     mean_baseline: float
     mean_candidate: float
-    effect: float
+    effect: float  # the estimand named by `estimand`
     effect_lo: float
     effect_hi: float
-    interval: str  # welch_log, bca, percentile, none
-    test: str  # welch_t_log, mann_whitney_u, none
+    interval: str  # welch_log, moderated_log, welch, exact, none
+    test: str  # welch_t_log, moderated_t_log, welch_t, none
     test_reason: str
-    p_value: float
+    p_value: float  # one-sided, toward worse
     p_adjusted: float
     correction: str
     verdict: str  # improved, regressed, unchanged, inconclusive
     reason: str
+    estimand: str = "geometric_mean_ratio"  # or arithmetic_mean_difference, none
+    p_better_adjusted: float = math.nan  # one-sided toward better, corrected (vs alpha / 2)
+    prior_nights: int = 0  # nights of history in the variance prior (0: none)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def _relative_effect(baseline: np.ndarray, candidate: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(candidate, axis=axis) / np.mean(baseline, axis=axis) - 1.0
+@dataclass(frozen=True)
+class _Contrast:
+    """A difference of two means (of log or raw values), its standard error and df."""
+
+    diff: float
+    se: float
+    df: float
+    scale: float  # relative effect = transform(diff) (log: expm1; raw: diff / scale)
+    on_logs: bool
+
+    def relative(self, d: float) -> float:
+        return math.expm1(d) if self.on_logs else d / self.scale
+
+    def interval(self, level: float) -> tuple[float, float]:
+        if self.se == 0:
+            return self.relative(self.diff), self.relative(self.diff)
+        q = float(stats.t.ppf(0.5 + level / 2, self.df))
+        return self.relative(self.diff - q * self.se), self.relative(self.diff + q * self.se)
+
+    def p_greater(self) -> float:
+        """One-sided p of 'the candidate's mean is larger'."""
+        if self.se == 0:
+            return 0.0 if self.diff > 0 else 1.0
+        return float(stats.t.sf(self.diff / self.se, self.df))
+
+    def p_less(self) -> float:
+        if self.se == 0:
+            return 0.0 if self.diff < 0 else 1.0
+        return float(stats.t.cdf(self.diff / self.se, self.df))
 
 
-def point_effect(baseline: np.ndarray, candidate: np.ndarray, interval: str) -> float:
-    """The relative effect the interval and the test are about, so that the printed point lies
-    inside its own interval: the ratio of geometric means for the Welch interval on log values,
-    the ratio of arithmetic means for the bootstrap of that ratio (and when there is none)."""
-    flat = np.ptp(baseline) == 0 and np.ptp(candidate) == 0  # the interval is this exact value
-    if interval == "welch_log" and not flat:
-        return math.expm1(float(np.mean(np.log(candidate)) - np.mean(np.log(baseline))))
-    return float(np.mean(candidate) / np.mean(baseline) - 1)
+def _welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(standard error, Welch-Satterthwaite df) of mean(y) - mean(x); a side without spread
+    leaves the other side's one-sample terms (n - 1 df); both: se 0."""
+    a, b = np.var(x, ddof=1) / len(x), np.var(y, ddof=1) / len(y)
+    if a + b == 0:
+        return 0.0, math.inf
+    df = (a + b) ** 2 / (a * a / (len(x) - 1) + b * b / (len(y) - 1))
+    return math.sqrt(a + b), df
 
 
-def bootstrap_effect(
-    baseline: np.ndarray, candidate: np.ndarray, *, level: float = 0.95, seed: int = 0
-) -> tuple[float, float, str]:
-    """Interval of mean(candidate)/mean(baseline) - 1 by scipy.stats.bootstrap (independent
-    resampling of each side): BCa, else percentile when BCa's jackknife is degenerate."""
-    rng = np.random.default_rng(seed)
-    for method in ("BCa", "percentile"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = stats.bootstrap(
-                (baseline, candidate),
-                _relative_effect,
-                n_resamples=2000,
-                confidence_level=level,
-                method=method,
-                vectorized=True,
-                rng=rng,
-            )
-        lo, hi = result.confidence_interval
-        if math.isfinite(lo) and math.isfinite(hi):
-            return float(lo), float(hi), method.lower()
-    return math.nan, math.nan, "none"
-
-
-def welch_difference_interval(
-    baseline: np.ndarray, candidate: np.ndarray, level: float = 0.95
-) -> tuple[float, float]:
-    """Welch's interval of mean(candidate) - mean(baseline) (scipy.stats.ttest_ind), 2 or more
-    values a side. A side without spread: the other side's one-sample t interval, shifted by the
-    fixed value (scipy's two-sample form warns of precision loss there); both: the exact
-    difference."""
-    flat_b, flat_c = np.ptp(baseline) == 0, np.ptp(candidate) == 0
-    if flat_b and flat_c:
-        delta = float(candidate.mean() - baseline.mean())
-        return delta, delta
-    # the fixed side enters as its mean, as in the difference the interval is reported around
-    if flat_b:
-        ci = stats.ttest_1samp(candidate, baseline[0]).confidence_interval(level)
-        return float(ci.low - baseline.mean()), float(ci.high - baseline.mean())
-    if flat_c:
-        ci = stats.ttest_1samp(baseline, candidate[0]).confidence_interval(level)
-        return float(candidate.mean() - ci.high), float(candidate.mean() - ci.low)
-    ci = stats.ttest_ind(candidate, baseline, equal_var=False).confidence_interval(level)
-    return float(ci.low), float(ci.high)
-
-
-def welch_log_interval(
-    baseline: np.ndarray, candidate: np.ndarray, *, level: float = 0.95
-) -> tuple[float, float, str]:
-    """Welch's t interval of mean(log candidate) - mean(log baseline), as a relative effect
-    (exp - 1): the interval of the Welch-log test itself, for multiplicative noise. Needs
-    positive values and 2 or more a side."""
-    if min(len(baseline), len(candidate)) < 2 or np.any(baseline <= 0) or np.any(candidate <= 0):
-        return math.nan, math.nan, "none"
-    if np.ptp(baseline) == 0 and np.ptp(candidate) == 0:  # both fixed: the exact effect itself
-        effect = float(np.mean(candidate) / np.mean(baseline) - 1)
-        return effect, effect, "welch_log"
-    lo, hi = welch_difference_interval(np.log(baseline), np.log(candidate), level)
-    return math.expm1(lo), math.expm1(hi), "welch_log"
+def contrast(
+    baseline: np.ndarray, candidate: np.ndarray, prior: VariancePrior | None = None
+) -> tuple[_Contrast, str, str]:
+    """The contrast of the two sides (2 or more values each) and (interval, test) names: log
+    values when all are positive (moderated by `prior` when given), raw values otherwise."""
+    on_logs = bool(np.all(baseline > 0) and np.all(candidate > 0))
+    x, y = (np.log(baseline), np.log(candidate)) if on_logs else (baseline, candidate)
+    diff = float(np.mean(y) - np.mean(x))
+    scale = abs(float(np.mean(baseline))) or 1.0
+    if on_logs and prior is not None:
+        d = len(x) + len(y) - 2
+        ss = float(np.sum((x - x.mean()) ** 2) + np.sum((y - y.mean()) ** 2))
+        s2 = (prior.df * prior.variance + ss) / (prior.df + d)
+        se = math.sqrt(s2 * (1 / len(x) + 1 / len(y)))
+        return _Contrast(diff, se, prior.df + d, scale, True), "moderated_log", "moderated_t_log"
+    se, df = _welch(x, y)
+    if on_logs:
+        return _Contrast(diff, se, df, scale, True), "welch_log", "welch_t_log"
+    return _Contrast(diff, se, df, scale, False), "welch", "welch_t"
 
 
 def effect_interval(
     baseline: np.ndarray, candidate: np.ndarray, *, level: float = 0.95, seed: int = 0
 ) -> tuple[float, float, str]:
-    """The interval of the relative effect: BCa bootstrap from RANK_TEST_MIN_N runs a side,
-    Welch's t interval on log values below it, where the bootstrap of 3-5 values undercovers
-    (measured, 2 % lognormal noise, +5 %, 300-400 trials: BCa held the effect in 82 % at 3 a
-    side, 88 % at 5, 90-96 % at 8-30; the Welch-log interval in 98 / 96 / 93-96 %;
-    docs/regressions.md)."""
-    if min(len(baseline), len(candidate)) >= RANK_TEST_MIN_N:
-        return bootstrap_effect(baseline, candidate, level=level, seed=seed)
-    lo, hi, method = welch_log_interval(baseline, candidate, level=level)
-    if method == "none":  # values that are not all positive: the bootstrap still applies
-        return bootstrap_effect(baseline, candidate, level=level, seed=seed)
-    return lo, hi, method
-
-
-def choose_test(n_baseline: int, n_candidate: int) -> tuple[str, str]:
-    """(test, reason) for these sample sizes."""
-    if min(n_baseline, n_candidate) >= RANK_TEST_MIN_N:
-        return "mann_whitney_u", f">= {RANK_TEST_MIN_N} runs a side: rank test, robust to outliers"
-    return (
-        "welch_t_log",
-        f"< {RANK_TEST_MIN_N} runs a side, where exact Mann-Whitney U cannot reach small p;"
-        " Welch's t on log values (multiplicative noise)",
-    )
-
-
-def test_difference(baseline: np.ndarray, candidate: np.ndarray, test: str) -> float:
-    """Two-sided p-value of `test` for a difference between the two samples. A side without
-    spread (a metric the schedule fixes, e.g. a simulated run's exposed communication): with
-    both, no test is needed (1.0 when they hold the same value, else 0.0); with one, Welch's t
-    is the one-sample t of the other side against that value (its variance term and degrees of
-    freedom are the other side's), computed so, since scipy's two-sample form warns of precision
-    loss on a constant sample."""
+    """The interval of the relative effect `point_effect` reports (Welch's t on log values for
+    positive values, on raw values otherwise); NaN with fewer than 2 values a side. `seed` is
+    unused (kept for callers; no resampling)."""
+    del seed
     baseline, candidate = np.asarray(baseline, float), np.asarray(candidate, float)
-    flat_b = len(baseline) > 0 and np.ptp(baseline) == 0
-    flat_c = len(candidate) > 0 and np.ptp(candidate) == 0
-    if flat_b and flat_c:
-        return 1.0 if baseline[0] == candidate[0] else 0.0
-    if test == "mann_whitney_u":
-        return float(stats.mannwhitneyu(candidate, baseline, alternative="two-sided").pvalue)
-    if not (np.any(baseline <= 0) or np.any(candidate <= 0)):
-        baseline, candidate = np.log(baseline), np.log(candidate)
-    if flat_b:
-        p = stats.ttest_1samp(candidate, baseline[0]).pvalue
-    elif flat_c:
-        p = stats.ttest_1samp(baseline, candidate[0]).pvalue
-    else:
-        p = stats.ttest_ind(candidate, baseline, equal_var=False).pvalue
-    return float(p) if math.isfinite(p) else 1.0
+    if min(len(baseline), len(candidate)) < 2:
+        return math.nan, math.nan, "none"
+    c, interval, _ = contrast(baseline, candidate)
+    lo, hi = c.interval(level)
+    return lo, hi, interval
 
 
-test_difference.__test__ = False  # not a pytest test
+def point_effect(baseline: np.ndarray, candidate: np.ndarray) -> float:
+    """The relative effect of one estimand: the ratio of geometric means - 1 for positive values,
+    the difference of arithmetic means relative to the baseline's otherwise."""
+    baseline, candidate = np.asarray(baseline, float), np.asarray(candidate, float)
+    if not (len(baseline) and len(candidate)):
+        return math.nan
+    if np.all(baseline > 0) and np.all(candidate > 0):
+        return math.expm1(float(np.mean(np.log(candidate)) - np.mean(np.log(baseline))))
+    scale = abs(float(np.mean(baseline)))
+    return float(np.mean(candidate) - np.mean(baseline)) / scale if scale else math.nan
 
 
 def _verdict(
     n_b: int,
     n_c: int,
     effect: float,
-    lo: float,
-    hi: float,
-    p_adj: float,
+    d_lo: float,
+    d_hi: float,
+    p_worse: float,
+    p_better: float,
     lower_is_better: bool,
     min_effect: float,
     alpha: float,
 ) -> tuple[str, str]:
-    """lo, hi: the decision interval (1 - 2 alpha, two-sided): its bounds are the one-sided
-    alpha tests of the minimum effect, as in two one-sided tests (TOST)."""
+    """d_lo, d_hi: the 1 - 2 alpha interval (its bounds are one-sided alpha tests: TOST)."""
     if min(n_b, n_c) < MIN_RUNS:
         return "inconclusive", f"n < {MIN_RUNS} on a side ({n_b} vs {n_c})"
-    if math.isfinite(lo) and -min_effect <= lo and hi <= min_effect:
+    if math.isfinite(d_lo) and -min_effect <= d_lo and d_hi <= min_effect:
         return "unchanged", (
             f"equivalent within +-{min_effect:.1%} (two one-sided tests at {alpha:g}: "
-            f"{1 - 2 * alpha:.0%} interval [{lo:+.1%}, {hi:+.1%}])"
+            f"{1 - 2 * alpha:.0%} interval [{d_lo:+.1%}, {d_hi:+.1%}])"
         )
-    if not p_adj < alpha:
-        return "inconclusive", f"not significant (p_adj {p_adj:.2g} >= {alpha:g})"
-    if not (lo > min_effect or hi < -min_effect):
+    worse = effect * (1 if lower_is_better else -1)  # > 0: the candidate is worse
+    if p_worse < alpha and worse >= min_effect:
+        return "regressed", (
+            f"one-sided p toward worse {p_worse:.2g} < {alpha:g} (corrected), effect "
+            f"{effect:+.1%} beyond +-{min_effect:.1%}"
+        )
+    if p_better < alpha / 2 and -worse >= min_effect:
+        return "improved", (
+            f"one-sided p toward better {p_better:.2g} < {alpha / 2:g} (corrected; two-sided "
+            f"{alpha:g}), effect {effect:+.1%} beyond +-{min_effect:.1%}"
+        )
+    if p_worse < alpha or p_better < alpha / 2:
         return "inconclusive", (
-            f"significant, but not beyond +-{min_effect:.1%} at one-sided {alpha:g} "
-            f"({1 - 2 * alpha:.0%} interval [{lo:+.1%}, {hi:+.1%}])"
+            f"significant, but the effect {effect:+.1%} is within +-{min_effect:.1%}"
         )
-    worse = (effect > 0) == lower_is_better
-    bound = lo if lo > min_effect else hi
-    return ("regressed" if worse else "improved"), (
-        f"p_adj {p_adj:.2g} < {alpha:g}, and beyond +-{min_effect:.1%} at one-sided {alpha:g} "
-        f"(bound {bound:+.1%})"
-    )
+    p = min(p_worse, 2 * p_better)
+    return "inconclusive", f"not significant (p_adj {p:.2g} >= {alpha:g})"
+
+
+def _adjust(p: list[float], correction: str) -> list[float]:
+    tested = [i for i, v in enumerate(p) if math.isfinite(v)]
+    out = [math.nan] * len(p)
+    if len(tested) == 1:  # one test: its own p (statsmodels' Holm runs gc.collect(), 0.3 s)
+        out[tested[0]] = p[tested[0]]
+    elif tested:
+        _, adj, _, _ = multipletests([p[i] for i in tested], method=correction)
+        for i, value in zip(tested, adj, strict=True):
+            out[i] = float(value)
+    return out
 
 
 def compare_samples(
@@ -249,50 +240,110 @@ def compare_samples(
     alpha: float = DEFAULT_ALPHA,
     correction: str = "holm",
     seed: int = 0,
+    priors: dict[str, VariancePrior] | None = None,
 ) -> list[MetricComparison]:
-    """Compare baseline and candidate samples per metric: {metric: (baseline, candidate)}."""
+    """Compare baseline and candidate samples per metric: {metric: (baseline, candidate)};
+    `priors`: {metric: VariancePrior} from the configuration's nightly history (moderated t)."""
+    del seed  # nothing is resampled
     if correction not in CORRECTIONS:
         raise ValueError(f"correction {correction!r}: expected one of {', '.join(CORRECTIONS)}")
-    partial = []
-    decision = []  # the 1 - 2 alpha interval per metric: the verdict's one-sided tests
-    for i, (metric, (base, cand)) in enumerate(samples.items()):
+    priors = priors or {}
+    rows, p_worse, p_better = [], [], []
+    for metric, (base, cand) in samples.items():
         base = np.asarray(base, dtype=float)
         cand = np.asarray(cand, dtype=float)
         base, cand = base[np.isfinite(base)], cand[np.isfinite(cand)]
         n_b, n_c = len(base), len(cand)
-        mean_b = float(base.mean()) if n_b else math.nan
-        mean_c = float(cand.mean()) if n_c else math.nan
-        effect = mean_c / mean_b - 1 if n_b and n_c and mean_b != 0 else math.nan
-        lo = hi = p = d_lo = d_hi = math.nan
-        interval, test, reason = "none", "none", "n < 2 on a side"
+        row = {
+            "metric": metric,
+            "n_baseline": n_b,
+            "n_candidate": n_c,
+            "mean_baseline": float(base.mean()) if n_b else math.nan,
+            "mean_candidate": float(cand.mean()) if n_c else math.nan,
+            "effect": point_effect(base, cand),
+            "effect_lo": math.nan,
+            "effect_hi": math.nan,
+            "interval": "none",
+            "test": "none",
+            "test_reason": "n < 2 on a side",
+            "estimand": "none",
+            "decision": (math.nan, math.nan),
+            "prior_nights": 0,
+        }
+        pw = pb = math.nan
+        if n_b and n_c:
+            positive = bool(np.all(base > 0) and np.all(cand > 0))
+            row["estimand"] = "geometric_mean_ratio" if positive else "arithmetic_mean_difference"
         same = n_b >= 2 and n_c >= 2 and np.ptp(np.concatenate([base, cand])) == 0
         if same:  # every run of both sides holds one value (0 included): no difference at all
-            effect = lo = hi = d_lo = d_hi = 0.0
-            interval, test, reason, p = "exact", "none", "both sides hold one identical value", 1.0
-        elif min(n_b, n_c) >= 2 and mean_b != 0:
-            test, reason = choose_test(n_b, n_c)
-            p = test_difference(base, cand, test)
-            if min(n_b, n_c) >= MIN_RUNS:
-                lo, hi, interval = effect_interval(base, cand, seed=seed + i)
-                d_lo, d_hi, _ = effect_interval(base, cand, level=1 - 2 * alpha, seed=seed + i)
-                effect = point_effect(base, cand, interval)
-        partial.append(
-            [metric, n_b, n_c, mean_b, mean_c, effect, lo, hi, interval, test, reason, p]
-        )
-        decision.append((d_lo, d_hi))
-    tested = [i for i, row in enumerate(partial) if math.isfinite(row[11])]
-    adjusted = [math.nan] * len(partial)
-    if len(tested) == 1:  # one test: its own p (statsmodels' Holm runs gc.collect(), 0.3 s)
-        adjusted[tested[0]] = partial[tested[0]][11]
-    elif tested:
-        _, p_adj, _, _ = multipletests([partial[i][11] for i in tested], method=correction)
-        for i, value in zip(tested, p_adj, strict=True):
-            adjusted[i] = float(value)
+            row.update(effect=0.0, effect_lo=0.0, effect_hi=0.0, interval="exact")
+            row.update(test_reason="both sides hold one identical value", decision=(0.0, 0.0))
+            pw = pb = 1.0
+        elif min(n_b, n_c) >= 2 and math.isfinite(row["effect"]):
+            prior = priors.get(metric)
+            c, interval, test = contrast(base, cand, prior)
+            lo, hi = c.interval(0.95)
+            toward_worse = c.p_greater if lower_is_better[metric] else c.p_less
+            toward_better = c.p_less if lower_is_better[metric] else c.p_greater
+            pw, pb = toward_worse(), toward_better()
+            row.update(effect_lo=lo, effect_hi=hi, interval=interval, test=test)
+            row.update(test_reason=_TEST_REASON[test], decision=c.interval(1 - 2 * alpha))
+            if test == "moderated_t_log" and prior is not None:
+                row["prior_nights"] = prior.nights
+        rows.append(row)
+        p_worse.append(pw)
+        p_better.append(pb)
+    adj_worse, adj_better = _adjust(p_worse, correction), _adjust(p_better, correction)
     out = []
-    for row, p_adj, (d_lo, d_hi) in zip(partial, adjusted, decision, strict=True):
-        metric, n_b, n_c, _, _, effect = row[:6]
+    for row, pw, aw, ab in zip(rows, p_worse, adj_worse, adj_better, strict=True):
+        d_lo, d_hi = row.pop("decision")
         verdict, why = _verdict(
-            n_b, n_c, effect, d_lo, d_hi, p_adj, lower_is_better[metric], min_effect, alpha
+            row["n_baseline"],
+            row["n_candidate"],
+            row["effect"],
+            d_lo,
+            d_hi,
+            aw if math.isfinite(aw) else 1.0,
+            ab if math.isfinite(ab) else 1.0,
+            lower_is_better[row["metric"]],
+            min_effect,
+            alpha,
         )
-        out.append(MetricComparison(*row, p_adj, CORRECTIONS[correction], verdict, why))
+        out.append(
+            MetricComparison(
+                **{k: row[k] for k in _FIELDS},
+                p_value=pw,
+                p_adjusted=aw,
+                correction=CORRECTIONS[correction],
+                verdict=verdict,
+                reason=why,
+                estimand=row["estimand"],
+                p_better_adjusted=ab,
+                prior_nights=row["prior_nights"],
+            )
+        )
     return out
+
+
+_FIELDS = (
+    "metric",
+    "n_baseline",
+    "n_candidate",
+    "mean_baseline",
+    "mean_candidate",
+    "effect",
+    "effect_lo",
+    "effect_hi",
+    "interval",
+    "test",
+    "test_reason",
+)
+_TEST_REASON = {
+    "welch_t_log": "Welch's t on log values (multiplicative noise), one-sided toward worse;"
+    " point and interval: the ratio of geometric means",
+    "moderated_t_log": "moderated t on log values (Smyth 2004): the variance shrunk to the"
+    " configuration's nightly history, one-sided toward worse; point and interval: the ratio"
+    " of geometric means",
+    "welch_t": "a value <= 0: Welch's t on raw values, one-sided toward worse; point and"
+    " interval: the difference of arithmetic means relative to the baseline's",
+}

@@ -12,8 +12,10 @@ from pipelines.analysis.comparison.compare import (
     DEFAULT_MIN_EFFECT,
     RUN_SET_CORRECTION,
     MetricComparison,
+    VariancePrior,
     compare_samples,
 )
+from pipelines.analysis.comparison.history_prior import HistoryPriors, history_priors
 from pipelines.analysis.runs.run_metrics import (
     DEFAULT_COMPARE_METRICS,
     METRICS,
@@ -36,6 +38,8 @@ class RunSetComparison:
     min_effect: float
     correction: str
     overlap: list[str] = field(default_factory=list)  # runs on both sides
+    priors: dict[str, VariancePrior] = field(default_factory=dict)  # moderated t, per metric
+    prior_note: str = ""  # why a metric has no prior (when history priors were asked for)
 
     @property
     def regressed(self) -> list[MetricComparison]:
@@ -51,8 +55,11 @@ def compare_run_sets(
     min_effect: float = DEFAULT_MIN_EFFECT,
     correction: str = RUN_SET_CORRECTION,
     build: bool = True,
+    history_prior: bool = True,
 ) -> RunSetComparison:
     """Compare the runs `candidate` selects with those `baseline` selects (selector text).
+    `history_prior`: a metric whose baseline configuration has >= 20 nights of history is tested
+    with the moderated t, its variance shrunk to the history's (history_prior.history_priors).
     SelectorError when a selector is bad or matches nothing; UnknownMetricError for a metric."""
     chosen = check_metrics(metrics, DEFAULT_COMPARE_METRICS)
     base_sel, cand_sel = parse_selector(baseline), parse_selector(candidate)
@@ -69,11 +76,15 @@ def compare_run_sets(
             np.array([side[r] for r in base_runs if r in side], dtype=float),
             np.array([side[r] for r in cand_runs if r in side], dtype=float),
         )
+    found = HistoryPriors()
+    if history_prior:
+        found = history_priors(con, base_runs, cand_runs, chosen)
     results = compare_samples(
         samples,
         {m: METRICS[m].lower_is_better for m in chosen},
         min_effect=min_effect,
         correction=correction,
+        priors=found.priors,
     )
     overlap = sorted(set(base_runs) & set(cand_runs))
     return RunSetComparison(
@@ -85,4 +96,6 @@ def compare_run_sets(
         min_effect,
         results[0].correction if results else correction,
         overlap,
+        found.priors,
+        found.note,
     )
