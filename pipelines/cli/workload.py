@@ -72,6 +72,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="passes run before the profiler starts, kept out of the trace (default: 1)",
     )
     parser.add_argument("--seed", type=int, default=0, help="weights and prompts (default: 0)")
+    parser.add_argument(
+        "--profile-table",
+        action="store_true",
+        help="instead of a pipeline run, time one layer's attention and whole forward for each "
+        "chunk size (--profile-chunks) and prefix k*chunk below --seq-len on this CPU, median of "
+        "max(--repeats, 3) calls, and write DIR/latency_table.csv (the generic layout of "
+        "docs/latency_tables.md) for `tracereplay ingest`",
+    )
+    parser.add_argument(
+        "--profile-chunks",
+        default=None,
+        metavar="C,C",
+        help="--profile-table: chunk sizes, comma-separated (default: --chunk)",
+    )
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="trace folder")
     add_json_option(parser)
     parser.set_defaults(func=run)
@@ -110,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"tracereplay workload: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    if args.profile_table:
+        return _profile_table(cfg, args)
     paths, wall_s = run_workload(cfg, args.out)
     if args.json:
         print(
@@ -126,4 +142,32 @@ def run(args: argparse.Namespace) -> int:
         for p in paths:
             print(f"  {p}")
         print(f"next: tracereplay validate {args.out}")
+    return ExitCode.OK
+
+
+def _profile_table(cfg, args: argparse.Namespace) -> int:
+    """`--profile-table`: pipelines.workload.profile_table, one CSV in args.out."""
+    import time
+
+    from pipelines.workload.profile_table import measure, write_table
+
+    try:
+        chunks = [int(c) for c in (args.profile_chunks or str(cfg.chunk)).split(",")]
+    except ValueError:
+        print(
+            "tracereplay workload: --profile-chunks takes integers, e.g. 256,512", file=sys.stderr
+        )
+        return ExitCode.BAD_INPUT
+    if any(c <= 0 or c > cfg.seq_len for c in chunks):
+        print("tracereplay workload: each --profile-chunks size is 1..--seq-len", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    start = time.perf_counter()
+    rows = measure(cfg, chunks, repeats=max(args.repeats, 3), warmup=args.warmup)
+    path = write_table(rows, args.out)
+    wall_s = time.perf_counter() - start
+    if args.json:
+        print(json.dumps({"config": cfg.as_dict(), "table": str(path), "points": len(rows)}))
+    else:
+        print(f"{cfg.model_name}: {len(rows)} points in {wall_s:.1f} s wall -> {path}")
+        print(f"next: tracereplay ingest {path} && tracereplay fit")
     return ExitCode.OK

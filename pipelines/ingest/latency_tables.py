@@ -12,7 +12,8 @@ Three layouts, recognised by their header (docs/latency_tables.md):
   a layer (projections, norms, MLP, residual add; `emb` once per model). Points have no prefix.
 * `generic`: CSV or Parquet with columns `tokens`, `prefix` and one of `time_ms` / `time_us` /
   `time_ns`; optional `operator`, `source`, `hardware`, `model`, `tp`, `attention`,
-  `batch_size`. Any configurator's export maps to it.
+  `batch_size`, and `mean_<unit>` / `min_` / `max_` / `std_` in the time column's unit. Any
+  configurator's export maps to it.
 
 Facts a table does not carry (the model of an old-layout Vidur file, a generic table's hardware)
 come from the path (Vidur's `compute/<hardware>/<org>/<model>/`), else the ingest tags
@@ -227,6 +228,7 @@ def _vidur_mlp(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _generic(frame: pl.DataFrame, operator: str) -> pl.DataFrame:
     time_column = next(c for c in _GENERIC_TIMES if c in frame.columns)
+    unit = time_column.removeprefix("time_")  # mean_<unit>, min_, max_, std_ ride along
     named = pl.col("operator").fill_null(operator) if "operator" in frame.columns else None
     return frame.select(
         "line",
@@ -237,7 +239,12 @@ def _generic(frame: pl.DataFrame, operator: str) -> pl.DataFrame:
             "batch_text"
         ),
         pl.col(time_column).alias("median_text"),
-        *(pl.lit(None, pl.String).alias(f"{s}_text") for s in ("mean", "min", "max", "std")),
+        *(
+            (
+                pl.col(f"{s}_{unit}") if f"{s}_{unit}" in frame.columns else pl.lit(None, pl.String)
+            ).alias(f"{s}_text")
+            for s in ("mean", "min", "max", "std")
+        ),
         pl.lit(_GENERIC_TIMES[time_column]).alias("scale"),
         *(
             pl.col(c).alias(f"fact_{c}")
