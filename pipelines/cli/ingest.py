@@ -25,6 +25,8 @@ folder names) and load them into the DuckDB warehouse:
   * PyTorch Kineto traces   (*.json / *.json.gz with traceEvents; one folder = one run)
   * msprof-analyze output   (cluster_analysis_output/), topology files (profiler_metadata.json,
                              communication_group.json)
+  * operator-latency tables (Vidur attention.csv / mlp.csv, generic tokens/prefix/time CSV or
+                             Parquet: docs/latency_tables.md), stored in latency_points
 
 Runs whose host lanes carry chunk markers (chunk[req=..,k=..,vs=..], see docs/tau_k.md) are
 segmented into the chunks table right away (`tracereplay chunks` does it again with other rules;
@@ -52,7 +54,7 @@ quarantine reasons: not_found, not_profiler_output, unrecognised_input, empty_fi
   missing_columns, excel_mangled_number, unparsable_rows, invalid_communication,
   unparsable_rank, unknown_rank, duplicate_rank, corrupt_db, missing_tables, not_gzip,
   not_kineto, no_device_events, unsupported_device, not_a_file, too_large, read_error,
-  removed_during_ingest (plus
+  removed_during_ingest, unreadable_table (plus
   reader-specific codes of the db/Kineto/cluster readers); invalid_event / invalid_rows: some
   entries of a file set aside (positions in the detail), the rest loaded
 dropped rows (a bad value drops its row, counted per run in runs.dropped_rows):

@@ -144,6 +144,29 @@ def test_fit_recovers_the_self_made_law(tmp_path: Path, capsys) -> None:
         assert row["ab_ratio"] == pytest.approx(a / b, rel=1e-4)
 
 
+def test_fit_refits_table_curves_only_when_a_table_changed(tmp_path: Path) -> None:
+    from pipelines.analysis.tau.fit_store import FitOptions, fit_and_store
+
+    path = tmp_path / "export.csv"
+    rows = "".join(f"128,{128 * k},{1 + 0.5 * k}\n" for k in range(6))
+    path.write_text("tokens,prefix,time_ms\n" + rows)
+    store = open_store(tmp_path / "w.duckdb")
+    options = FitOptions(n_boot=50)
+    ingest_paths([path], store, progress=False)
+    with store.session() as session:
+        first = fit_and_store(session, options)
+        again = fit_and_store(session, options)
+    assert (first.refitted, first.points) == (1, 6)
+    assert (again.refitted, again.points) == (0, 0)
+    path.write_text("tokens,prefix,time_ms\n" + rows.replace("128,640,3.5", "128,640,4.5"))
+    ingest_paths([path], store, progress=False)
+    with store.session() as session:
+        third = fit_and_store(session, options)
+    assert third.refitted == 1
+    slopes = [r.fits["slope"][0] for r in (first, third)]
+    assert slopes[1] > slopes[0]
+
+
 def test_fit_table_names_the_operator(tmp_path: Path, capsys) -> None:
     warehouse = str(tmp_path / "w.duckdb")
     main(["ingest", str(SELF_MADE), "--warehouse", warehouse])
