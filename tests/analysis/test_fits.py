@@ -69,10 +69,10 @@ def test_pooling_few_runs_fits_the_mean_curve_and_bootstraps_runs() -> None:
     assert pooled.vpp_bubble_lo - 1e-12 <= pooled.vpp_bubble_pred <= pooled.vpp_bubble_hi + 1e-12
     single = fit_curve(*curves[0], n_boot=200)
     assert single.balance_method == "parametric(shape) line"
-    # an affine curve with a >= b leaves exactly the drain, 1/(N+1): both intervals hold it
-    for fit in (single, pooled):
-        assert fit.vpp_bubble_lo - 1e-12 <= 1 / 9 <= fit.vpp_bubble_hi + 1e-12
-        assert fit.vpp_bubble_hi < 1 / 9 + 0.005
+    # an affine curve with a >= b leaves exactly the drain, 1/(N+1): the interval holds it; one
+    # run has none (no pure error to tell structure from noise: bubble_pred.predict_bubbles)
+    assert pooled.vpp_bubble_lo <= 1 / 9 <= pooled.vpp_bubble_hi < 1 / 9 + 0.02
+    assert np.isnan(single.vpp_bubble_lo) and "no interval" in single.vpp_basis
     # pooling six runs narrows the slope interval
     assert pooled.slope_hi - pooled.slope_lo < single.slope_hi - single.slope_lo
 
