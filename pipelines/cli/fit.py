@@ -261,7 +261,12 @@ def run(args: argparse.Namespace) -> int:
         curves = curves.filter(pl.col("schedule") == args.schedule)
     if args.json:
         records = [{k: json_value(v) for k, v in row.items()} for row in curves.to_dicts()]
-        json.dump({"curves": records}, sys.stdout, indent=1, default=str)
+        from pipelines.analysis.tau.vpp_gain import predicted_gains
+
+        gains = [
+            {k: json_value(v) for k, v in r.items()} for r in predicted_gains(curves).to_dicts()
+        ]
+        json.dump({"curves": records, "vpp_gains": gains}, sys.stdout, indent=1, default=str)
         print()
         return ExitCode.OK
     if curves.is_empty():
@@ -274,5 +279,10 @@ def run(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{v}: {n}" for v, n in counts.iter_rows())
     print(f"\n{curves.height} curves ({summary}); evidence per curve with --json")
     print(policy_summary(curves))
+    from pipelines.cli._vpp_gain import format_gains  # the predicted VPP gain: issue 32 item 3
+
+    gains = format_gains(curves)
+    if gains:
+        print(f"\n{gains}")
     print(f"stored {report.fits.height} curves as table tau_fits in {store.warehouse_file}")
     return ExitCode.OK

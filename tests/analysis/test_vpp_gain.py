@@ -91,3 +91,53 @@ def test_one_run_prints_no_interval_and_says_why() -> None:
 def test_nothing_to_predict_is_an_empty_block() -> None:
     assert format_gains(pl.DataFrame()) == ""
     assert predicted_gains(pl.DataFrame()).is_empty()
+
+
+def test_fit_command_prints_the_predicted_gain(tmp_path, capsys) -> None:
+    import json
+
+    from pipelines.cli import main
+    from pipelines.store import open_store
+
+    path = tmp_path / "w.duckdb"
+    con = open_store(path).open()
+    chunks = _runs(3, 0.03)
+    for r in range(3):
+        run_id = f"run{r}"
+        runs = pl.DataFrame(
+            [
+                {
+                    "run_id": run_id,
+                    "source": "sim",
+                    "content_hash": run_id,
+                    "model": "deepseek-v3.1",
+                    "schedule": "vpp",
+                    "chunk_size": CHUNK,
+                    "seq_len": 8 * CHUNK,
+                    "pp": 2,
+                    "vp": 2,
+                }
+            ]
+        )
+        mine = chunks.filter(pl.col("run_id") == run_id).select(
+            "run_id",
+            "rank",
+            "vstage",
+            "request_id",
+            "chunk_idx",
+            "tokens",
+            "prefix_tokens",
+            "start_ns",
+            "end_ns",
+            "busy_ns",
+        )
+        con.write_run(run_id, {"runs": runs, "chunks": mine})
+    con.close()
+    assert main(["fit", "--warehouse", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Predicted VPP gain" in out and "of TTFT" in out
+    assert main(["fit", "--warehouse", str(path), "--json"]) == 0
+    (gain,) = json.loads(capsys.readouterr().out)["vpp_gains"]
+    assert (
+        gain["n_k"] == 8 and gain["ttft_saving_lo"] <= gain["ttft_saving"] <= gain["ttft_saving_hi"]
+    )
