@@ -288,12 +288,13 @@ def schedule_summary(
     interval of the mean (lo, hi; null with one run). Measured runs only, and only workloads
     run under at least two schedules (a comparison needs two). The parts are the
     metrics `tracereplay schedules` compares (sql/marts/fct_run_metrics.sql, docs/metrics.md:
-    bubble = idle + pipeline wait), so the chart and the command show the same numbers."""
+    bubble = idle + pipeline wait over the run's window, run_bubble_ns), so the chart and the
+    command show the same numbers."""
     runs = _query(
         con,
         "fct_run_metrics",
         "select run_id, replay_of, schedule, model, seq_len, chunk_size,"
-        " compute_ns / 1e6 as computing_ms, bubble_ns / 1e6 as bubble_ms,"
+        " compute_ns / 1e6 as computing_ms, run_bubble_ns / 1e6 as bubble_ms,"
         " exposed_comm_ns / 1e6 as exposed_comm_ms"
         " from rel where run_id in (select run_id from ids) order by run_id",
         run_ids,

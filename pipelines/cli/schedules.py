@@ -17,7 +17,8 @@ from pipelines.labels import json_value
 DESCRIPTION = """\
 For each workload (model, seq_len, chunk_size, tp, pp, hardware) among the runs SEL selects
 (docs/selectors.md), every schedule against CPP, part by part (docs/metrics.md: compute, bubble,
-exposed comm, total = their sum; per-rank means): n, the mean with its 95 % Student-t interval,
+exposed comm, total = their sum; rank means, bubble over the run's window as table 2 counts it,
+fill and drain included): n, the mean with its 95 % Student-t interval,
 the change against CPP (difference of means with Welch's interval; relative change with
 compare's interval and test, Welch's t on log values, Holm across the four parts), and the
 change the replay of the same CPP runs' tau_k predicts (tracereplay replay; reruns are written

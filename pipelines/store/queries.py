@@ -426,11 +426,13 @@ def run_tau_parameters(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl
 
 
 def schedule_breakdown(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFrame:
-    """fct_run_metrics rows (run facts, compute / bubble / exposed comm / total, TTFT) of the
-    given runs and of their stored reruns (replay_of among them), oldest first."""
+    """fct_run_metrics rows (run facts, compute / bubble / exposed comm / total with the bubble
+    and total over each rank's window and over the run's, TTFT) of the given runs and of their
+    stored reruns (replay_of among them), oldest first."""
     return con.execute(
         "select run_id, replay_of, model, schedule, seq_len, chunk_size, tp, pp, vp, hardware,"
-        " collected_at, compute_ns, bubble_ns, exposed_comm_ns, total_ns, ttft_ns, n_steps"
+        " collected_at, compute_ns, bubble_ns, exposed_comm_ns, total_ns, run_bubble_ns,"
+        " run_total_ns, ttft_ns, n_steps"
         " from fct_run_metrics where run_id in (select unnest(?::varchar[]))"
         " or replay_of in (select unnest(?::varchar[])) order by collected_at, run_id",
         [run_ids, run_ids],

@@ -80,7 +80,15 @@ select
     t.tau_ab,
     q.prompt_tokens / nullif(s.makespan_ns / 1e9, 0) as throughput_tok_s,
     k.compute_ns + k.bubble_ns + k.exposed_comm_ns as total_ns,
-    k.bubble_ns / nullif(k.compute_ns + k.bubble_ns + k.exposed_comm_ns, 0) as bubble_ratio
+    k.bubble_ns / nullif(k.compute_ns + k.bubble_ns + k.exposed_comm_ns, 0) as bubble_ratio,
+    -- table 2's window (docs/metrics.md "Names"): every rank over the run's makespan, so fill
+    -- and drain count; never below the per-rank bubble
+    greatest(
+        coalesce(s.makespan_ns - k.compute_ns - k.exposed_comm_ns, k.bubble_ns), k.bubble_ns
+    ) as run_bubble_ns,
+    k.compute_ns + k.exposed_comm_ns + greatest(
+        coalesce(s.makespan_ns - k.compute_ns - k.exposed_comm_ns, k.bubble_ns), k.bubble_ns
+    ) as run_total_ns
 from runs as r
 left join requests as q on r.run_id = q.run_id
 left join span as s on r.run_id = s.run_id

@@ -4,7 +4,8 @@ of the same CPP runs' tau_k predicts. The library door `tracereplay schedules` a
 (docs/schedule_comparison.md).
 
 Per workload (WORKLOAD_KEYS) and schedule, per part (compute, bubble, exposed comm, total; the
-per-rank means of fct_run_metrics, docs/metrics.md): n, the mean with its 95 % Student-t
+per-rank means of fct_run_metrics, bubble and total over the run's window as table 2 counts
+them: run_bubble_ns, run_total_ns, docs/metrics.md): n, the mean with its 95 % Student-t
 interval; against CPP the difference of means with Welch's interval, and the relative change
 with the bootstrap interval, Welch's t on log values and Holm's correction of
 pipelines.analysis.comparison.compare.compare_samples (the `compare` statistics). The prediction:
@@ -43,9 +44,9 @@ WORKLOAD_KEYS: tuple[str, ...] = ("model", "seq_len", "chunk_size", "tp", "pp", 
 
 PARTS: tuple[tuple[str, str], ...] = (
     ("compute_ns", "compute"),
-    ("bubble_ns", "bubble"),
+    ("run_bubble_ns", "bubble"),
     ("exposed_comm_ns", "exposed comm"),
-    ("total_ns", "total"),
+    ("run_total_ns", "total"),
 )
 BASELINE = schedule_kinds.BASELINE
 SCHEDULE_ORDER = schedule_kinds.NAMES
@@ -229,7 +230,7 @@ def _compare_workload(
                     verdict, len(pred), p_mean, p_lo, p_hi, versus, reason,
                 )
             )  # fmt: skip
-    total = measured["total_ns"].to_numpy().astype(float)
+    total = measured["run_total_ns"].to_numpy().astype(float)
     comm = measured["exposed_comm_ns"].to_numpy().astype(float)
     if len(total) and np.all(comm <= NEGLIGIBLE_SHARE * total):
         result.notes.append(
