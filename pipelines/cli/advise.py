@@ -27,8 +27,9 @@ The cost model comes from one of:
                     its calibrated cost, links and TP/EP collectives
   --run RUN_ID      a stored run: tau(c, p) fitted to its chunks, as `replay --cost fitted`
   --curve A,B@C     a fitted full-model line tau_k = A + B k (ms) at chunk size C (e.g. 24K)
-  --table FILE      a latency table (CSV/Parquet: tokens, prefix_tokens, time_ns|time_us|time_ms
-                    of the whole model's forward), tau(c, p) fitted to its rows
+  --table FILE      a latency table (CSV/Parquet as docs/latency_tables.md: tokens, prefix,
+                    time_ns|time_us|time_ms, optional operator: --operator picks one), tau(c, p)
+                    fitted to its rows
 
 Is the lead real? Each side is measured as the mean of --runs runs; a run is one simulation with
 --task-noise per stage call times a --run-noise run-level factor (lognormal). Over --draws such
@@ -59,6 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--run", metavar="RUN_ID", help="a stored run with chunks")
     source.add_argument("--curve", metavar="A,B@C", help="tau_k = A + B k ms at chunk size C")
     source.add_argument("--table", metavar="FILE", type=Path, help="a latency table")
+    parser.add_argument(
+        "--operator", metavar="NAME", help="with --table: the operator's rows (e.g. layer)"
+    )
     parser.add_argument(
         "--seq-len",
         metavar="TOKENS",
@@ -146,7 +150,7 @@ def _source(args: argparse.Namespace):
     if args.table:
         if not args.table.is_file():
             raise ValueError(f"--table {args.table}: no such file")
-        return advice.table_source(args.table), None
+        return advice.table_source(args.table, args.operator), None
     store = store_of(args)
     if not store.exists():
         raise ValueError(f"no warehouse at {store.location}")
@@ -243,14 +247,16 @@ def format_advice(result: Any) -> str:
             text += f"{r['throughput_tok_s']:,.0f}{mark:<2}".rjust(width)
         lines.append(text.rstrip())
     lines += ["", "best of each schedule:"]
-    head = f"  {'schedule':<12}{'chunk':>6}{'TTFT':>11}{'tok/s':>9}{'bubble':>8}{'steps':>6}  trend"
+    head = (
+        f"  {'schedule':<12}{'chunk':>6}{'TTFT':>11}{'tok/s':>11}{'bubble':>8}{'steps':>6}  trend"
+    )
     lines.append(head)
     for s in sc.schedules:
         r = tops[s]
         bubble = r["bubble_ratio"]
         lines.append(
             f"  {s:<12}{tokens_label(r['chunk_size']):>6}{duration(r['ttft_mean_ns']):>11}"
-            f"{r['throughput_tok_s']:>9,.0f}"
+            f"{r['throughput_tok_s']:>11,.0f}"
             f"{_share(bubble):>8}{r['scheduling_steps']:>6}"
             f"  {result.trends[s]}"
         )

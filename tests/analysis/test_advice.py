@@ -160,6 +160,12 @@ def test_latency_table_source_recovers_its_cost(tmp_path) -> None:
     assert fitted.beta_ns == pytest.approx(truth.beta_ns, rel=1e-6)
     result = advise(source, Scenario(128 * K, schedules=("cpp", "vpp")), QUIET)
     assert len(result.rows) == 8
+    two = frame.with_columns(pl.lit("layer").alias("operator"))
+    both = pl.concat([two, two.with_columns(pl.lit("attention").alias("operator"))])
+    both.write_csv(tmp_path / "ops.csv")
+    with pytest.raises(ValueError, match="several operators"):
+        table_source(tmp_path / "ops.csv")
+    assert table_source(tmp_path / "ops.csv", "layer").label.endswith("(layer)")
     bad = tmp_path / "bad.csv"
     pl.DataFrame({"tokens": [1, 2], "time_ms": [1.0, 2.0]}).write_csv(bad)
     with pytest.raises(ValueError, match="prefix_tokens"):

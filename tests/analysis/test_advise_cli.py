@@ -107,3 +107,17 @@ def test_advise_from_a_stored_run_matches_its_preset(tmp_path, capsys) -> None:
     # an unknown run is one line, exit 2
     assert main(["advise", "--run", "nope", "--warehouse", str(path)]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_advise_on_the_self_made_latency_table(capsys) -> None:
+    """tests/data/latency_tables/self_made/generic_attention.csv (committed, generic layout of
+    docs/latency_tables.md, with two unusable rows): advise fits it, says what it left out and
+    recommends one of the swept configurations."""
+    from pathlib import Path
+
+    table = Path(__file__).parents[1] / "data/latency_tables/self_made/generic_attention.csv"
+    args = ["advise", "--table", str(table), "--seq-len", "8K", "--chunks", "256,512,1K,2K"]
+    assert main([*args, "--schedules", "cpp,vpp,vpp_async", *QUICK]) == 0
+    out = capsys.readouterr().out
+    assert "2 row(s) left out" in out and "recommended:" in out
+    assert max(len(line) for line in out.splitlines()) <= 120

@@ -99,11 +99,26 @@ def curve_source(a_ns: float, b_ns: float, chunk_tokens: int) -> CostSource:
 TABLE_TIME_COLUMNS = {"time_ns": 1.0, "time_us": 1e3, "time_ms": 1e6}
 
 
-def read_latency_table(path: Path) -> pl.DataFrame:
-    """A generic latency table (CSV or Parquet): `tokens` (chunk tokens), `prefix_tokens`
-    (tokens already in the KV cache) and one of time_ns / time_us / time_ms (the latency of the
-    whole model's forward of that chunk). Returns tokens, prefix_tokens, busy_ns."""
-    frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
+def read_latency_table(path: Path, operator: str | None = None) -> tuple[pl.DataFrame, int]:
+    """A generic latency table (CSV or Parquet, the layout of docs/latency_tables.md): `tokens`
+    (chunk tokens), `prefix` or `prefix_tokens` (tokens already in the KV cache), one of time_ns /
+    time_us / time_ms, and optionally `operator` (one is chosen: `operator`, else the only one).
+    Returns (tokens, prefix_tokens, busy_ns; the number of rows left out: a cell that is not a
+    number, tokens < 1, prefix < 0 or a time <= 0, as ingest quarantines them)."""
+    try:
+        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable CSV or Parquet table ({exc})") from None
+    if "operator" in frame.columns:
+        names = sorted(str(v) for v in frame["operator"].unique().to_list())
+        if operator is None and len(names) > 1:
+            raise ValueError(f"{path}: several operators ({', '.join(names)}); choose one")
+        if operator is not None:
+            if operator not in names:
+                raise ValueError(f"{path}: no operator {operator!r} (has {', '.join(names)})")
+            frame = frame.filter(pl.col("operator") == operator)
+    elif operator is not None:
+        raise ValueError(f"{path}: no operator column")
     if "prefix" in frame.columns and "prefix_tokens" not in frame.columns:
         frame = frame.rename({"prefix": "prefix_tokens"})
     unit = next((c for c in TABLE_TIME_COLUMNS if c in frame.columns), None)
@@ -111,27 +126,45 @@ def read_latency_table(path: Path) -> pl.DataFrame:
     if missing or unit is None:
         need = ", ".join(missing + ([] if unit else ["time_ns|time_us|time_ms"]))
         raise ValueError(f"{path}: latency table lacks {need}")
-    frame = frame.select(
-        pl.col("tokens").cast(pl.Int64),
-        pl.col("prefix_tokens").cast(pl.Int64),
-        (pl.col(unit).cast(pl.Float64) * TABLE_TIME_COLUMNS[unit]).alias("busy_ns"),
-    ).drop_nulls()
-    if frame.height < 4 or (frame["busy_ns"] <= 0).any() or (frame["tokens"] <= 0).any():
-        raise ValueError(f"{path}: need >= 4 rows with tokens > 0 and a positive time")
-    return frame
+    rows = frame.height
+    frame = (
+        frame.select(
+            pl.col("tokens").cast(pl.Float64, strict=False),
+            pl.col("prefix_tokens").cast(pl.Float64, strict=False),
+            (pl.col(unit).cast(pl.Float64, strict=False) * TABLE_TIME_COLUMNS[unit]).alias(
+                "busy_ns"
+            ),
+        )
+        .filter(
+            (pl.col("tokens") >= 1)
+            & (pl.col("tokens") == pl.col("tokens").floor())
+            & (pl.col("prefix_tokens") >= 0)
+            & (pl.col("prefix_tokens") == pl.col("prefix_tokens").floor())
+            & (pl.col("busy_ns") > 0)
+            & pl.col("busy_ns").is_finite()
+        )
+        .with_columns(pl.col("tokens", "prefix_tokens").cast(pl.Int64))
+    )
+    if frame.height < 4:
+        raise ValueError(f"{path}: need >= 4 usable rows (tokens, prefix, a positive time)")
+    return frame, rows - frame.height
 
 
-def table_source(path: Path) -> CostSource:
+def table_source(path: Path, operator: str | None = None) -> CostSource:
     """A latency table's cost: tau(c, p) fitted to its rows (FittedCost.from_chunks, one stage
     holding the whole model); all four terms when it has two or more chunk sizes, else no fixed
-    per-call cost. Transfers free."""
-    frame = read_latency_table(path)
+    per-call cost. Transfers free, so a per-layer table ranks configurations as the whole model
+    would (only the printed times scale)."""
+    frame, left_out = read_latency_table(path, operator)
     chunks = frame.with_row_index("chunk_idx").with_columns(
         pl.lit(0).alias("rank"), pl.lit(0).alias("vstage"), pl.lit("table").alias("request_id")
     )
     cost = FittedCost.from_chunks(chunks)
     notes = [f"tau(c, p) fitted to {frame.height} rows (R² {cost.fit_info['r2']:.3f})"]
+    if left_out:
+        notes.append(f"{left_out} row(s) left out: not a number, or out of range")
     if cost.fit_info["overhead"] != "fitted":
         notes.append("one chunk size (or too few points): no fixed per-call cost identified")
     notes.append("transfers free")
-    return CostSource("table", f"latency table {path.name}", cost, None, None, tuple(notes))
+    label = f"latency table {path.name}" + (f" ({operator})" if operator else "")
+    return CostSource("table", label, cost, None, None, tuple(notes))
