@@ -8,18 +8,26 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, output_file, store_of
+from pipelines.cli._common import (
+    add_json_option,
+    add_warehouse_option,
+    output_file,
+    output_folder,
+    store_of,
+)
 
 DESCRIPTION = """\
 Run the data-check suites (pipelines/quality/catalog.py, docs/quality.md) over the warehouse, or
 over the runs SEL selects (docs/selectors.md; replays=yes to include simulated reruns; without
 SEL every run is checked, replays and orphaned rows included), the canonical tables and the
-marts. Each expectation is a DuckDB query that counts and samples the rows breaking it; Great
-Expectations judges every count.
+marts. Column rules are Great Expectations suites (pipelines/quality/suites/*.json, GX's
+built-in expectation types) validated by GX on batches DuckDB hands over; invariants across
+tables are DuckDB queries (sql/quality/<table>/<name>.sql) whose failing counts GX judges.
 Prints one line per expectation (table, expectation, severity, result, failing rows, example
-rows); --html writes an offline report, --junit a JUnit XML file with one test case per
-expectation. Exit status 0 when every error-severity expectation holds (warnings are reported),
-1 when one fails, 2 for a bad selector or a missing warehouse."""
+rows); --html DIR writes GX's Data Docs validation pages and an index (offline: no script, no
+CDN), --junit a JUnit XML file with one test case per expectation. Exit status 0 when every
+error-severity expectation holds (warnings are reported), 1 when one fails, 2 for a bad
+selector or a missing warehouse."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_warehouse_option(parser)
     add_json_option(parser)
     parser.add_argument(
-        "--html", metavar="OUT", type=output_file, help="write an offline HTML report to OUT"
+        "--html",
+        metavar="DIR",
+        type=output_folder,
+        help="write the GX Data Docs report (offline) to DIR; DIR/index.html is its index",
     )
     parser.add_argument("--junit", metavar="OUT", type=output_file, help="write JUnit XML to OUT")
     parser.add_argument(
@@ -55,7 +66,6 @@ def run(args: argparse.Namespace) -> int:
         format_failures,
         format_table,
         summary_line,
-        to_html,
         to_junit,
     )
     from pipelines.selectors import SelectorError, parse_selector, require_runs
@@ -76,8 +86,11 @@ def run(args: argparse.Namespace) -> int:
         report = run_checks(con, run_ids)
     finally:
         con.close()
+    html_index = None
     if args.html:
-        _write(args.html, to_html(report))
+        from pipelines.quality.data_docs import write_data_docs
+
+        html_index = write_data_docs(report, Path(args.html))
     if args.junit:
         _write(args.junit, to_junit(report))
     if args.json:
@@ -93,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         failures = format_failures(report)
         print("\n" + failures if failures else "")
         print(summary_line(report))
-        for label, value in (("html report", args.html), ("junit", args.junit)):
+        for label, value in (("html report", html_index), ("junit", args.junit)):
             if value:
                 print(f"{label}: {value}")
     return ExitCode.CHECK_FAILED if report.errors else ExitCode.OK

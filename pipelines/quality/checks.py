@@ -1,22 +1,25 @@
 """Run the suites: the one function `tracereplay check`, and the Dagster asset checks call.
 
-DuckDB counts and samples the rows that break each expectation (probes.py) while Great
-Expectations is imported in a background thread; GX judges the counts (gx_suites.py); the
-result says, per expectation, whether it held, how many
-rows break it and which ones (the first few).
+DuckDB counts and samples the rows that break each custom SQL and schema check (probes.py)
+while Great Expectations is imported in a background thread; then GX validates every suite file
+on the batches DuckDB hands over and judges the custom counts (gx_suites.py). The result says,
+per check, whether it held, how many rows break it and which ones (the first few), and keeps
+GX's validation results for the Data Docs report (data_docs.py).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 
-from pipelines.quality.catalog import EXPECTATIONS, TABLES, Expectation, Severity
-from pipelines.quality.gx_suites import start_import, validate, wait_for_import
+from pipelines.quality.catalog import EXPECTATIONS, TABLES, Expectation, Kind, Severity
+from pipelines.quality.gx_suites import BATCH_ROWS, start_import, validate, wait_for_import
 from pipelines.quality.probes import SAMPLE_ROWS, Probe, probe, select_runs
+from pipelines.quality.suite_files import suite_files
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class CheckReport:
     results: tuple[CheckResult, ...]
     runs_checked: int
     duration_s: float
+    gx_results: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    """GX's ExpectationSuiteValidationResult of every suite and batch (data_docs.py)."""
 
     @property
     def errors(self) -> tuple[CheckResult, ...]:
@@ -61,14 +66,19 @@ class CheckReport:
         return not self.errors
 
 
+def _columns(examples: list[dict[str, object]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(k for row in examples for k in row))
+
+
 def run_checks(
     con: duckdb.DuckDBPyConnection,
     run_ids: list[str] | None = None,
     tables: Iterable[str] | None = None,
     sample_rows: int = SAMPLE_ROWS,
+    batch_rows: int = BATCH_ROWS,
 ) -> CheckReport:
     """Check the given runs (None: every run in the warehouse) against the suites of `tables`
-    (None: all). `con` may be read-only; only a temporary table is written."""
+    (None: all). `con` may be read-only; only temporary tables are written."""
     started = time.perf_counter()
     wanted = set(tables) if tables is not None else None
     items = [e for e in EXPECTATIONS if wanted is None or e.table in wanted]
@@ -79,18 +89,27 @@ def run_checks(
     # for it, since their views may call Python functions (student_t_quantile imports scipy)
     # and two threads importing the same modules can meet half-initialised ones
     start_import()
-    probes: list[Probe] = [probe(con, item, sample_rows) for item in items if item.table in TABLES]
+    custom = [e for e in items if e.kind is not Kind.GX]
+    probes: list[Probe] = [probe(con, item, sample_rows) for item in custom if item.table in TABLES]
     wait_for_import()
-    probes += [probe(con, item, sample_rows) for item in items if item.table not in TABLES]
-    verdicts = validate(probes)
-    results = tuple(
-        CheckResult(
-            expectation=p.expectation,
-            passed=bool(verdicts[p.expectation.key]["success"]),
-            failing=p.failing,
-            columns=p.columns,
-            examples=p.examples,
+    probes += [probe(con, item, sample_rows) for item in custom if item.table not in TABLES]
+    suites = [s for s in suite_files() if wanted is None or s.table in wanted]
+    verdicts, validator = validate(con, suites, probes, set(items), sample_rows, batch_rows)
+    results = []
+    for item in items:
+        verdict = verdicts[item.key]
+        columns = _columns(verdict.examples)
+        results.append(
+            CheckResult(
+                expectation=item,
+                passed=verdict.passed,
+                failing=verdict.failing,
+                columns=columns,
+                examples=tuple(
+                    tuple(row.get(c) for c in columns) for row in verdict.examples[:sample_rows]
+                ),
+            )
         )
-        for p in probes
+    return CheckReport(
+        tuple(results), n_runs, time.perf_counter() - started, tuple(validator.results)
     )
-    return CheckReport(results, n_runs, time.perf_counter() - started)

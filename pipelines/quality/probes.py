@@ -1,18 +1,26 @@
-"""The DuckDB side of the checks: each expectation's query, counted and sampled in the warehouse.
+"""The DuckDB side of the checks: the runs to check, each custom expectation's query counted
+and sampled in the warehouse, and the batches the GX suites validate.
 
-Nothing here pulls a table into Python: a query returns only the rows that break its
-expectation, and only the first `sample_rows` of them leave DuckDB, with the total count.
+A custom query returns only the rows that break its expectation, and only the first
+`sample_rows` of them leave DuckDB, with the total count. A GX suite's batch leaves DuckDB as a
+pandas frame of the columns its rules read, a few runs at a time (`batches_by_run`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from pipelines.paths import SQL_DIR
 from pipelines.quality.catalog import SCHEMA, Expectation
-from pipelines.store.schema import RUN_TABLES, declared_columns
+from pipelines.store.schema import CANONICAL_TABLES, RUN_TABLES, declared_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SAMPLE_ROWS = 5
 
@@ -85,3 +93,54 @@ def probe(
     rows = cursor.fetchall()
     failing = rows[0][0] if rows else 0
     return Probe(item, failing, columns[1:], tuple(tuple(r[1:]) for r in rows))
+
+
+def batches_by_run(
+    con: duckdb.DuckDBPyConnection, table: str, batch_rows: int
+) -> list[list[str] | None]:
+    """The checked runs that have rows in `table`, packed in order into groups of at most
+    `batch_rows` rows (a run larger than that is a group of its own); [None] (one batch of every
+    checked run) when none has rows."""
+    if table not in CANONICAL_TABLES:
+        raise ValueError(f"batch_by_run names {table!r}, not a canonical table")
+    sizes = con.execute(
+        f"select run_id, count(*) from {table}"
+        " where run_id in (select checked_runs.run_id from checked_runs)"
+        " group by run_id order by run_id"
+    ).fetchall()
+    groups: list[list[str] | None] = []
+    current: list[str] = []
+    rows = 0
+    for run_id, n in sizes:
+        if current and rows + n > batch_rows:
+            groups.append(current)
+            current, rows = [], 0
+        current.append(run_id)
+        rows += n
+    if current:
+        groups.append(current)
+    return groups or [None]
+
+
+@contextmanager
+def restrict_checked_runs(
+    con: duckdb.DuckDBPyConnection, run_ids: list[str] | None
+) -> Iterator[None]:
+    """Within the block, `checked_runs` holds only `run_ids` (None: left as it is)."""
+    if run_ids is None:
+        yield
+        return
+    con.execute("create or replace temp table checked_runs_all (run_id varchar)")
+    con.execute("insert into checked_runs_all select run_id from checked_runs")
+    con.execute("delete from checked_runs")
+    con.execute("insert into checked_runs select unnest(?)", [run_ids])
+    try:
+        yield
+    finally:
+        con.execute("delete from checked_runs")
+        con.execute("insert into checked_runs select run_id from checked_runs_all")
+
+
+def fetch_batch(con: duckdb.DuckDBPyConnection, sql: str) -> pd.DataFrame:
+    """One GX batch: the rows of a suite's batch query (sql/quality/gx/<suite>.sql)."""
+    return con.execute(sql).df()

@@ -1,12 +1,10 @@
-"""Renderings of a check report: a text table that fits 120 columns, an offline HTML page
-(inline styles, no script, no external URL), JUnit XML (one test case per expectation, so
-GitLab, Jenkins and GitHub list each expectation as a test), and a JSON-ready dict."""
+"""Renderings of a check report: a text table that fits 120 columns, JUnit XML (one test case per
+expectation, so GitLab, Jenkins and GitHub list each expectation as a test), and a JSON-ready
+dict. The HTML report is GX's Data Docs (pipelines/quality/data_docs.py)."""
 
 from __future__ import annotations
 
-import html
 import xml.etree.ElementTree as ET
-from datetime import UTC, datetime
 
 from pipelines.quality.checks import CheckReport, CheckResult
 
@@ -35,11 +33,12 @@ def result_label(result: CheckResult) -> str:
 def format_table(report: CheckReport, failures_only: bool = False) -> str:
     """One line per expectation: table, expectation, severity, result, failing rows, examples."""
     rows = [r for r in report.results if not (failures_only and r.passed)]
-    header = ("table", "expectation", "severity", "result", "failing", "example rows")
+    header = ("table", "expectation", "kind", "severity", "result", "failing", "example rows")
     cells = [
         (
             r.expectation.table,
             r.expectation.name,
+            r.expectation.kind.value,
             r.expectation.severity.value,
             result_label(r),
             str(r.failing),
@@ -80,6 +79,8 @@ def as_dict(report: CheckReport) -> dict[str, object]:
                 "table": r.expectation.table,
                 "expectation": r.expectation.name,
                 "severity": r.expectation.severity.value,
+                "kind": r.expectation.kind.value,
+                "gx_types": list(dict.fromkeys(r.expectation.gx_types)),
                 "doc": r.expectation.doc,
                 "passed": r.passed,
                 "failing": r.failing,
@@ -88,59 +89,6 @@ def as_dict(report: CheckReport) -> dict[str, object]:
             for r in report.results
         ],
     }
-
-
-_STYLE = """
-body { font-family: sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin-bottom: 1.5em; }
-th, td { border: 1px solid #bbb; padding: 3px 8px; text-align: left; vertical-align: top; }
-th { background: #eee; }
-.pass { color: #1a7f37; } .error { color: #b42318; font-weight: bold; } .warning { color: #9a6700; }
-code { font-size: 90%; }
-"""
-
-
-def _examples_html(result: CheckResult) -> str:
-    rows = result.example_dicts()
-    if not rows:
-        return ""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in result.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row.values()) + "</tr>"
-        for row in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def to_html(report: CheckReport, title: str = "tracereplay check") -> str:
-    """A self-contained page: inline CSS only, nothing fetched."""
-    lines = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p>{html.escape(summary_line(report))};"
-        f" written {datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>",
-        "<table><tr><th>table</th><th>expectation</th><th>severity</th><th>result</th>"
-        "<th>failing rows</th><th>what it expects</th></tr>",
-    ]
-    for r in report.results:
-        css = "pass" if r.passed else r.expectation.severity.value
-        lines.append(
-            f"<tr><td>{r.expectation.table}</td><td><code>{r.expectation.name}</code></td>"
-            f'<td>{r.expectation.severity.value}</td><td class="{css}">{result_label(r)}</td>'
-            f"<td>{r.failing}</td><td>{html.escape(r.expectation.doc)}</td></tr>"
-        )
-    lines.append("</table>")
-    for r in report.results:
-        if r.passed:
-            continue
-        lines.append(
-            f"<h2>{html.escape(r.expectation.key)} ({r.expectation.severity.value}): "
-            f"{r.failing} rows</h2><p>{html.escape(r.expectation.doc)}</p>{_examples_html(r)}"
-        )
-    lines.append("</body></html>")
-    return "\n".join(lines)
 
 
 def to_junit(report: CheckReport) -> str:

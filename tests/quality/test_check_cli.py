@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from pipelines.cli import main
-from pipelines.quality.catalog import EXPECTATIONS
+from pipelines.quality.catalog import EXPECTATIONS, expectation
 
 
 @pytest.fixture(scope="session")
@@ -72,9 +72,9 @@ CORRUPTIONS = {
 
 
 def test_clean_demo_warehouse_passes(demo_warehouse, tmp_path, capsys) -> None:
-    junit, page = tmp_path / "check.xml", tmp_path / "check.html"
+    junit, site = tmp_path / "check.xml", tmp_path / "check-html"
     code = main(
-        ["check", "--warehouse", str(demo_warehouse), "--junit", str(junit), "--html", str(page)]
+        ["check", "--warehouse", str(demo_warehouse), "--junit", str(junit), "--html", str(site)]
     )
     out = capsys.readouterr().out
     assert code == 0, out
@@ -86,9 +86,20 @@ def test_clean_demo_warehouse_passes(demo_warehouse, tmp_path, capsys) -> None:
         (e.table, e.name) for e in EXPECTATIONS
     }
     assert not ET.parse(junit).getroot().findall(".//failure")
-    text = page.read_text()
-    assert text.startswith("<!DOCTYPE html>")
-    assert not re.search(r"https?:|//[a-z0-9]|<script|<link|@import|url\(", text, re.IGNORECASE)
+    assert (site / "index.html").read_text().startswith("<!DOCTYPE html>")
+    pages = sorted(site.rglob("*.html"))
+    # GX's Data Docs: a validation page per suite (and batch), a page per suite file
+    assert {p.stem for p in (site / "validations").glob("*.html")} >= {
+        "slices",
+        "kernels",
+        "custom_sql_and_schema",
+    }
+    assert (site / "expectations" / "step_breakdown.html").is_file()
+    assert "Great Expectations" in (site / "validations" / "slices.html").read_text()
+    for page in pages:  # offline: nothing fetched, nothing run
+        text = page.read_text()
+        found = re.search(r"https?:|//[a-z0-9]|<script|<link|@import|url\(", text, re.IGNORECASE)
+        assert not found, f"{page.name}: {found.group(0) if found else ''}"
 
 
 @pytest.mark.parametrize("case", sorted(CORRUPTIONS))
@@ -104,7 +115,8 @@ def test_corruption_fails_the_check(demo_warehouse, tmp_path, capsys, case) -> N
     out = capsys.readouterr().out
     assert code == 1, out
     row = next(line for line in out.splitlines() if line.split()[:2] == [table, name])
-    assert row.split()[2:4] == ["error", "FAIL"]
+    kind = expectation(f"{table}.{name}").kind.value
+    assert row.split()[2:5] == [kind, "error", "FAIL"]
     detail = out.split(f"{table}.{name} (error, ", 1)[1].splitlines()
     assert detail[1].strip().startswith("run_id="), "example rows follow the failing expectation"
     failures = ET.parse(junit).getroot().findall(".//testcase/failure/..")
@@ -116,12 +128,16 @@ def test_html_report_names_failing_rows(demo_warehouse, tmp_path, capsys) -> Non
     con = duckdb.connect(str(target))
     con.execute(CORRUPTIONS["negative_slice_durations"][0][0])
     con.close()
-    page = tmp_path / "check.html"
-    assert main(["check", "--warehouse", str(target), "--html", str(page), "--json"]) == 1
+    site = tmp_path / "check-html"
+    assert main(["check", "--warehouse", str(target), "--html", str(site), "--json"]) == 1
     capsys.readouterr()
-    text = page.read_text()
+    text = (site / "index.html").read_text()
     assert "slices.non_negative_durations (error): 3 rows" in text
     assert not re.search(r"https?:", text)
+    # GX's own page of the suite shows the failure: the rule and the unexpected values
+    gx_page = (site / "validations" / "slices.html").read_text()
+    assert "3 unexpected values found" in gx_page
+    assert "values must be greater than or equal to" in gx_page
 
 
 def test_bad_selector_exits_2(demo_warehouse, capsys) -> None:

@@ -3,13 +3,14 @@ multi-asset check per table, one check per expectation, on the table's asset (th
 on `run_metric_marts`, the asset that rebuilds them). Error-severity checks are
 blocking (a failure stops downstream materialisations); the failing count and the example rows
 are metadata. The body calls pipelines.quality.checks.run_checks, the function `tracereplay
-check` calls; Great Expectations is imported only when a check runs."""
+check` calls; Great Expectations is imported only when a check runs (the suite files are read
+as JSON to list the checks: pipelines/quality/suite_files.py)."""
 
 import dagster as dg
 
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WarehouseResource
-from pipelines.quality.catalog import MARTS, TABLES, Severity, expectations_of
+from pipelines.quality.catalog import MARTS, TABLES, Expectation, Severity, expectations_of
 
 _SEVERITY = {
     Severity.ERROR: dg.AssetCheckSeverity.ERROR,
@@ -30,12 +31,18 @@ def check_name(table: str, name: str) -> str:
     return name if asset_of(table) == table else f"{table}_{name}"
 
 
+def _kind(item: Expectation) -> str:
+    if item.gx_types:
+        return "GX " + ", ".join(dict.fromkeys(item.gx_types))
+    return f"{item.kind.value} query"
+
+
 def _specs(table: str) -> list[dg.AssetCheckSpec]:
     return [
         dg.AssetCheckSpec(
             name=check_name(table, item.name),
             asset=asset_of(table),
-            description=f"{item.doc} ({item.severity.value})",
+            description=f"{item.doc} ({item.severity.value}; {_kind(item)})",
             blocking=item.severity is Severity.ERROR,
         )
         for item in expectations_of(table)

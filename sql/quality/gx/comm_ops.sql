@@ -1,0 +1,15 @@
+-- batch of the GX suite `comm_ops`: event_hash stands for step, op, group, start and duration
+select
+    run_id,
+    rank,
+    step,
+    op,
+    start_ns,
+    dur_ns,
+    wait_ns,
+    transit_ns,
+    sync_ns,
+    hash(step, op, group_name, start_ns, dur_ns) as event_hash
+from comm_ops
+where run_id in (select checked_runs.run_id from checked_runs)
+order by run_id, rank, start_ns

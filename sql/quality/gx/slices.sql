@@ -1,0 +1,15 @@
+-- batch of the GX suite `slices`: the columns its rules read (name for the examples), not the
+-- args; event_hash stands for every column but run_id and rank (DuckDB's 64-bit hash; equal rows
+-- hash equal, nulls included), so a stored-twice event is a repeated (run_id, rank, event_hash)
+select
+    run_id,
+    rank,
+    lane,
+    name,
+    start_ns,
+    dur_ns,
+    step,
+    hash(lane, thread, name, start_ns, dur_ns, args) as event_hash
+from slices
+where run_id in (select checked_runs.run_id from checked_runs)
+order by run_id, rank, start_ns
