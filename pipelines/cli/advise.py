@@ -27,9 +27,9 @@ The cost model comes from one of:
                     its calibrated cost, links and TP/EP collectives
   --run RUN_ID      a stored run: tau(c, p) fitted to its chunks, as `replay --cost fitted`
   --curve A,B@C     a fitted full-model line tau_k = A + B k (ms) at chunk size C (e.g. 24K)
-  --table FILE      a latency table (CSV/Parquet as docs/latency_tables.md: tokens, prefix,
-                    time_ns|time_us|time_ms, optional operator: --operator picks one), tau(c, p)
-                    fitted to its rows
+  --table FILE      an operator-latency table (Vidur's attention/mlp CSV, or the generic
+                    tokens / prefix / time_* layout of docs/latency_tables.md; --operator picks
+                    one operator or sums them), tau(c, p) fitted to its prefill points
 
 Is the lead real? Each side is measured as the mean of --runs runs; a run is one simulation with
 --task-noise per stage call times a --run-noise run-level factor (lognormal). Over --draws such
@@ -61,7 +61,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--curve", metavar="A,B@C", help="tau_k = A + B k ms at chunk size C")
     source.add_argument("--table", metavar="FILE", type=Path, help="a latency table")
     parser.add_argument(
-        "--operator", metavar="NAME", help="with --table: the operator's rows (e.g. layer)"
+        "--operator",
+        metavar="NAME",
+        help="with --table: the operator's points (e.g. attn_prefill), or sum: all added up",
     )
     parser.add_argument(
         "--seq-len",

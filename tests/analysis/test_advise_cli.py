@@ -119,5 +119,25 @@ def test_advise_on_the_self_made_latency_table(capsys) -> None:
     args = ["advise", "--table", str(table), "--seq-len", "8K", "--chunks", "256,512,1K,2K"]
     assert main([*args, "--schedules", "cpp,vpp,vpp_async", *QUICK]) == 0
     out = capsys.readouterr().out
-    assert "2 row(s) left out" in out and "recommended:" in out
+    assert "2 row(s) set aside" in out and "recommended:" in out
     assert max(len(line) for line in out.splitlines()) <= 120
+
+
+def test_advise_on_a_real_vidur_attention_table(capsys) -> None:
+    """Vidur's A100 attention profile (fetched, git-ignored: tests/data/latency_tables/vidur/
+    SOURCES.md; skipped when absent): the prefill points of attn_prefill at batch size 1."""
+    from pathlib import Path
+
+    table = (
+        Path(__file__).parents[1]
+        / "data/latency_tables/vidur/e2d00e9/data/profiling/a100/attention.csv"
+    )
+    if not table.is_file():
+        pytest.skip("fetched Vidur table absent (tests/data/latency_tables/vidur/SOURCES.md)")
+    args = ["advise", "--table", str(table), "--seq-len", "16K", "--chunks", "512,1K,2K,4K"]
+    assert main([*args, "--schedules", "cpp,vpp", "--json", *QUICK]) == 2  # several operators
+    assert "several operators" in capsys.readouterr().err
+    assert main([*args, "--operator", "attn_prefill", "--schedules", "cpp,vpp", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["source"]["label"].endswith("(attn_prefill)")
+    assert {r["chunk_size"] for r in out["rows"]} == {512, 1024, 2048, 4096}

@@ -4,6 +4,7 @@ preset name or a StageCost) with the transfers and collectives that go with it."
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,58 +97,51 @@ def curve_source(a_ns: float, b_ns: float, chunk_tokens: int) -> CostSource:
     return CostSource("curve", label, cost, None, None, notes)
 
 
-TABLE_TIME_COLUMNS = {"time_ns": 1.0, "time_us": 1e3, "time_ms": 1e6}
+SUM_OPERATORS = "sum"
+"""--operator sum: the operators of a table added up per point (e.g. a Vidur attention file's
+attn_prefill + reshapes + KV-cache save)."""
 
 
 def read_latency_table(path: Path, operator: str | None = None) -> tuple[pl.DataFrame, int]:
-    """A generic latency table (CSV or Parquet, the layout of docs/latency_tables.md): `tokens`
-    (chunk tokens), `prefix` or `prefix_tokens` (tokens already in the KV cache), one of time_ns /
-    time_us / time_ms, and optionally `operator` (one is chosen: `operator`, else the only one).
-    Returns (tokens, prefix_tokens, busy_ns; the number of rows left out: a cell that is not a
-    number, tokens < 1, prefix < 0 or a time <= 0, as ingest quarantines them)."""
+    """The prefill points of an operator-latency table, read by the ingest's reader
+    (pipelines.ingest.latency_tables.read_table: Vidur's attention / MLP CSVs or the generic
+    tokens / prefix / time layout of docs/latency_tables.md; bad rows set aside there). One
+    operator is kept (`operator`, else the only one; `sum` adds them up per point), batch size 1
+    (or none given) and rows with a prefix. Returns (tokens, prefix_tokens, busy_ns: the mean
+    over repeats; the number of rows the reader set aside)."""
+    from pipelines.ingest.latency_tables import read_table
+
     try:
-        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
-    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable CSV or Parquet table ({exc})") from None
-    if "operator" in frame.columns:
-        names = sorted(str(v) for v in frame["operator"].unique().to_list())
-        if operator is None and len(names) > 1:
-            raise ValueError(f"{path}: several operators ({', '.join(names)}); choose one")
-        if operator is not None:
-            if operator not in names:
-                raise ValueError(f"{path}: no operator {operator!r} (has {', '.join(names)})")
-            frame = frame.filter(pl.col("operator") == operator)
-    elif operator is not None:
-        raise ValueError(f"{path}: no operator column")
-    if "prefix" in frame.columns and "prefix_tokens" not in frame.columns:
-        frame = frame.rename({"prefix": "prefix_tokens"})
-    unit = next((c for c in TABLE_TIME_COLUMNS if c in frame.columns), None)
-    missing = [c for c in ("tokens", "prefix_tokens") if c not in frame.columns]
-    if missing or unit is None:
-        need = ", ".join(missing + ([] if unit else ["time_ns|time_us|time_ms"]))
-        raise ValueError(f"{path}: latency table lacks {need}")
-    rows = frame.height
+        table = read_table(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not readable ({exc})") from None
+    points = table.points.filter(pl.col("batch_size").fill_null(1) == 1)
+    names = sorted(str(v) for v in points["operator"].unique().to_list())
+    if operator is None and len(names) > 1:
+        raise ValueError(
+            f"{path.name}: several operators ({', '.join(names)}); choose one or {SUM_OPERATORS}"
+        )
+    if operator not in (None, SUM_OPERATORS):
+        if operator not in names:
+            raise ValueError(f"{path.name}: no operator {operator!r} (has {', '.join(names)})")
+        points = points.filter(pl.col("operator") == operator)
+    points = points.filter(pl.col("prefix_tokens").is_not_null())
     frame = (
-        frame.select(
-            pl.col("tokens").cast(pl.Float64, strict=False),
-            pl.col("prefix_tokens").cast(pl.Float64, strict=False),
-            (pl.col(unit).cast(pl.Float64, strict=False) * TABLE_TIME_COLUMNS[unit]).alias(
-                "busy_ns"
-            ),
-        )
-        .filter(
-            (pl.col("tokens") >= 1)
-            & (pl.col("tokens") == pl.col("tokens").floor())
-            & (pl.col("prefix_tokens") >= 0)
-            & (pl.col("prefix_tokens") == pl.col("prefix_tokens").floor())
-            & (pl.col("busy_ns") > 0)
-            & pl.col("busy_ns").is_finite()
-        )
-        .with_columns(pl.col("tokens", "prefix_tokens").cast(pl.Int64))
+        points.group_by("operator", "tokens", "prefix_tokens")
+        .agg(pl.col("time_ns").cast(pl.Float64).mean())
+        .group_by("tokens", "prefix_tokens")
+        .agg(pl.col("time_ns").sum().alias("busy_ns"), pl.len().alias("operators"))
+        .filter(pl.col("operators") == pl.col("operators").max())  # every operator measured
+        .select("tokens", "prefix_tokens", "busy_ns")
+        .sort("tokens", "prefix_tokens")
     )
     if frame.height < 4:
-        raise ValueError(f"{path}: need >= 4 usable rows (tokens, prefix, a positive time)")
-    return frame, rows - frame.height
+        raise ValueError(
+            f"{path.name}: need >= 4 prefill points with a prefix (batch size 1); a table "
+            "without prefixes cannot say how a chunk's time grows with the prefix"
+        )
+    counts = (re.match(r"(\d+) entr", q.detail) for q in table.quarantined)
+    return frame, sum(int(m.group(1)) for m in counts if m)
 
 
 def table_source(path: Path, operator: str | None = None) -> CostSource:
@@ -162,7 +156,7 @@ def table_source(path: Path, operator: str | None = None) -> CostSource:
     cost = FittedCost.from_chunks(chunks)
     notes = [f"tau(c, p) fitted to {frame.height} rows (R² {cost.fit_info['r2']:.3f})"]
     if left_out:
-        notes.append(f"{left_out} row(s) left out: not a number, or out of range")
+        notes.append(f"{left_out} row(s) set aside by the table reader (docs/latency_tables.md)")
     if cost.fit_info["overhead"] != "fitted":
         notes.append("one chunk size (or too few points): no fixed per-call cost identified")
     notes.append("transfers free")
