@@ -57,7 +57,7 @@ def truth(model: str, n: int) -> tuple[float, float]:
 
 def cell(model: str, n: int, runs: int, noise: float, fits: int, seed: int) -> dict:
     bubble, gain = truth(model, n)
-    covered = zero = negative = 0
+    covered = zero = negative = withheld = 0
     errors, widths = [], []
     for i in range(fits):
         base = seed * 1_000_003 + 7919 * i
@@ -66,9 +66,12 @@ def cell(model: str, n: int, runs: int, noise: float, fits: int, seed: int) -> d
         ]
         table = fit_curves(pl.concat(frames), keys=("vstage",), seed=i)
         row = table.row(0, named=True)
-        covered += row["vpp_bubble_lo"] <= bubble <= row["vpp_bubble_hi"]
         errors.append(row["vpp_bubble_pred"] - bubble)
-        widths.append(row["vpp_bubble_hi"] - row["vpp_bubble_lo"])
+        if np.isnan(row["vpp_bubble_lo"]):  # one run: no interval (bubble_pred.NO_INTERVAL)
+            withheld += 1
+        else:
+            covered += row["vpp_bubble_lo"] <= bubble <= row["vpp_bubble_hi"]
+            widths.append(row["vpp_bubble_hi"] - row["vpp_bubble_lo"])
         negative += row["vpp_gain_pred"] < 0
         zero += int((table["balance_lo"] <= 0).sum())
     return {
@@ -78,9 +81,10 @@ def cell(model: str, n: int, runs: int, noise: float, fits: int, seed: int) -> d
         "noise": noise,
         "truth": bubble,
         "true_gain": gain,
-        "covered": rate(covered, fits),
+        "covered": _rate_of(covered, fits - withheld),
+        "no_interval": withheld,
         "mean_error_pp": 100 * float(np.mean(errors)),
-        "median_width_pp": 100 * float(np.median(widths)),
+        "median_width_pp": 100 * float(np.median(widths)) if widths else float("nan"),
         "balance_holds_0": rate(zero, fits * 4),
         "gain_negative": rate(negative, fits),
     }
@@ -130,12 +134,21 @@ def run_vpp_pred(fits: int = 40, seed: int = 0, as_json: bool = False) -> list[d
     return rows
 
 
+def _rate_of(hits: int, n: int) -> dict:
+    """tau_accuracy.rate, or an empty rate when nothing was counted."""
+    if n == 0:
+        return {"hits": 0, "n": 0, "rate": float("nan"), "ci": [float("nan"), float("nan")]}
+    return rate(hits, n)
+
+
 def _rate(r: dict) -> str:
     lo, hi = r["ci"]
     return f"{r['rate']:.1%} [{100 * lo:.1f},{100 * hi:.1f}]"
 
 
 def _short(r: dict) -> str:
+    if not r["n"]:
+        return "no interval"
     lo, hi = r["ci"]
     return f"{r['hits']}/{r['n']} {r['rate']:.0%} [{lo:.0%},{hi:.0%}]"
 
