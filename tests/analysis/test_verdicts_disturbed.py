@@ -66,7 +66,9 @@ def test_a_significant_bend_below_the_practical_floor_is_linear_with_its_effect(
     verdict = classify(fit)
     assert fit.curvature_p < 0.01 and fit.curvature_effect < 0.05
     assert verdict.label == "linear" and "below the practical floor" in verdict.evidence
-    assert "concave" in verdict.evidence and "VPP bubble" in verdict.evidence
+    # at a/b = 5 the hinge (a knee at k = 11, 2.3 %) beats the quadratic in BIC on this seed
+    bend_named = "concave" in verdict.evidence or "knee at" in verdict.evidence
+    assert bend_named and "VPP bubble" in verdict.evidence
 
 
 def test_serially_correlated_noise_is_measured_and_widens_the_slope_interval() -> None:

@@ -178,7 +178,7 @@ def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def run_cell(cell: Cell, draws: int, seed: int = 0) -> dict:
+def run_cell(cell: Cell, draws: int, seed: int = 0, progress: bool = False) -> dict:
     """The cell's verdict counts and its rate of right verdicts over `draws` seeded curves."""
     counts: Counter[str] = Counter()
     hits = 0
@@ -191,6 +191,8 @@ def run_cell(cell: Cell, draws: int, seed: int = 0) -> dict:
         label = verdict.label + (f"@{verdict.knee_at}" if verdict.knee_at else "")
         counts[label] += 1
         hits += cell.right(verdict.label, row, info)
+        if progress and (i + 1) % 100 == 0:
+            print(f"{cell.name}: {hits}/{i + 1} {dict(counts.most_common(3))}", file=sys.stderr)
     lo, hi = wilson(hits, draws)
     return {
         "cell": cell.name,
@@ -216,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     cells = [c for c in CELLS if not args.cell or any(c.name.startswith(p) for p in args.cell)]
     results = []
     for cell in cells:
-        result = run_cell(cell, args.draws, args.seed)
+        result = run_cell(cell, args.draws, args.seed, progress=True)
         results.append(result)
         if not args.json:
             top = ", ".join(f"{v} {n}" for v, n in list(result["verdicts"].items())[:4])
