@@ -53,7 +53,8 @@ def _check(
 @dg.asset_check(
     asset=tau_fits,
     description="Fails when a curve of runs with dense attention (runs.attention) is flagged "
-    "as not linear (kinked, convex, concave, linear_offset).",
+    "as not linear (knee, staircase, convex, concave, flattened; kinked and linear_offset in "
+    "older tables).",
 )
 def dense_models_linear(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     return _check(DENSE_LINEAR, dg.AssetCheckSeverity.ERROR, warehouse)
