@@ -1,10 +1,12 @@
 """`tracereplay bench changepoints`: how often the nightly change-point search finds a step, how
-close it dates it and how often its 95 % date interval holds the true night, at given run-to-run
-noise levels; with the least-squares split that knows there is exactly one step as the baseline
-measured in the same run (what the data allow), and clean series for the false alarms.
+close it dates it and how often its 95 % date set holds the true night, at given run-to-run noise
+levels; how often clean and one-spike series raise a point; and how often a clean series
+re-scanned every night confirms one. Baselines measured on the same draws (what the data allow):
+the least-squares split and the posterior 5-night window, each told there is exactly one step.
 
 Series: `nights` values of lognormal noise sigma, every value from night `step_at` on multiplied
-by 1 + step (docs/regressions.md has the tables this prints)."""
+by 1 + step; spiked series: one night at a random place x1.10. Every rate is printed with its
+95 % Wilson interval (docs/regressions.md has the tables this prints)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
-from pipelines.analysis.changes.break_date import split_costs
+from pipelines.analysis.changes.break_date import posterior_window_date, split_costs
 from pipelines.analysis.changes.changepoints import detect_change_points
+from pipelines.analysis.changes.rescans import nightly_confirmations, withdrawn_points
+
+SPIKE = 0.10
 
 
 @dataclass(frozen=True)
@@ -28,11 +33,26 @@ class NoiseRates:
     within: int  # exactly one confirmed point, within `window` nights of the step
     missed: int  # no confirmed point at all
     oracle_within: int  # the least-squares split of the whole series, within `window` nights
+    posterior_within: int  # the posterior window of the whole series, within `window` nights
     dated: int  # exactly one confirmed point
-    covered: int  # of those, the 95 % date interval holds the step's night
-    median_width: float  # runs from the interval's earliest to its latest night
+    covered: int  # of those, the 95 % date set holds the step's night
+    median_width: float  # runs from the set's earliest to its latest night
     clean: int
     clean_raised: int  # clean series with any point, pending included
+    clean_confirmed: int  # clean series with a confirmed point
+    spiked: int
+    spiked_raised: int  # one-spike series with any point, pending included
+
+
+@dataclass(frozen=True)
+class RescanRates:
+    """Clean series scanned every night from the shortest history that can hold a point."""
+
+    noise: float
+    nights: int
+    series: int
+    confirmed: int  # series where some nightly scan confirmed a point
+    withdrawn: int  # series where a confirmed point was withdrawn by the last scan
 
 
 def least_squares_split(z: np.ndarray, min_segment: int = 5) -> int:
@@ -48,22 +68,24 @@ def noise_rates(
     step: float = 0.03,
     nights: int = 60,
     step_at: int = 40,
-    series: int = 300,
-    clean: int = 300,
+    series: int = 1000,
+    clean: int = 1000,
+    spiked: int = 1000,
     window: int = 2,
     seed: int = 0,
 ) -> NoiseRates:
-    """Draw `series` stepped and `clean` unchanged series at this noise and count."""
+    """Draw `series` stepped, `clean` unchanged and `spiked` one-spike series at this noise."""
     if not 1 < step_at <= nights:
         raise ValueError(f"the step's night must lie in 2..{nights}, got {step_at}")
     rng = np.random.default_rng(seed)
     at = step_at - 1  # index of the first night after the step
-    within = missed = oracle = dated = covered = 0
+    within = missed = oracle = posterior = dated = covered = 0
     widths = []
     for _ in range(series):
         z = rng.normal(0.0, noise, nights)
         z[at:] += np.log1p(step)
         oracle += abs(least_squares_split(z) - at) <= window
+        posterior += abs(posterior_window_date(z, 5, window) - at) <= window
         points = [p for p in detect_change_points(np.exp(z)) if p.status == "confirmed"]
         missed += not points
         if len(points) == 1:
@@ -72,42 +94,94 @@ def noise_rates(
             within += abs(p.index - at) <= window
             covered += p.index_lo <= at <= p.index_hi
             widths.append(p.index_hi - p.index_lo)
-    raised = sum(
-        bool(detect_change_points(np.exp(rng.normal(0.0, noise, nights)))) for _ in range(clean)
-    )
+    clean_raised = clean_confirmed = 0
+    for _ in range(clean):
+        found = detect_change_points(np.exp(rng.normal(0.0, noise, nights)))
+        clean_raised += bool(found)
+        clean_confirmed += any(p.status == "confirmed" for p in found)
+    spiked_raised = 0
+    for _ in range(spiked):
+        z = rng.normal(0.0, noise, nights)
+        z[rng.integers(1, nights - 1)] += np.log1p(SPIKE)
+        spiked_raised += bool(detect_change_points(np.exp(z)))
     width = float(np.median(widths)) if widths else float("nan")
-    return NoiseRates(noise, series, within, missed, oracle, dated, covered, width, clean, raised)
+    return NoiseRates(
+        noise,
+        series,
+        within,
+        missed,
+        oracle,
+        posterior,
+        dated,
+        covered,
+        width,
+        clean,
+        clean_raised,
+        clean_confirmed,
+        spiked,
+        spiked_raised,
+    )
+
+
+def rescan_rates(noise: float, *, nights: int = 90, series: int = 1000, seed: int = 0):
+    """Clean series, each scanned as nightly use would: every history length up to `nights`."""
+    rng = np.random.default_rng(seed + 1_000_003)
+    confirmed = withdrawn = 0
+    for _ in range(series):
+        y = np.exp(rng.normal(0.0, noise, nights))
+        seen = nightly_confirmations(y)
+        confirmed += bool(seen)
+        withdrawn += bool(seen and withdrawn_points(seen, detect_change_points(y)))
+    return RescanRates(noise, nights, series, confirmed, withdrawn)
 
 
 def _rate(hits: int, n: int) -> str:
     if n == 0:
         return "-"
     lo, hi = proportion_confint(hits, n, alpha=0.05, method="wilson")
-    return f"{hits / n:6.1%} [{lo:.1%}, {hi:.1%}]"
+    return f"{hits / n:6.1%} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
-def format_rates(rows: list[NoiseRates], step: float, step_at: int, window: int) -> str:
-    """The table `tracereplay bench changepoints` prints (fits 120 columns)."""
-    head = (
-        f"+{step:.1%} step at night {step_at}, lognormal run noise; 95 % Wilson intervals; "
-        f"'within' = one confirmed point within ±{window} nights"
-    )
+def format_rates(
+    rows: list[NoiseRates], rescans: RescanRates | None, step: float, step_at: int, window: int
+) -> str:
+    """The tables `tracereplay bench changepoints` prints (fit 120 columns)."""
     lines = [
-        head,
-        f"{'noise':>6} {'n':>5}  {'within (detector)':<24} {'within (LS oracle)':<24} "
-        f"{'missed':>6}  {'date interval holds':<24} {'width':>5}  clean raised",
+        f"+{step:.1%} step at night {step_at}, lognormal run noise; 95 % Wilson intervals (%);",
+        f"'within' = exactly one confirmed point within ±{window} nights",
+        f"{'noise':>6} {'n':>5}  {'within (detector)':<21} {'LS oracle':<21} "
+        f"{'posterior oracle':<21} {'missed':>6}  {'95 % date set holds':<21} {'width':>5}",
     ]
     for r in rows:
         lines.append(
-            f"{r.noise:>6.1%} {r.series:>5}  {_rate(r.within, r.series):<24} "
-            f"{_rate(r.oracle_within, r.series):<24} {r.missed:>6}  "
-            f"{_rate(r.covered, r.dated):<24} {r.median_width:>5.0f}  "
-            f"{r.clean_raised}/{r.clean}"
+            f"{r.noise:>6.1%} {r.series:>5}  {_rate(r.within, r.series):<21} "
+            f"{_rate(r.oracle_within, r.series):<21} {_rate(r.posterior_within, r.series):<21} "
+            f"{r.missed:>6}  {_rate(r.covered, r.dated):<21} {r.median_width:>5.0f}"
         )
-    lines.append(
-        "LS oracle (baseline): the least-squares split, told there is exactly one step; width: "
-        "median runs in the date interval"
-    )
+    lines += [
+        "oracles (same draws, told there is exactly one step): LS = least-squares split; "
+        "posterior = centre of the",
+        f"  ±{window}-night window with the most posterior probability; width: median runs in "
+        "the 95 % date set",
+        "",
+        f"{'noise':>6} {'clean':>5}  {'raised any point':<21} {'confirmed a point':<21} "
+        f"{'spiked':>6}  one +10 % night raised a point",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r.noise:>6.1%} {r.clean:>5}  {_rate(r.clean_raised, r.clean):<21} "
+            f"{_rate(r.clean_confirmed, r.clean):<21} {r.spiked:>6}  "
+            f"{_rate(r.spiked_raised, r.spiked)}"
+        )
+    if rescans is not None:
+        r = rescans
+        lines += [
+            "",
+            f"{r.series} clean series ({r.noise:.1%} noise) re-scanned every night from night 10 "
+            f"to {r.nights}:",
+            f"  confirmed a point in {_rate(r.confirmed, r.series).strip()}; "
+            f"withdrawn again by night {r.nights} in {_rate(r.withdrawn, r.series).strip()}",
+        ]
     return "\n".join(lines)
 
 
@@ -122,8 +196,13 @@ def run_changepoint_bench(
     window: int,
     seed: int,
     as_json: bool,
-) -> list[NoiseRates]:
-    """Every noise level with the same seed; printed as a table or JSON."""
+    spiked: int | None = None,
+    rescan_nights: int = 90,
+    rescan_series: int = 1000,
+    rescan_noise: float = 0.02,
+) -> tuple[list[NoiseRates], RescanRates | None]:
+    """Every noise level with the same seed, then the nightly re-scan cell (rescan_series 0:
+    none); printed as tables or JSON."""
     rows = []
     for noise in noises:
         rows.append(
@@ -134,15 +213,23 @@ def run_changepoint_bench(
                 step_at=step_at,
                 series=series,
                 clean=clean,
+                spiked=clean if spiked is None else spiked,
                 window=window,
                 seed=seed,
             )
         )
         if not as_json:
             print(f"  noise {noise:.1%} done", file=sys.stderr, flush=True)
+    rescans = None
+    if rescan_series > 0:
+        rescans = rescan_rates(rescan_noise, nights=rescan_nights, series=rescan_series, seed=seed)
     if as_json:
-        json.dump([asdict(r) for r in rows], sys.stdout, indent=1)
+        payload = {
+            "levels": [asdict(r) for r in rows],
+            "rescans": asdict(rescans) if rescans else None,
+        }
+        json.dump(payload, sys.stdout, indent=1)
         print()
     else:
-        print(format_rates(rows, step, step_at, window))
-    return rows
+        print(format_rates(rows, rescans, step, step_at, window))
+    return rows, rescans

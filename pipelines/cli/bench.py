@@ -4,6 +4,7 @@ ingest        ingest speed and memory on a large trace made of real events
 sim           simulator timings (one 1M-token request per schedule, and a sweep)
 tau-accuracy  how well the fits and verdicts recover what the simulator put in
 changepoints  how often the nightly change-point search finds and dates a step, by noise level
+compare-power how often `compare` flags a true +5 % change, and no change, by noise level
 startup       start-up time of the command against a bare interpreter
 fidelity      every quantitative claim of the VPP paper against the calibrated presets
 scale         the Parquet lake: a synthetic cluster on 1 vs 2 Dask workers, incremental ingest"""
@@ -47,7 +48,8 @@ failed, 2 bad arguments."""
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bench",
-        help="benchmarks: ingest, sim, tau-accuracy, changepoints, startup, fidelity, scale",
+        help="benchmarks: ingest, sim, tau-accuracy, changepoints, compare-power, startup, "
+        "fidelity, scale",
     )
     benches = parser.add_subparsers(dest="bench", metavar="BENCH", parser_class=type(parser))
     ingest = benches.add_parser(
@@ -156,11 +158,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "changepoints",
         help="how often `regressions` finds and dates a step, by run-to-run noise (with n, CI)",
         description="Draw --series nightly series (--nights values, lognormal run noise, "
-        "x(1 + --step/100) from night --step-at on) and --clean unchanged ones per noise level, "
-        "run the change-point search of `tracereplay regressions` on each and count: one "
-        "confirmed point within --window nights of the step, no point, the 95 %% date "
-        "interval holding the step's night (and its median width in runs), clean series raising "
-        "any point. Baseline measured in the same run: the least-squares split told there is "
+        "x(1 + --step/100) from night --step-at on), --clean unchanged ones and --clean series "
+        "with one +10 %% night per noise level, run the change-point search of `tracereplay "
+        "regressions` on each and count: one confirmed point within --window nights of the "
+        "step, no point, the 95 %% date set holding the step's night (and its median width in "
+        "runs), clean and one-spike series raising a point; then --rescan-series clean series "
+        "of --rescan-nights nights scanned every night as nightly use does (confirmed a point "
+        "at any scan; withdrawn later). Every rate with its 95 %% Wilson interval. Baselines on "
+        "the same draws: the least-squares split and the posterior window, each told there is "
         "exactly one step (what the data allow). docs/regressions.md",
     )
     changepoints.add_argument(
@@ -172,12 +177,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     changepoints.add_argument("--step", type=float, default=3.0, help="step in %% (default 3)")
     changepoints.add_argument("--nights", type=int, default=60, help="nights a series (60)")
     changepoints.add_argument("--step-at", type=int, default=40, help="first slow night (40)")
-    changepoints.add_argument("--series", type=int, default=300, help="stepped series (300)")
-    changepoints.add_argument("--clean", type=int, default=300, help="clean series (300)")
+    changepoints.add_argument("--series", type=int, default=1000, help="stepped series (1000)")
+    changepoints.add_argument(
+        "--clean", type=int, default=1000, help="clean and one-spike series, each (1000)"
+    )
+    changepoints.add_argument(
+        "--rescan-series",
+        type=int,
+        default=1000,
+        help="clean series re-scanned nightly, at 2 %% noise (1000; 0: none)",
+    )
+    changepoints.add_argument(
+        "--rescan-nights", type=int, default=90, help="nights of a re-scanned series (90)"
+    )
     changepoints.add_argument("--window", type=int, default=2, help="nights either way (2)")
     changepoints.add_argument("--seed", type=int, default=0, help="seed of the draws (0)")
     add_json_option(changepoints)
     changepoints.set_defaults(func=run_changepoints)
+
+    power = benches.add_parser(
+        "compare-power",
+        help="how often `compare` calls a true +5 %% regressed and no difference flagged (n, CI)",
+        description="Seeded draws of two sets of --runs runs (lognormal run noise 1, 1.5, 2 and "
+        "3 %%; the candidate +5 %% or unchanged), judged by `compare`'s statistics from the runs "
+        "alone and with a variance prior from a --history-night history of the same noise "
+        "(moderated t); counts regressed, improved and a printed effect outside its own "
+        "interval, each with its 95 %% Wilson interval. docs/regressions.md",
+    )
+    power.add_argument("--draws", type=int, default=2000, help="draws per cell (2000)")
+    power.add_argument("--runs", type=int, default=5, help="runs a side (5)")
+    power.add_argument("--history", type=int, default=20, help="nights of history (20)")
+    power.add_argument("--seed", type=int, default=0, help="seed of the draws (0)")
+    add_json_option(power)
+    power.set_defaults(func=run_compare_power)
 
     startup = benches.add_parser(
         "startup",
@@ -379,6 +411,28 @@ def run_changepoints(args: argparse.Namespace) -> int:
         series=args.series,
         clean=args.clean,
         window=args.window,
+        seed=args.seed,
+        as_json=args.json,
+        rescan_nights=args.rescan_nights,
+        rescan_series=args.rescan_series,
+    )
+    return ExitCode.OK
+
+
+def run_compare_power(args: argparse.Namespace) -> int:
+    from pipelines.bench.compare_power import run_compare_power_bench
+
+    if args.draws < 1 or args.runs < 3 or args.history < 2:
+        print(
+            "tracereplay bench compare-power: --draws must be positive, --runs at least 3 and "
+            "--history at least 2",
+            file=sys.stderr,
+        )
+        return ExitCode.BAD_INPUT
+    run_compare_power_bench(
+        draws=args.draws,
+        runs=args.runs,
+        history=args.history,
         seed=args.seed,
         as_json=args.json,
     )

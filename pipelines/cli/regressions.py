@@ -9,9 +9,12 @@ import textwrap
 
 from pipelines.analysis.changes.changepoint_defaults import (
     DEFAULT_CONFIRM,
+    DEFAULT_FDR,
     DEFAULT_MAX_PVALUE,
     DEFAULT_MIN_MAGNITUDE,
+    DEFAULT_PERSIST,
     DEFAULT_SPIKE_SIGMAS,
+    RESCAN_CONFIRM_RATE,
 )
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, percent, store_of
@@ -25,18 +28,25 @@ Find change points per configuration (model, schedule, seq_len, chunk_size, tp, 
 hardware) and metric over collected_at, in the runs SEL selects (docs/selectors.md): ruptures'
 binary segmentation proposes points, each is kept only when its split is significant as the
 best of every split of the segments on either side (t on log values against the simulated
-largest t of a segment without a change: p <= {DEFAULT_MAX_PVALUE:g}, the search paid for)
-and their medians differ by at least --min-magnitude (default {DEFAULT_MIN_MAGNITUDE:.1%}), so
+largest t of a segment without a change: p <= {DEFAULT_MAX_PVALUE:g}, the search paid for) and
+their medians differ by at least --min-magnitude (default {DEFAULT_MIN_MAGNITUDE:.1%}), so
 noise raises nothing; a single night far off the nights on both sides of it (a spike) is left
 out before any test (docs/regressions.md). A point with fewer than {DEFAULT_CONFIRM} runs after
-it is `pending` until later nights confirm it. Each point is dated with the 95 % likelihood-ratio
-set of its date: the runs among which the first run after the change lies (the runs to bisect).
-Runs without a model fact share one history, labelled (untagged). Exit status 1 when a confirmed
-regression is reported, 2 for a bad selector or metric, else 0.""",
+it is `pending` until later nights confirm it, and so is one the scans of the {
+        DEFAULT_PERSIST - 1
+    } histories one to {DEFAULT_PERSIST - 1} nights shorter did not all find (unless its p is
+25x smaller): nightly use re-scans. A point is dated by the centre of the 5-night window
+holding the most posterior probability of its split, with the 95 % likelihood-ratio set of its
+date: the runs among which the first run after the change lies (the runs to bisect). Each
+point's q is Benjamini-Hochberg's across the series scanned; a confirmed regression with q >
+{DEFAULT_FDR:g} is listed, not counted. Points a recent nightly scan confirmed and this one
+contradicts are listed as withdrawn. Runs without a model fact share one history, labelled
+(untagged). Exit status 1 when a confirmed regression is reported, 2 for a bad selector or
+metric, else 0.""",
     width=96,
 )
 
-HEADERS = ("configuration", "metric", "nights", "n b/a", "magnitude [95% CI]", "p", "status")
+HEADERS = ("configuration", "metric", "nights", "n b/a", "magnitude [95% CI]", "p", "q", "status")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,7 +93,7 @@ def _nights(before: str, after: str) -> str:
 
 def format_changes(changes: list) -> str:
     """The change points as the table `tracereplay regressions` prints (at most 120 columns)."""
-    return render_table(HEADERS, [_row(ch) for ch in changes], right=(3, 5))
+    return render_table(HEADERS, [_row(ch) for ch in changes], right=(3, 5, 6))
 
 
 def _row(ch) -> tuple[str, ...]:
@@ -94,8 +104,17 @@ def _row(ch) -> tuple[str, ...]:
         f"{ch.n_before}/{ch.n_after}",
         f"{fmt_pct(ch.magnitude)} [{fmt_pct(ch.magnitude_lo)}, {fmt_pct(ch.magnitude_hi)}]",
         fmt_p(ch.p_value),
-        ch.direction if ch.status == "confirmed" else f"pending {ch.direction}",
+        fmt_p(ch.q_value),
+        _status(ch),
     )
+
+
+def _status(ch) -> str:
+    if ch.status != "confirmed":
+        return f"pending {ch.direction}"
+    if ch.direction == "regression" and not ch.is_regression:
+        return f"regression, q > {DEFAULT_FDR:g}"
+    return ch.direction
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 min_magnitude=args.min_magnitude / 100,
             )
             changes, series = scan.changes, scan.series
+            withdrawn = scan.withdrawn
             for i, ch in enumerate(changes):
                 if ch.is_regression:
                     before, after = runs_around(con, ch)
@@ -134,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
             if i in explanations:
                 row["attribution"] = explanations[i].to_json()
             rows.append(row)
+        for w in withdrawn:
+            rows.append(
+                {"status": "withdrawn", **{k: json_value(v) for k, v in w.as_dict().items()}}
+            )
         json.dump(rows, sys.stdout, indent=1, default=str)
         print()
         return ExitCode.CHECK_FAILED if regressed else ExitCode.OK
@@ -142,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
             f"no change points in {series} series (configuration x metric); a series needs at "
             "least 10 runs with collected_at"
         )
+        _print_withdrawn(withdrawn)
+        _print_false_alarms(scan)
         _print_spikes(scan.spikes)
         _print_untagged(scan.untagged_runs)
         return ExitCode.OK
@@ -162,9 +188,34 @@ def run(args: argparse.Namespace) -> int:
         explained_here = next((explanations[i] for i in members if i in explanations), None)
         if explained_here is not None:
             print(format_explanation(explained_here))
+    _print_withdrawn(withdrawn)
+    _print_false_alarms(scan)
     _print_spikes(scan.spikes)
     _print_untagged(scan.untagged_runs)
     return ExitCode.CHECK_FAILED if regressed else ExitCode.OK
+
+
+def _print_withdrawn(withdrawn: list) -> None:
+    """Points an earlier nightly scan confirmed that this scan contradicts: one line each."""
+    for w in withdrawn:
+        print(
+            f"\nwithdrawn: {config_label(w.config)} {w.metric} change before {w.run_after} "
+            f"({w.collected_after[:10]}, {fmt_pct(w.magnitude)}, p {fmt_p(w.p_value)}), confirmed "
+            f"by the scan through {w.confirmed_through[:10]}, is not found by the nights since"
+        )
+
+
+def _print_false_alarms(scan) -> None:
+    """What noise alone would raise: per scan (each series' gate) and per quarter of nightly
+    re-scans (measured, `tracereplay bench changepoints`)."""
+    text = (
+        f"expected false alarms: at most {scan.expected_false_alarms:.2g} of these "
+        f"{scan.series} series raise a point from noise alone in one scan (each at most "
+        f"{DEFAULT_MAX_PVALUE:.2%}); re-scanned every night for 90 nights, a series without a "
+        f"change confirms one in {RESCAN_CONFIRM_RATE:.1%} (bench changepoints): "
+        f"{scan.series * RESCAN_CONFIRM_RATE:.2g} expected per 90 nights here"
+    )
+    print("\n" + textwrap.fill(text, width=MAX_WIDTH, break_on_hyphens=False))
 
 
 def _print_untagged(runs: int) -> None:

@@ -49,8 +49,9 @@ def test_split_costs_are_the_two_mean_residuals():
 
 def test_a_step_of_one_and_a_half_sigma_is_dated_within_its_set():
     """60 nights, 2 % run noise, +3 % from night 40 (index 39): the detector's point and its set.
-    `tracereplay bench changepoints` (300 series, seed 0): holds night 40 in 97.5 % of the dated,
-    median width 7 runs."""
+    `tracereplay bench changepoints` (docs/regressions.md): holds night 40 in about 97 % of the
+    dated, median width 6-7 runs; 166 of these 200 have exactly one confirmed point (the
+    persistence over nightly re-scans leaves some pending)."""
     rng = np.random.default_rng(3)
     held = found = 0
     widths = []
@@ -65,7 +66,7 @@ def test_a_step_of_one_and_a_half_sigma_is_dated_within_its_set():
         found += 1
         held += cp.index_lo <= 39 <= cp.index_hi
         widths.append(cp.index_hi - cp.index_lo)
-    assert found >= 170
+    assert found >= 155
     assert held / found >= 0.94
     assert 4 <= np.median(widths) <= 12
 

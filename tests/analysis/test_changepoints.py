@@ -111,3 +111,45 @@ def test_an_exact_history_still_dates_its_changes():
     y[15:] = 5.5
     assert [(c.index, c.status) for c in detect_change_points(y)] == [(15, "confirmed")]
     assert detect_change_points(np.full(30, 5.0)) == []
+
+
+def test_a_point_confirmed_by_an_earlier_nightly_scan_and_contradicted_since_is_withdrawn():
+    # a clean series (2 % noise, seed 445, found by search): the scan through night 44 confirmed
+    # a point at night 37 (persisting over the scans through nights 41-43); the 16 nights since
+    # contradict it, and the latest scan finds nothing: the point is withdrawn, not lost
+    from pipelines.analysis.changes.rescans import nightly_confirmations, withdrawn_points
+
+    y = np.exp(np.random.default_rng(445).normal(0, 0.02, 60))
+    seen = nightly_confirmations(y, first=30)
+    assert [(c.nights, c.point.index) for c in seen] == [(44, 37)]
+    latest = detect_change_points(y)
+    assert latest == []
+    assert withdrawn_points(seen, latest) == seen
+    assert detect_change_points(y[:44])[0].index == 37  # what that night's scan said
+
+
+def test_the_posterior_window_dates_a_clear_step_on_its_night():
+    from pipelines.analysis.changes.break_date import posterior_window_date, split_posterior
+
+    z = np.r_[np.zeros(39), np.ones(21)] + np.random.default_rng(0).normal(0, 0.1, 60)
+    assert posterior_window_date(z, 5) == 39
+    k, p = split_posterior(z, 5)
+    assert k[0] == 5 and k[-1] == 55 and p.sum() == pytest.approx(1.0)
+    assert k[np.argmax(p)] == 39
+    # a short segment: fewer splits than the window is wide
+    assert posterior_window_date(np.r_[np.zeros(6), np.ones(6)], 5) == 6
+    with pytest.raises(ValueError):
+        posterior_window_date(np.zeros(8), 5)
+
+
+def test_a_point_only_the_latest_scan_finds_stays_pending():
+    # a clean series (2 % noise, seed 860, found by search): this scan alone confirms a point at
+    # night 50 with p 0.001, which the scans one to three nights shorter did not find; p is not
+    # below max_pvalue / 25, so the point waits (pending) instead of raising an alarm
+    from pipelines.analysis.changes.changepoints import scan_once
+
+    y = np.exp(np.random.default_rng(860).normal(0, 0.02, 60))
+    (raw,) = scan_once(y)
+    assert raw.status == "confirmed" and raw.index == 50 and 0.0001 < raw.p_value <= 0.0025
+    assert [(c.index, c.status) for c in detect_change_points(y)] == [(50, "pending")]
+    assert detect_change_points(y, persist=1)[0].status == "confirmed"

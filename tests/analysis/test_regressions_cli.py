@@ -122,3 +122,42 @@ def test_explain_says_what_to_do_for_the_state_the_runs_are_in() -> None:
     assert "add chunk markers" in no_markers and "tracereplay chunks --profiler-steps" in no_markers
     few = tau_hint({"a": 2, "b": 2}, ["a", "b"])
     assert "3 or more full chunks" in few and "tracereplay chunks`" not in few
+
+
+def test_compare_states_the_variance_prior_from_the_nightly_history(history, capsys):
+    """Model a's 60 clean nights: 5 a side compared, the other 50 are the history the moderated t
+    borrows its variance from; without it (or under 20 nights) the runs alone, said so."""
+    args = ["compare", "--warehouse", str(history), "--metric", "ttft_ns", "--json"]
+    sides = ["--baseline", "model=a,until=2026-01-05", "--candidate", "model=a,since=2026-02-25"]
+    assert main([*args, *sides]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (row,) = out["metrics"]
+    assert row["test"] == "moderated_t_log" and row["estimand"] == "geometric_mean_ratio"
+    prior = out["variance_priors"]["ttft_ns"]
+    n_compared = row["n_baseline"] + row["n_candidate"]
+    assert prior["nights"] == 60 - n_compared and prior["df"] == prior["nights"] - 1
+    assert row["effect_lo"] <= row["effect"] <= row["effect_hi"]
+    assert main([*args, *sides, "--no-history-prior"]) == 0
+    (alone,) = json.loads(capsys.readouterr().out)["metrics"]
+    assert alone["test"] == "welch_t_log" and alone["prior_nights"] == 0
+    assert main(args[:-1] + sides) == 0
+    text = capsys.readouterr().out
+    assert "variance prior (moderated t, Smyth 2004) for ttft_ns" in text
+    # model b: a step at night 40 and most nights compared leave < 20 nights of history
+    wide = ["--baseline", "model=b,until=2026-02-05", "--candidate", "model=b,since=2026-02-15"]
+    main(args[:-1] + wide)
+    assert "no variance prior for ttft_ns: fewer than 20 nights" in capsys.readouterr().out
+
+
+def test_regressions_states_q_values_and_the_false_alarms_to_expect(history, capsys):
+    """Two configurations x one metric: the step's q is Benjamini-Hochberg's over both series'
+    p; the text says how many false alarms one scan and a quarter of nightly scans may raise."""
+    args = ["regressions", "--warehouse", str(history), "--metric", "ttft_ns"]
+    assert main([*args, "--json"]) == 1
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["p_value"] <= row["q_value"] <= 2 * row["p_value"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "expected false alarms: at most 0.005 of these 2 series" in out
+    assert " q " in out.splitlines()[0] + " "
+    assert max(len(line) for line in out.splitlines()) <= 120

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 DEFAULT_LEVEL = 0.95
+WINDOW_TIE = 1e-3
 
 
 def lr_cdf(x: float) -> float:
@@ -67,3 +68,37 @@ def break_date_interval(
         return point, point
     kept = np.flatnonzero((rss - best) / sigma2 <= lr_critical_value(level)) + 1
     return min(int(kept.min()), point), max(int(kept.max()), point)
+
+
+def split_posterior(z: np.ndarray, min_segment: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(splits k, posterior probability of each) of a single mean shift in z: a flat prior on
+    the split among those leaving min_segment values on each side, flat priors on the two means
+    and Jeffreys' prior on the noise variance, integrated out: p(k | z) proportional to
+    (k (n - k))^(-1/2) RSS(k)^(-(n - 2)/2)."""
+    n = len(z)
+    k = np.arange(min_segment, n - min_segment + 1)
+    if not len(k):
+        return k, np.zeros(0)
+    rss = np.maximum(split_costs(np.asarray(z, float))[k - 1], 1e-300)
+    log_p = -0.5 * np.log(k * (n - k)) - (n - 2) / 2 * np.log(rss)
+    p = np.exp(log_p - log_p.max())
+    return k, p / p.sum()
+
+
+def posterior_window_date(z: np.ndarray, min_segment: int = 1, half_width: int = 2) -> int:
+    """The centre of the window of 2 half_width + 1 splits holding the most posterior probability
+    (`split_posterior`): the date that is within +-half_width of the true one most often. The
+    maximum-posterior or least-squares split is right more often exactly, but when the shift is
+    small against the noise its posterior is flat and ragged, and the window's mass is the
+    better bet for 'within +-2 nights' (docs/regressions.md has the measurement)."""
+    k, p = split_posterior(z, min_segment)
+    if not len(k):
+        raise ValueError(f"{len(z)} values leave no split with {min_segment} on each side")
+    c = np.concatenate([[0.0], np.cumsum(p)])
+    j = np.arange(len(p))
+    mass = c[np.minimum(j + half_width + 1, len(p))] - c[np.maximum(j - half_width, 0)]
+    # windows within WINDOW_TIE of the best are equally good bets: of their centres, the most
+    # probable split (a clear step's posterior sits on one or two splits, and every window
+    # holding them ties)
+    near = mass >= mass.max() - WINDOW_TIE
+    return int(k[np.argmax(np.where(near, p, -1.0))])

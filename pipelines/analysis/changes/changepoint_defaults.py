@@ -19,3 +19,19 @@ DEFAULT_SPIKE_SIGMAS = 3.5
 """Robust sigmas off its neighbours' medians that make a single night a spike."""
 SPIKE_WINDOW = 3
 """Nights on each side a spike is judged against."""
+DEFAULT_PERSIST = 4
+"""A confirmed point must also be found by the scans of the histories one, two and three nights
+shorter (nightly re-scans: one scan's false alarm mostly vanishes the next night)..."""
+FAST_CONFIRM_SHARE = 0.04
+"""... unless its p is at most this share of the largest p (0.0001 at the default 0.0025)."""
+PERSIST_WINDOW = 2
+"""Nights by which an earlier scan's point may differ and still be the same point."""
+DEFAULT_FDR = 0.05
+"""Benjamini-Hochberg level across the series of one scan: a confirmed regression with a larger
+q is listed but not counted (exit status 0)."""
+WITHDRAW_LOOKBACK = 30
+"""Nightly scans re-run to find points confirmed then contradicted (withdrawn)."""
+RESCAN_CONFIRM_RATE = 0.018
+"""Share of clean series (2 % run noise) that some nightly scan over 90 nights confirms a point
+in, measured by `tracereplay bench changepoints` (docs/regressions.md §re-scans): what
+`tracereplay regressions` prints as the false alarms to expect from nightly use."""

@@ -35,18 +35,25 @@ import numpy as np
 import ruptures
 from scipy import stats
 
-from pipelines.analysis.changes.break_date import break_date_interval, split_costs
+from pipelines.analysis.changes.break_date import (
+    break_date_interval,
+    posterior_window_date,
+    split_costs,
+)
 from pipelines.analysis.changes.changepoint_defaults import (
     DEFAULT_CONFIRM,
     DEFAULT_MAX_PVALUE,
     DEFAULT_MIN_MAGNITUDE,
     DEFAULT_MIN_SEGMENT,
+    DEFAULT_PERSIST,
     DEFAULT_SPIKE_SIGMAS,
+    FAST_CONFIRM_SHARE,
+    PERSIST_WINDOW,
     SPIKE_WINDOW,
     TAIL_PVALUE,
 )
 from pipelines.analysis.changes.split_null import split_pvalue, split_t
-from pipelines.analysis.comparison.compare import effect_interval
+from pipelines.analysis.comparison.compare import effect_interval, point_effect
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,7 @@ class ChangePoint:
     n_after: int
     mean_before: float
     mean_after: float
-    magnitude: float  # mean_after / mean_before - 1
+    magnitude: float  # ratio of geometric means - 1 (compare's estimand; its interval's)
     magnitude_lo: float
     magnitude_hi: float
     median_shift: float  # median_after / median_before - 1
@@ -129,6 +136,21 @@ def _refine(y, points, min_segment) -> list[int]:
     return points
 
 
+def _date(y, points, min_segment) -> list[int]:
+    """Date each point that passed its test anew between its neighbours: the centre of the 5-run
+    window holding the most posterior probability of the split (break_date.posterior_window_date),
+    at least min_segment runs from either neighbour. The test is taken at the least-squares
+    split (the largest |t|, so its searched-split p is the segment's), the date from the
+    posterior: within +-2 nights of the truth more often (docs/regressions.md)."""
+    points = sorted(points)
+    for i in range(len(points)):
+        edges = [0, *points, len(y)]
+        start, end = edges[i], edges[i + 2]
+        if end - start >= 2 * min_segment:
+            points[i] = start + posterior_window_date(_scale(y[start:end]), min_segment)
+    return points
+
+
 def _segments(points: list[int], n: int) -> list[tuple[int, int, int]]:
     """(start, point, end) for each point: the segments on either side."""
     edges = [0, *points, n]
@@ -160,6 +182,15 @@ def _robust_sigma(z: np.ndarray) -> float:
     return sigma if sigma > 0 else float(np.std(z)) or 1e-12
 
 
+def _row_medians(rows: np.ndarray) -> np.ndarray:
+    """The median of the values each row holds, NaN standing for none (np.nanmedian without its
+    masked-array cost on short rows)."""
+    ordered = np.sort(rows, axis=1)  # NaN sorts last
+    count = np.sum(~np.isnan(rows), axis=1)
+    at = np.arange(len(rows))
+    return (ordered[at, (count - 1) // 2] + ordered[at, count // 2]) / 2
+
+
 def isolated_nights(values: np.ndarray, spike_sigmas: float = DEFAULT_SPIKE_SIGMAS) -> np.ndarray:
     """Mask of single-night spikes: log value beyond spike_sigmas robust sigmas from the median of
     the up-to-SPIKE_WINDOW nights on its left AND of those on its right, on the same side of both.
@@ -171,10 +202,14 @@ def isolated_nights(values: np.ndarray, spike_sigmas: float = DEFAULT_SPIKE_SIGM
         return mask
     z = _scale(y)
     limit = spike_sigmas * _robust_sigma(z)
-    for i in range(1, len(z) - 1):
-        left = z[i] - np.median(z[max(0, i - SPIKE_WINDOW) : i])
-        right = z[i] - np.median(z[i + 1 : i + 1 + SPIKE_WINDOW])
-        mask[i] = min(abs(left), abs(right)) > limit and left * right > 0
+    # row j of `windows` is z[j - W : j] (NaN before the start): night i's left neighbours are
+    # row i, its right ones row i + 1 + W; the median of those that exist
+    pad = np.full(SPIKE_WINDOW, np.nan)
+    windows = np.lib.stride_tricks.sliding_window_view(np.concatenate([pad, z, pad]), SPIKE_WINDOW)
+    i = np.arange(1, len(z) - 1)
+    left = z[i] - _row_medians(windows[i])
+    right = z[i] - _row_medians(windows[i + 1 + SPIKE_WINDOW])
+    mask[i] = (np.minimum(np.abs(left), np.abs(right)) > limit) & (left * right > 0)
     return mask
 
 
@@ -190,7 +225,7 @@ def _candidates(y: np.ndarray, min_segment: int) -> list[int]:
 def _describe(y, start, point, end, p, shift, status, seed) -> ChangePoint:
     before, after = y[start:point], y[point:end]
     lo, hi, _ = (
-        effect_interval(before, after, seed=seed)
+        effect_interval(before, after)
         if len(before) >= 3 and len(after) >= 3
         else (math.nan, math.nan, "none")
     )
@@ -204,7 +239,7 @@ def _describe(y, start, point, end, p, shift, status, seed) -> ChangePoint:
         n_after=len(after),
         mean_before=float(before.mean()),
         mean_after=float(after.mean()),
-        magnitude=float(after.mean() / before.mean() - 1),
+        magnitude=point_effect(before, after),
         magnitude_lo=lo,
         magnitude_hi=hi,
         median_shift=shift,
@@ -221,11 +256,52 @@ def detect_change_points(
     min_segment: int = DEFAULT_MIN_SEGMENT,
     confirm: int = DEFAULT_CONFIRM,
     spike_sigmas: float = DEFAULT_SPIKE_SIGMAS,
+    persist: int = DEFAULT_PERSIST,
 ) -> list[ChangePoint]:
     """Change points of a series in run order (oldest first); ChangePoint.index counts every
-    finite value, single-night spikes (`isolated_nights`) included, though they are not tested."""
+    finite value, single-night spikes (`isolated_nights`) included, though they are not tested.
+
+    A point is confirmed only when it has `confirm` runs after it and either its p is at most
+    max_pvalue * FAST_CONFIRM_SHARE or the scans of the `persist` - 1 histories before this one
+    (the same series without its last night, without its last two, ...) found it too
+    (`same_change`): nightly use re-scans a growing history, and a point that passes in
+    one scan only is mostly noise (docs/regressions.md §re-scans); otherwise it stays pending."""
     y = np.asarray(values, dtype=float)
     y = y[np.isfinite(y)]
+    args = (min_magnitude, max_pvalue, min_segment, confirm, spike_sigmas)
+    found = scan_once(y, *args)
+    fast = max_pvalue * FAST_CONFIRM_SHARE
+    doubtful = [cp.status == "confirmed" and cp.p_value > fast for cp in found]
+    if persist <= 1 or not any(doubtful):
+        return found
+    earlier = [searched_scan(y[: len(y) - d], *args) for d in range(1, persist)]
+    return [
+        replace(cp, status="pending")
+        if doubt and not all(_holds(cp, scan) for scan in earlier)
+        else cp
+        for cp, doubt in zip(found, doubtful, strict=True)
+    ]
+
+
+def same_change(a: ChangePoint, b: ChangePoint) -> bool:
+    """Whether two scans' points are one change: their 95 % date sets, widened by PERSIST_WINDOW
+    nights, overlap (a later scan may date it a few nights apart)."""
+    return max(a.index_lo, b.index_lo) - PERSIST_WINDOW <= min(a.index_hi, b.index_hi)
+
+
+def _holds(point: ChangePoint, scan: list[ChangePoint]) -> bool:
+    return any(same_change(point, cp) for cp in scan)
+
+
+def scan_once(
+    y: np.ndarray,
+    min_magnitude: float = DEFAULT_MIN_MAGNITUDE,
+    max_pvalue: float = DEFAULT_MAX_PVALUE,
+    min_segment: int = DEFAULT_MIN_SEGMENT,
+    confirm: int = DEFAULT_CONFIRM,
+    spike_sigmas: float = DEFAULT_SPIKE_SIGMAS,
+) -> list[ChangePoint]:
+    """One scan of the finite values y, without the persistence rule of detect_change_points."""
     kept = np.flatnonzero(~isolated_nights(y, spike_sigmas))
     return [
         replace(
@@ -236,6 +312,40 @@ def detect_change_points(
         )
         for cp in _detect(y[kept], min_magnitude, max_pvalue, min_segment, confirm)
     ]
+
+
+def searched_scan(y: np.ndarray, *args: float) -> list[ChangePoint]:
+    """`scan_once` where the gate passes, else nothing: the points of one scan that the search
+    found (what a later scan's point must have been seen among to persist); args as scan_once's
+    after y."""
+    max_pvalue, min_segment, spike_sigmas = args[1], int(args[2]), args[4]
+    if len(y) < 2 * min_segment or not gate_passes(y, max_pvalue, min_segment, spike_sigmas):
+        return []
+    return scan_once(y, *args)
+
+
+def series_pvalue(
+    values: np.ndarray,
+    min_segment: int = DEFAULT_MIN_SEGMENT,
+    spike_sigmas: float = DEFAULT_SPIKE_SIGMAS,
+) -> float:
+    """p of the best single split of a whole series (finite values, spikes screened out): the
+    gate's p, which a series without a point brings to the q-values across series."""
+    y = np.asarray(values, dtype=float)
+    y = y[np.isfinite(y)]
+    return _global_p(y[~isolated_nights(y, spike_sigmas)], min_segment)
+
+
+def gate_passes(
+    y: np.ndarray,
+    max_pvalue: float = DEFAULT_MAX_PVALUE,
+    min_segment: int = DEFAULT_MIN_SEGMENT,
+    spike_sigmas: float = DEFAULT_SPIKE_SIGMAS,
+) -> bool:
+    """Whether the best single split of the finite values y (spikes screened out) is significant:
+    without it `scan_once` confirms nothing (only a pending change in the last runs)."""
+    kept = ~isolated_nights(y, spike_sigmas)
+    return _global_p(y[kept], min_segment) <= max_pvalue
 
 
 def _global_p(y: np.ndarray, min_segment: int) -> float:
@@ -263,8 +373,14 @@ def _detect(y, min_magnitude, max_pvalue, min_segment, confirm) -> list[ChangePo
     if points and _belongs_to_tail(y, points, min_segment, confirm):
         points = points[:-1]  # the tail test below judges it, as pending
     out = []
-    for i, (s, p, e) in enumerate(_segments(points, len(y))):
-        _, pval, shift = _passes(y[s:p], y[p:e], max_pvalue, min_magnitude, min_segment)
+    tests = [
+        _passes(y[s:p], y[p:e], max_pvalue, min_magnitude, min_segment)[1]
+        for s, p, e in _segments(points, len(y))
+    ]
+    for i, ((s, p, e), pval) in enumerate(
+        zip(_segments(_date(y, points, min_segment), len(y)), tests, strict=True)
+    ):
+        shift = float(np.median(y[p:e]) / np.median(y[s:p]) - 1)
         status = "confirmed" if e - p >= confirm else "pending"
         out.append(_describe(y, s, p, e, pval, shift, status, seed=i))
     # the tail: a change in the last runs, too few to form a segment, is pending

@@ -3,18 +3,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field, replace
 
 import duckdb
 import numpy as np
 import polars as pl
+from statsmodels.stats.multitest import multipletests
 
+from pipelines.analysis.changes.changepoint_defaults import (
+    DEFAULT_FDR,
+    DEFAULT_MAX_PVALUE,
+    WITHDRAW_LOOKBACK,
+)
 from pipelines.analysis.changes.changepoints import (
     DEFAULT_MIN_MAGNITUDE,
     SPIKE_WINDOW,
     detect_change_points,
     isolated_nights,
+    series_pvalue,
 )
+from pipelines.analysis.changes.rescans import nightly_confirmations, withdrawn_points
 from pipelines.analysis.runs.run_metrics import CONFIG_KEYS, METRICS, build_marts, check_metrics
 from pipelines.labels import is_untagged
 from pipelines.selectors import parse_selector, require_runs
@@ -50,10 +59,16 @@ class HistoryChange:
     magnitude_lo: float
     magnitude_hi: float
     p_value: float
+    # Benjamini-Hochberg q across every series of the scan (a series without a point enters with
+    # its best split's p); NaN: not computed
+    q_value: float = math.nan
 
     @property
     def is_regression(self) -> bool:
-        return self.status == "confirmed" and self.direction == "regression"
+        """A confirmed regression that also survives the false-discovery control across series
+        (q <= DEFAULT_FDR)."""
+        within_fdr = math.isnan(self.q_value) or self.q_value <= DEFAULT_FDR
+        return self.status == "confirmed" and self.direction == "regression" and within_fdr
 
     def as_dict(self) -> dict[str, object]:
         return {**self.__dict__, "config": dict(self.config)}
@@ -75,14 +90,39 @@ class ScreenedNight:
 
 
 @dataclass(frozen=True)
+class WithdrawnChange:
+    """A point an earlier nightly scan confirmed that the latest scan no longer finds (within
+    +-2 nights): withdrawn, with the night of the scan that last confirmed it."""
+
+    config: dict[str, object]
+    metric: str
+    run_after: str
+    collected_after: str
+    confirmed_through: str  # collected_at of the last night of the scan that confirmed it
+    magnitude: float
+    p_value: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.__dict__, "config": dict(self.config)}
+
+
+@dataclass(frozen=True)
 class ChangeScan:
     """What `find_changes` found: change points, how many series (configuration x metric) were
-    examined, and the single-night spikes screened out of them."""
+    examined, and the single-night spikes screened out of them; points withdrawn since an
+    earlier nightly scan confirmed them; the false alarms to expect."""
 
     changes: list[HistoryChange]
     series: int
     spikes: list[ScreenedNight]
     untagged_runs: int = 0  # runs without a model fact, taken as one workload per other facts
+    withdrawn: list[WithdrawnChange] = field(default_factory=list)
+
+    @property
+    def expected_false_alarms(self) -> float:
+        """Series that raise a point with no change in them, at most, in one scan: each series'
+        gate lets a changeless series through with probability DEFAULT_MAX_PVALUE."""
+        return self.series * DEFAULT_MAX_PVALUE
 
 
 def find_changes(
@@ -93,9 +133,13 @@ def find_changes(
     since: str | None = None,
     min_magnitude: float = DEFAULT_MIN_MAGNITUDE,
     build: bool = True,
+    withdrawn: bool = True,
 ) -> ChangeScan:
     """Change points per configuration and metric over collected_at, how many series were
-    examined and the spikes screened out. SelectorError / UnknownMetricError on bad input."""
+    examined and the spikes screened out; `withdrawn`: also re-run the last WITHDRAW_LOOKBACK
+    nightly scans of each series and name the points they confirmed that the latest scan
+    contradicts. Each point gets its Benjamini-Hochberg q across the series examined.
+    SelectorError / UnknownMetricError on bad input."""
     chosen = check_metrics(metrics, DEFAULT_HISTORY_METRICS)
     if metrics is None:
         chosen = [*chosen, *FALLBACK_HISTORY_METRICS]
@@ -108,6 +152,8 @@ def find_changes(
         values = _default_metrics_per_config(values)
     changes: list[HistoryChange] = []
     spikes: list[ScreenedNight] = []
+    gone: list[WithdrawnChange] = []
+    series_p: list[float] = []  # one p per series without a point, for the q-values
     series = 0
     untagged: set[str] = set()
     for key, group in values.group_by([*CONFIG_KEYS, "metric"], maintain_order=True):
@@ -120,7 +166,12 @@ def find_changes(
         runs = group["run_id"].to_list()
         when = [str(t)[:19] for t in group["collected_at"].to_list()]
         spikes += _spikes(config, metric, y, runs, when)
-        for cp in detect_change_points(np.asarray(y), min_magnitude=min_magnitude):
+        found = detect_change_points(np.asarray(y), min_magnitude=min_magnitude)
+        if not found:
+            series_p.append(series_pvalue(np.asarray(y)))
+        if withdrawn:
+            gone += _withdrawn(config, metric, y, runs, when, found, min_magnitude)
+        for cp in found:
             worse = (cp.magnitude > 0) == METRICS[metric].lower_is_better
             changes.append(
                 HistoryChange(
@@ -144,7 +195,45 @@ def find_changes(
                     p_value=cp.p_value,
                 )
             )
-    return ChangeScan(changes, series, spikes, len(untagged))
+    return ChangeScan(_with_q(changes, series_p), series, spikes, len(untagged), gone)
+
+
+def _with_q(changes: list[HistoryChange], other_p: list[float]) -> list[HistoryChange]:
+    """Each point's Benjamini-Hochberg q over every p of the scan: the points' and, for each
+    series without a point, its best split's (multiplicity across series)."""
+    p = [ch.p_value for ch in changes] + other_p
+    finite = [i for i, v in enumerate(p) if math.isfinite(v)]
+    q = [math.nan] * len(p)
+    if finite:
+        _, adjusted, _, _ = multipletests([p[i] for i in finite], method="fdr_bh")
+        for i, v in zip(finite, adjusted, strict=True):
+            q[i] = float(v)
+    return [replace(ch, q_value=q[i]) for i, ch in enumerate(changes)]
+
+
+def _withdrawn(config, metric, y, runs, when, latest, min_magnitude) -> list[WithdrawnChange]:
+    """The points of the last WITHDRAW_LOOKBACK nightly scans of one series that the latest
+    scan (`latest`) no longer finds (indexes count finite values, as detect_change_points')."""
+    finite = np.flatnonzero(np.isfinite(y))
+    values = y[finite]
+    first = max(0, len(values) - WITHDRAW_LOOKBACK)
+    seen = nightly_confirmations(values, first=first, min_magnitude=min_magnitude)
+    seen = [c for c in seen if c.nights < len(values)]
+    out = []
+    for c in withdrawn_points(seen, latest):
+        row, last = int(finite[c.point.index]), int(finite[c.nights - 1])
+        out.append(
+            WithdrawnChange(
+                config,
+                metric,
+                runs[row],
+                when[row],
+                when[last],
+                c.point.magnitude,
+                c.point.p_value,
+            )
+        )
+    return out
 
 
 def _spikes(
