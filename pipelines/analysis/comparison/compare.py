@@ -133,6 +133,27 @@ def _welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return math.sqrt(a + b), df
 
 
+def welch_difference_interval(
+    baseline: np.ndarray, candidate: np.ndarray, level: float = 0.95
+) -> tuple[float, float]:
+    """Welch's interval of mean(candidate) - mean(baseline) (scipy.stats.ttest_ind), 2 or more
+    values a side (the schedule table's absolute differences). A side without spread: the other
+    side's one-sample t interval, shifted by the fixed value (scipy's two-sample form warns of
+    precision loss there); both: the exact difference."""
+    flat_b, flat_c = np.ptp(baseline) == 0, np.ptp(candidate) == 0
+    if flat_b and flat_c:
+        delta = float(candidate.mean() - baseline.mean())
+        return delta, delta
+    if flat_b:
+        ci = stats.ttest_1samp(candidate, baseline[0]).confidence_interval(level)
+        return float(ci.low - baseline.mean()), float(ci.high - baseline.mean())
+    if flat_c:
+        ci = stats.ttest_1samp(baseline, candidate[0]).confidence_interval(level)
+        return float(candidate.mean() - ci.high), float(candidate.mean() - ci.low)
+    ci = stats.ttest_ind(candidate, baseline, equal_var=False).confidence_interval(level)
+    return float(ci.low), float(ci.high)
+
+
 def contrast(
     baseline: np.ndarray, candidate: np.ndarray, prior: VariancePrior | None = None
 ) -> tuple[_Contrast, str, str]:
