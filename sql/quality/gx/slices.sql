@@ -1,11 +1,11 @@
--- batch of the GX suite `slices`: the columns its rules read (name for the examples), not the
--- args; event_hash stands for every column but run_id and rank (DuckDB's 64-bit hash; equal rows
+-- batch of the GX suite `slices`: the columns its rules read, not the names or args (the names
+-- of a 986,400-slice run cost 130-190 MB more peak memory: docs/quality.md §Timings);
+-- event_hash stands for every column but run_id and rank (DuckDB's 64-bit hash; equal rows
 -- hash equal, nulls included), so a stored-twice event is a repeated (run_id, rank, event_hash)
 select
     run_id,
     rank,
     lane,
-    name,
     start_ns,
     dur_ns,
     step,
