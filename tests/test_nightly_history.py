@@ -17,7 +17,7 @@ from pipelines.sim.run import simulate
 def test_one_run_per_configuration_and_night_with_one_collection_time_per_night() -> None:
     history = NightlyHistory()
     runs = history.runs()
-    assert len(runs) == len(history.configs) * history.nights == 66
+    assert len(runs) == len(history.configs) * history.nights == 72
     stamps = [history.night_epoch_ns(n) for n in range(history.nights)]
     days = [datetime.fromtimestamp(t / 1e9, tz=UTC).date().isoformat() for t in stamps]
     assert days[0] == history.first_night and len(set(days)) == history.nights
@@ -85,12 +85,12 @@ def test_campaign_holds_the_five_schedules_and_the_history_the_quick_one_neither
     nightly = [r for r in runs if r.night is not None]
     assert {r.schedule for r in grid} == {"cpp", "dcpp", "vpp", "vpp_async", "vpp_pack"}
     assert {r.seq_len for r in grid} == {131072, 262144}
-    assert len(grid) == 3 * (2 * 2 + 3) * 3 and len(nightly) == 66
+    assert len(grid) == 3 * (2 * 2 + 3) * 3 and len(nightly) == 72
     # the top-k bend: glm-5.2 in 1K chunks, 16 requests a run, the campaign's repeats
     assert [r.key(campaign) for r in short] == [f"glm-5.2-cpp-16k-c1k-x16-r{i}" for i in range(3)]
     assert all(r.night is None and r.requests == 16 for r in short)
     keys = [r.key(campaign) for r in runs]
-    assert len(set(keys)) == len(keys) and keys[-1] == "glm-5.2-cpp-64k-c16k-n21"
+    assert len(set(keys)) == len(keys) and keys[-1] == "glm-5.2-cpp-64k-c16k-n23"
     assert len({r.seed(campaign) for r in runs}) == len(runs)
     quick = campaign.quick().runs()
     assert len(quick) == 9 and all(r.night is None and r.schedule == "cpp" for r in quick)
