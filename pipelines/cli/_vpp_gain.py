@@ -33,20 +33,25 @@ def format_gains(fits: pl.DataFrame) -> str:
         "docs/advise.md):"
     ]
     one_run = False
-    for r in gains.to_dicts():
-        where = " ".join(
+    rows = gains.to_dicts()
+    wheres = [
+        " ".join(
             str(v)
             for v in (
                 r.get("model"),
                 r.get("schedule"),
                 f"{tokens(r.get('seq_len'))}/{tokens(r.get('chunk_size'))}",
             )
-        )
+        )[:36]
+        for r in rows
+    ]
+    width = max(len(w) for w in wheres)
+    for r, where in zip(rows, wheres, strict=True):
         ab = r["ab_ratio"]
         ab_text = "-" if ab is None or not math.isfinite(ab) else f"{ab:.3g}"
         lines.append(
-            f"  {where[:30]:<30} saves {_pct(r['ttft_saving'])} "
-            f"{_range(r['ttft_saving_lo'], r['ttft_saving_hi'])} of TTFT; bubble "
+            f"  {where:<{width}} saves {_pct(r['ttft_saving'])} "
+            f"{_range(r['ttft_saving_lo'], r['ttft_saving_hi'])} TTFT; bubble "
             f"{_pct(r['cpp_bubble_pred'])}->{_pct(r['vpp_bubble_pred'])}; g(a/b {ab_text}, "
             f"N {r['n_k']}) {_pct(r['analytic_saving'])} "
             f"{_range(r['analytic_saving_lo'], r['analytic_saving_hi'])}"

@@ -76,7 +76,7 @@ def test_one_row_per_configuration_with_a_saving_inside_its_interval() -> None:
     assert row["analytic_saving"] == pytest.approx(row["ttft_saving"], abs=0.02)
     assert row["analytic_saving_lo"] <= row["analytic_saving"] <= row["analytic_saving_hi"]
     text = format_gains(fits)
-    assert "saves" in text and "of TTFT" in text and "[no interval]" not in text
+    assert "saves" in text and " TTFT;" in text and "[no interval]" not in text
     assert max(len(line) for line in text.splitlines()) <= 120
 
 
@@ -135,7 +135,7 @@ def test_fit_command_prints_the_predicted_gain(tmp_path, capsys) -> None:
     con.close()
     assert main(["fit", "--warehouse", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "Predicted VPP gain" in out and "of TTFT" in out
+    assert "Predicted VPP gain" in out and " TTFT;" in out
     assert main(["fit", "--warehouse", str(path), "--json"]) == 0
     (gain,) = json.loads(capsys.readouterr().out)["vpp_gains"]
     assert (
