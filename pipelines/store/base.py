@@ -150,9 +150,25 @@ class Session(ABC):
             }
         )
 
-    @abstractmethod
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction on this session's connection: committed, or rolled back on any
+        exception."""
+        self._writable()
+        self.con.execute("begin transaction")
+        try:
+            yield
+            self.con.execute("commit")
+        except BaseException:
+            self.con.execute("rollback")
+            raise
+
     def replace_table(self, table: str, frame: pl.DataFrame) -> None:
-        """Store a frame computed in Python (tau_fits ...) as table `table`, replacing it."""
+        """Store a frame computed in Python (tau_fits ...) as table `table`, replacing it: a
+        table of the DuckDB file in both backends (a lake keeps them in its views file)."""
+        with self.transaction():
+            self.con.execute(f'drop table if exists "{table}"')
+            self.con.from_arrow(frame.to_arrow()).create(table)
 
     @abstractmethod
     def not_null_columns(self) -> dict[str, list[str]]:

@@ -189,23 +189,12 @@ class FileSession(Session):
             out.setdefault(table, []).append(column)
         return out
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._writable()
-        self.con.execute("begin transaction")
-        try:
-            yield
-            self.con.execute("commit")
-        except BaseException:
-            self.con.execute("rollback")
-            raise
-
     def _delete(self, run_id: str) -> None:
         for table in RUN_TABLES:
             self.con.execute(f"delete from {table} where run_id = ?", [run_id])
 
     def delete_run(self, run_id: str) -> None:
-        with self._transaction():
+        with self.transaction():
             self._delete(run_id)
 
     def write_run(
@@ -216,7 +205,7 @@ class FileSession(Session):
     ) -> dict[str, int]:
         gone = [old for old in replaces if old != run_id]
         counts: dict[str, int] = {}
-        with self._transaction():
+        with self.transaction():
             for old in [*gone, run_id]:
                 self._delete(old)
             for table in RUN_TABLES:
@@ -235,7 +224,7 @@ class FileSession(Session):
         tables: dict[str, pl.DataFrame],
         run_values: dict[str, object] | None = None,
     ) -> None:
-        with self._transaction():
+        with self.transaction():
             for table, frame in tables.items():
                 self.con.execute(f"delete from {table} where run_id = ?", [run_id])
                 insert_frame(self.con, table, frame)
@@ -257,11 +246,6 @@ class FileSession(Session):
             f"insert into quarantine values ({', '.join('?' for _ in columns)})",
             [row.get(c) for c in columns],
         )
-
-    def replace_table(self, table: str, frame: pl.DataFrame) -> None:
-        with self._transaction():
-            self.con.execute(f'drop table if exists "{table}"')
-            self.con.from_arrow(frame.to_arrow()).create(table)
 
 
 class FileStore(Store):

@@ -325,18 +325,6 @@ class LakeSession(Session):
         frame = pl.DataFrame([row], schema_overrides={"detail": pl.String})
         append_quarantine(self.root, frame)
 
-    def replace_table(self, table: str, frame: pl.DataFrame) -> None:
-        # tables computed in Python live in the lake's own DuckDB file, not in the partitions
-        self._writable()
-        self.con.execute("begin transaction")
-        try:
-            self.con.execute(f'drop table if exists "{table}"')
-            self.con.from_arrow(frame.to_arrow()).create(table)
-            self.con.execute("commit")
-        except BaseException:
-            self.con.execute("rollback")
-            raise
-
 
 class LakeStore(Store):
     """A Parquet lake folder and its views file `<lake>/warehouse.duckdb` (or `warehouse`)."""
