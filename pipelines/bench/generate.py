@@ -115,7 +115,10 @@ class _Template:
         order = [int(i) for i in pieces[1::2]]
         self.slots = [slots[i] for i in order]
 
-    def render(self, shift_ns: int, step_offset: int) -> str:
+    def render(self, shift_ns: int, step_offset: int, id_shift: int | None = None) -> str:
+        """The event of one copy: times shifted by shift_ns, steps by step_offset, flow and
+        connection ids by id_shift (default shift_ns; 0 repeats the source's ids in every copy)."""
+        id_shift = shift_ns if id_shift is None else id_shift
         if not self.slots:
             return self.parts[0]
         out = [self.parts[0]]
@@ -123,7 +126,7 @@ class _Template:
             if kind == "ts":
                 out.append(f'"{ns_to_ts(base + shift_ns)}"')
             elif kind == "id":
-                out.append(str(base + shift_ns))
+                out.append(str(base + id_shift))
             else:
                 out.append(f'"{STEP_PREFIX}{base + step_offset}"')
             out.append(literal)
@@ -163,8 +166,11 @@ def generate_rank(
     size_mb: float,
     source_rank_dir: Path = SOURCE_RANK_DIR,
     rank_name: str = "rank0_ascend_pt",
+    repeat_ids: bool = False,
 ) -> GeneratedTrace:
-    """Write `workdir/run/<rank_name>/` (profiler_info copied, trace_view.json of >= size_mb MB)."""
+    """Write `workdir/run/<rank_name>/` (profiler_info copied, trace_view.json of >= size_mb MB).
+    repeat_ids: every copy keeps the source's flow and connection ids (one id then binds an
+    event of every copy: the hostile shape of issue 36), instead of ids shifted per copy."""
     source_trace = source_rank_dir / TRACE_RELPATH
     infos = sorted(source_rank_dir.glob("profiler_info*.json"))
     if not source_trace.is_file() or not infos:
@@ -195,7 +201,8 @@ def generate_rank(
         while written < target or copies == 0:
             shift = copies * shift_ns
             offset = copies * step_span
-            text = separator + ",\n".join(t.render(shift, offset) for t in templates)
+            ids = 0 if repeat_ids else shift
+            text = separator + ",\n".join(t.render(shift, offset, ids) for t in templates)
             separator = ",\n"
             data = text.encode()
             handle.write(data)

@@ -226,9 +226,11 @@ def run_ingest_bench(
     log: Callable[[str], None] | None = None,
     max_memory: int = DEFAULT_MAX_MEMORY,
     paths: tuple[str, ...] = ALL_PATHS,
+    flow_ids: str = "renumbered",
 ) -> IngestBenchReport:
     """Generate the trace, measure every path (all but HTA `repeat` times, reporting the run
-    with the median wall time), compute the targets; cleans up unless keep."""
+    with the median wall time), compute the targets; cleans up unless keep. flow_ids:
+    'renumbered' (shifted per copy) or 'repeated' (every copy keeps the source's ids)."""
     say = log or (lambda _msg: None)
     created = workdir is None
     root = Path(tempfile.mkdtemp(prefix="tracereplay-bench-")) if workdir is None else workdir
@@ -249,6 +251,7 @@ def run_ingest_bench(
             say,
             max_memory,
             paths,
+            flow_ids,
         )
     finally:
         if not keep:
@@ -278,12 +281,14 @@ def _run(
     say: Callable[[str], None],
     max_memory: int = DEFAULT_MAX_MEMORY,
     paths: tuple[str, ...] = ALL_PATHS,
+    flow_ids: str = "renumbered",
 ) -> IngestBenchReport:
     load = {"load1_start": _load()}
     say(f"generating a {size_mb:g} MB trace_view.json from {source_rank_dir} in {root}")
     start = time.perf_counter()
-    trace = generate_rank(root, size_mb, source_rank_dir)
+    trace = generate_rank(root, size_mb, source_rank_dir, repeat_ids=flow_ids == "repeated")
     setup: dict[str, Any] = {"workdir": str(root), "generate_s": time.perf_counter() - start}
+    setup["flow_ids"] = flow_ids
     say(f"  {trace.mb:.1f} MB, {trace.events:,} events, {trace.copies} copies")
     setup["repeat"] = repeat
     setup["max_memory_mb"] = max_memory / MB

@@ -94,6 +94,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         " (default $TRACEREPLAY_MAX_MEMORY, else 2 GiB)",
     )
     ingest.add_argument(
+        "--flow-ids",
+        choices=("renumbered", "repeated"),
+        default="renumbered",
+        help="renumbered: each copy's flow and connection ids shifted (links stay within a copy;"
+        " default); repeated: every copy keeps the export's ids, so one id binds an event of"
+        " every copy (the hostile shape: ids are then paired in time order)",
+    )
+    ingest.add_argument(
         "--paths",
         metavar="LIST",
         help="comma-separated paths to measure (default all: ours,ours_streamed,duckdb,"
@@ -308,6 +316,7 @@ def run_ingest(args: argparse.Namespace) -> int:
             hta_mb=args.hta_mb,
             repeat=args.repeat,
             log=log,
+            flow_ids=args.flow_ids,
         )
     except FileNotFoundError as exc:
         print(f"tracereplay bench ingest: {exc}", file=sys.stderr)
