@@ -13,7 +13,10 @@ import pytest
 from pipelines.defs.quality.checks import mart_data_checks, table_data_checks
 from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
 
-INGEST_TABLES = {"runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine"}
+INGEST_TABLES = {
+    *("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine"),
+    "latency_points",
+}
 
 
 @pytest.fixture(scope="module")

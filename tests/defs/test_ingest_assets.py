@@ -55,6 +55,7 @@ def test_real_run_folder_ingests_and_reingests_unchanged(
         "comm_ops",
         "step_breakdown",
         "quarantine",
+        "latency_points",
     }
     assert tables["runs"]["dagster/row_count"] == 1
     assert tables["ranks"]["dagster/row_count"] == tables["runs"]["ranks"] == 2

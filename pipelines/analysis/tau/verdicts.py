@@ -54,8 +54,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pipelines.analysis.tau.fits import CurveFit
 from pipelines.analysis.tau.flattening import FLAT_GAIN_SHARE, flat_bound, gain_share
 
 SHAPE_VERDICTS = ("knee", "staircase", "convex", "concave")
@@ -63,6 +63,9 @@ VERDICTS = (
     *("linear", "flattened", *SHAPE_VERDICTS, "drift"),
     *("too_noisy", "too_short", "cost_model"),
 )
+if TYPE_CHECKING:  # statsmodels (fits) takes seconds to import: not where Dagster loads
+    from pipelines.analysis.tau.fits import CurveFit
+
 LEGACY_VERDICTS = {"kinked": "knee", "linear_offset": "flattened"}
 """Names of earlier versions (stored tau_fits tables, old JSON) and the verdict each is now."""
 

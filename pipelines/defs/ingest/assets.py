@@ -25,7 +25,10 @@ from pipelines.ingest.load import IngestReport, ingest_paths
 from pipelines.store import queries
 from pipelines.store.schema import table_description
 
-INGEST_TABLES = ("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine")
+INGEST_TABLES = (
+    *("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine"),
+    "latency_points",  # operator-latency tables found in the folder (docs/latency_tables.md)
+)
 # from the DDL's `comment on table` (sql/schema/<table>.sql, pipelines.store.schema)
 TABLE_DESCRIPTIONS = {table: table_description(table) for table in INGEST_TABLES}
 
@@ -125,6 +128,10 @@ def _table_metadata(
             markdown_rows(["path", "reason", "detail"], rows) if rows else "nothing quarantined"
         )
         meta["skipped"] = dg.MetadataValue.json([{"path": p, "why": w} for p, w in report.skipped])
+        return meta
+    if table == "latency_points":
+        meta["dagster/row_count"] = sum(t.points for t in report.tables)
+        meta["tables"] = ", ".join(f"{t.table_id}: {t.status}" for t in report.tables)
         return meta
     meta["dagster/row_count"] = sum(run.rows.get(table, 0) for run in report.runs)
     if table in ("runs", "slices"):
