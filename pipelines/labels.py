@@ -35,8 +35,10 @@ def config_label(config: Mapping[str, object]) -> str:
 
 
 def is_untagged(config: Mapping[str, object]) -> bool:
-    """Whether a configuration lacks the model fact (its runs may mix workloads)."""
-    return not config.get("model")
+    """Whether a configuration lacks the model fact (its runs may mix workloads; int_chunk_tau
+    names such a run's curve '(untagged) <run_id>')."""
+    model = config.get("model")
+    return not model or str(model).startswith(UNTAGGED)
 
 
 def json_value(x: object) -> object:

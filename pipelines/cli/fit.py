@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
-from pipelines.labels import json_value
+from pipelines.cli._format import wrapped
+from pipelines.labels import UNTAGGED, json_value
 
 if TYPE_CHECKING:  # polars loads when a fit runs, not when the parser is built
     import polars as pl
@@ -112,16 +113,26 @@ def _pct(x: float | None) -> str:
     return f"{x:.1%}"
 
 
+def _fact(x: object) -> str:
+    """A run fact as text: '-' when unknown (never 'None')."""
+    return "-" if x is None else str(x)
+
+
 def _text_row(row: dict) -> dict[str, str]:
+    stage = row.get("vstage")
+    model = _fact(row.get("model"))
+    if model.startswith(UNTAGGED):  # a run without a model fact: its own curve, named by run
+        model = model.removeprefix(UNTAGGED).strip() + "*"
     return {
-        "model": str(row.get("model")),
+        "model": model,
         # a curve of an operator-latency table has no schedule: its operator (table:layer, ...)
         "schedule": (
-            f"table:{row['operator']}" if row.get("operator") else str(row.get("schedule"))
+            f"table:{row['operator']}" if row.get("operator") else _fact(row.get("schedule"))
         ),
-        "chunk": str(row.get("chunk_size")),
-        "seq_len": str(row.get("seq_len")),
-        "stage": str(row.get("vstage")),
+        "chunk": _fact(row.get("chunk_size")),
+        "seq_len": _fact(row.get("seq_len")),
+        # -1: chunks cut by ProfilerStep windows carry no virtual stage
+        "stage": "-" if stage is None or stage < 0 else str(stage),
         "n_runs": str(row["n_runs"]),
         "n_points": str(row["n_points"]),
         "slope": f"{_ms(row['slope'])} [{_ms(row['slope_lo'])}, {_ms(row['slope_hi'])}]",
@@ -194,6 +205,21 @@ def format_table(curves: pl.DataFrame, wide: bool = False) -> str:
     lines = [gap.join(title.ljust(widths[key]) for key, title in columns)]
     lines += [gap.join(r[key].ljust(widths[key]) for key, _ in columns) for r in rows]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def untagged_note(curves: pl.DataFrame) -> str:
+    """The line that names runs fitted alone for lack of a model fact, and how to pool them."""
+    if curves.is_empty() or "model" not in curves.columns:
+        return ""
+    models = curves["model"].drop_nulls().unique().to_list()
+    runs = sorted(m for m in models if str(m).startswith(UNTAGGED))
+    if not runs:
+        return ""
+    return wrapped(
+        f"* {len(runs)} untagged runs (no model fact) are fitted one curve per run, never pooled"
+        " with each other; tag repeats alike to pool them:"
+        " tracereplay ingest DIR --tag model=NAME --tag schedule=cpp"
+    )
 
 
 def policy_summary(curves: pl.DataFrame) -> str:
@@ -278,6 +304,9 @@ def run(args: argparse.Namespace) -> int:
     counts = curves.group_by("verdict").len().sort("verdict")
     summary = ", ".join(f"{v}: {n}" for v, n in counts.iter_rows())
     print(f"\n{curves.height} curves ({summary}); evidence per curve with --json")
+    untagged = untagged_note(curves)
+    if untagged:
+        print(untagged)
     print(policy_summary(curves))
     from pipelines.cli._vpp_gain import format_gains  # the predicted VPP gain: issue 32 item 3
 

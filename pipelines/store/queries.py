@@ -242,8 +242,10 @@ def fit_inputs(con: duckdb.DuckDBPyConnection, runs: str = "runs") -> pl.DataFra
     """What a fit of measured runs depends on, one row per run: run_id, content_hash,
     segmentation and the configuration columns (pipelines.analysis.tau.curve_keys.CONFIG_KEYS), from
     the `runs` table or the relation (SQL) `runs` of its rows."""
+    # a run without a model fact is a configuration of its own, as int_chunk_tau names it
     return con.execute(
-        "select run_id, content_hash, segmentation, model, schedule, chunk_size, seq_len,"
+        "select run_id, content_hash, segmentation,"
+        " coalesce(model, '(untagged) ' || run_id) as model, schedule, chunk_size, seq_len,"
         f" tp, pp, vp, hardware, attention from {runs} as r where replay_of is null"
         " order by run_id"
     ).pl()

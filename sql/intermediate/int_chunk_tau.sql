@@ -7,11 +7,14 @@
 -- A forward of an inference engine that batched several prefill pieces or decodes with its
 -- prefill (chunks.batch_prefills / batch_decodes, pipelines/analysis/chunks/engine_forwards.py) is a
 -- cost of the whole batch, not a tau_k point of one request: left out here. A run that is a
--- byte-identical copy of an earlier one (int_run_copies) is the same measurement: left out too
+-- byte-identical copy of an earlier one (int_run_copies) is the same measurement: left out too.
+-- A run without a model fact (untagged real data) is a configuration of its own, named
+-- '(untagged) <run_id>': runs of unknown workloads are never pooled into one curve until the
+-- user tags them alike (tracereplay ingest DIR --tag model=...)
 select
     c.run_id,
     r.source,
-    r.model,
+    coalesce(r.model, '(untagged) ' || c.run_id) as model,  -- noqa: RF04
     r.schedule,
     r.chunk_size,
     r.seq_len,
