@@ -118,7 +118,12 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
         E,
         "ci_lo <= mean <= ci_hi, and n >= 2 has an interval",
     ),
-    ("fct_request_ttft", "positive_prompt_tokens", E, "every request has a prompt of > 0 tokens"),
+    (
+        "fct_request_ttft",
+        "positive_prompt_tokens",
+        E,
+        "every request has a prompt of > 0 tokens (unknown is allowed for ProfilerStep chunks)",
+    ),
 )
 
 TABLES = CANONICAL_TABLES
