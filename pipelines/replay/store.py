@@ -127,7 +127,7 @@ def comm_label(measured: Measured, comm: str) -> str:
     return f"{model} preset link"
 
 
-def _preset_figures(measured: Measured, comm: str) -> dict[str, Any]:
+def preset_figures(measured: Measured, comm: str) -> dict[str, Any]:
     """For a run of a simulator preset: the overheads one chunk size cannot identify, the
     preset's layer count and the measured run's layer split, and (unless comm is 'none') its
     TP / EP collectives. Empty for other models."""
@@ -177,7 +177,7 @@ def simulate_reruns(
             f"unknown schedule(s) {unknown or schedules}; choose from {', '.join(SCHEDULE_CHOICES)}"
         )
     chunk_size = measured.run.get("chunk_size")
-    preset = _preset_figures(measured, comm)
+    preset = preset_figures(measured, comm)
     out = {}
     for schedule in schedules:
         try:

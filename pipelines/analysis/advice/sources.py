@@ -46,10 +46,10 @@ def run_source(session: Any, run_id: str) -> CostSource:
     `fitted` cost (pipelines.sim.measured.FittedCost), with the model preset's overheads, layer
     split, links and collectives when the run's model is a preset (as `tracereplay replay`).
     ValueError (ReplayError) for an unknown run or one without chunks (`tracereplay chunks`)."""
-    from pipelines.replay.store import _preset_figures, load_measured
+    from pipelines.replay.store import load_measured, preset_figures
 
     measured = load_measured(session, run_id, extract=False)
-    figures = _preset_figures(measured, "auto")
+    figures = preset_figures(measured, "auto")
     fit_args = {
         k: figures[k] for k in ("overheads", "num_layers", "stage_fractions") if k in figures
     }
