@@ -136,14 +136,16 @@ def table2_run(schedule: str, hardware: str | None = None) -> dict[str, Any]:
     return _run(schedule, presets.HARDWARE[hardware or presets.ASCEND_910B.name])
 
 
-def term_sums(schedule: str, cost: LayeredCost, hw: presets.HardwareSpec) -> dict[str, float]:
-    """Per-rank mean (ns) of every cost term of a run's compute tasks, plus the call overhead
-    ("call") and the number of chunks ("chunks")."""
+def _compute_terms(
+    schedule: str, plan_cost: LayeredCost, cost: LayeredCost, hw: presets.HardwareSpec
+) -> tuple[Any, Any, dict[str, float]]:
+    """The run's plan as `plan_cost` chunks it, its compute-task selector, and the per-rank sum
+    (ns) of every term of `cost` over those tasks."""
     spec = presets.MODELS[MODEL]
     plan, *_ = prepare(
         SEQ_LEN,
         schedule,
-        model=cost,
+        model=plan_cost,
         chunk_size=CHUNK,
         comm=presets.comm_model(MODEL, hw.name),
         collectives=presets.layered_collectives(spec, hw, spec.default_tp),
@@ -152,9 +154,14 @@ def term_sums(schedule: str, cost: LayeredCost, hw: presets.HardwareSpec) -> dic
     sel = plan.kind == COMPUTE
     ranges = np.array(plan.layout.layer_ranges, dtype=np.int64)[plan.stage[sel]]
     parts = cost.components_ns(plan.tokens[sel], plan.prefix[sel], ranges[:, 0], ranges[:, 1])
-    pp = plan.layout.pp
-    out = {k: float(np.sum(v)) / pp for k, v in parts.items()}
-    out["call"] = float(np.sum(plan.pays_overhead[sel])) * cost.call_overhead_ns / pp
+    return plan, sel, {k: float(np.sum(v)) / plan.layout.pp for k, v in parts.items()}
+
+
+def term_sums(schedule: str, cost: LayeredCost, hw: presets.HardwareSpec) -> dict[str, float]:
+    """Per-rank mean (ns) of every cost term of a run's compute tasks, plus the call overhead
+    ("call") and the number of chunks ("chunks")."""
+    plan, sel, out = _compute_terms(schedule, cost, cost, hw)
+    out["call"] = float(np.sum(plan.pays_overhead[sel])) * cost.call_overhead_ns / plan.layout.pp
     out["chunks"] = float(len(plan.requests[0].chunks))
     return out
 
@@ -216,20 +223,7 @@ def term_sums_on_plan(
 ) -> dict[str, float]:
     """Sum over a run's compute tasks (per rank) of `cost`'s stage time, the chunking being
     the one `plan_cost` gives (DCPP's chunks depend on the cost model)."""
-    spec = presets.MODELS[MODEL]
-    plan, *_ = prepare(
-        SEQ_LEN,
-        schedule,
-        model=plan_cost,
-        chunk_size=CHUNK,
-        comm=presets.comm_model(MODEL, hw.name),
-        collectives=presets.layered_collectives(spec, hw, spec.default_tp),
-        dcpp=DCPP if schedule == "dcpp" else None,
-    )
-    sel = plan.kind == COMPUTE
-    ranges = np.array(plan.layout.layer_ranges, dtype=np.int64)[plan.stage[sel]]
-    parts = cost.components_ns(plan.tokens[sel], plan.prefix[sel], ranges[:, 0], ranges[:, 1])
-    return {k: float(np.sum(v)) / plan.layout.pp for k, v in parts.items()}
+    return _compute_terms(schedule, plan_cost, cost, hw)[2]
 
 
 def _relative_ls(model: list[float], paper_s: list[float]) -> float:
