@@ -29,6 +29,7 @@ change in the last nights needs every one of them shifted by at least the minimu
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -276,11 +277,15 @@ def detect_change_points(
         return found
     earlier = [searched_scan(y[: len(y) - d], *args) for d in range(1, persist)]
     return [
-        replace(cp, status="pending")
-        if doubt and not all(_holds(cp, scan) for scan in earlier)
-        else cp
+        replace(cp, status="pending") if doubt and not persists(cp, earlier, fast) else cp
         for cp, doubt in zip(found, doubtful, strict=True)
     ]
+
+
+def persists(point: ChangePoint, earlier: Iterable[list[ChangePoint]], fast: float) -> bool:
+    """The persistence rule: a confirmed point stands when its p is at most `fast` or every
+    earlier scan (the histories one, two, ... nights shorter) found the same change."""
+    return point.p_value <= fast or all(_holds(point, scan) for scan in earlier)
 
 
 def same_change(a: ChangePoint, b: ChangePoint) -> bool:

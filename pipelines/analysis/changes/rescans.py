@@ -28,7 +28,12 @@ from pipelines.analysis.changes.changepoint_defaults import (
     DEFAULT_SPIKE_SIGMAS,
     FAST_CONFIRM_SHARE,
 )
-from pipelines.analysis.changes.changepoints import ChangePoint, same_change, searched_scan
+from pipelines.analysis.changes.changepoints import (
+    ChangePoint,
+    persists,
+    same_change,
+    searched_scan,
+)
 
 
 @dataclass(frozen=True)
@@ -70,10 +75,7 @@ def nightly_confirmations(
         for cp in scan(m):
             if cp.status != "confirmed":
                 continue
-            held = cp.p_value <= fast or all(
-                any(same_change(cp, q) for q in scan(m - d)) for d in range(1, persist)
-            )
-            if held:
+            if persists(cp, (scan(m - d) for d in range(1, persist)), fast):
                 out.append(NightlyConfirmation(m, cp))
     return out
 
