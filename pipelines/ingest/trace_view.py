@@ -420,10 +420,16 @@ def read_trace_view(path: Path, max_memory: int | str | None = None) -> TraceVie
     `slices` is then a LazyFrame over it (docs/bench_ingest.md, "Bounded memory")."""
     budget = memory.max_memory(max_memory)
     limits = object_limits(budget)
+    too_large = QuarantineError(
+        "too_large",
+        f"one entry of the trace is larger than {limits[0] / 2**20:.0f} MiB and reading it"
+        f" would pass the ingest memory budget ({budget / 2**30:.1f} GiB): raise --max-memory /"
+        " $TRACEREPLAY_MAX_MEMORY to read it",
+    )
     for limit in limits:
+        if limit != limits[0] and big_entry_peak_bytes(path) > budget:
+            raise too_large  # the retry would not fit: refused before it reads
         try:
-            if limit != limits[0] and big_entry_peak_bytes(path) > budget:
-                raise QuarantineError("too_large", "maximum_object_size: the retry would not fit")
             if streams(path, budget):
                 return _read_streamed(path, limit, budget)
             return _read_trace_view(path, limit)
@@ -431,13 +437,8 @@ def read_trace_view(path: Path, max_memory: int | str | None = None) -> TraceVie
             too_big = "maximum_object_size" in exc.detail or "Out of Memory" in exc.detail
             if not too_big:
                 raise
-            if limit == limits[-1] or limit != limits[0]:
-                raise QuarantineError(
-                    "too_large",
-                    f"one entry of the trace is larger than {limits[0] / 2**20:.0f} MiB and"
-                    f" reading it would pass the ingest memory budget ({budget / 2**30:.1f} GiB):"
-                    " raise --max-memory / $TRACEREPLAY_MAX_MEMORY to read it",
-                ) from exc
+            if limit == limits[-1]:
+                raise too_large from exc
     raise AssertionError("unreachable")
 
 
