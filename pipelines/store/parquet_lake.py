@@ -245,24 +245,24 @@ class LakeSession(Session):
     """A connection that reads the lake (its views, or only the quarantine for ingest) and the
     writes, each of which touches only the files of the run it names."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, root: Path, read_only: bool) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        root: Path,
+        read_only: bool,
+        damaged: Sequence[lake_damage.DamagedFile] = (),
+    ) -> None:
         self.con = con
         self.root = Path(root).resolve()
         self.read_only = read_only
-        self._damaged: list[lake_damage.DamagedFile] | None = None
+        self.damaged = tuple(damaged)  # found when the session was opened (its views skip them)
 
     def runs_relation(self, table: str, run_ids: Sequence[str]) -> str:
         return runs_scan(self.root, table, run_ids)
 
-    def damaged(self) -> list[lake_damage.DamagedFile]:
-        """The lake's damaged files, looked up once per session."""
-        if self._damaged is None:
-            self._damaged = lake_damage.damaged_files(self.root)
-        return self._damaged
-
     def _measured(self) -> list[dict]:
         # a run with a damaged file is not stored as far as ingest knows: re-ingest rewrites it
-        broken = set(lake_damage.left_out(self.damaged())[0])
+        broken = set(lake_damage.left_out(list(self.damaged))[0])
         return [e for e in lake_catalog.measured(self.root) if e["run_id"] not in broken]
 
     def stored_runs(self) -> list[tuple]:
@@ -356,9 +356,7 @@ class LakeStore(Store):
         damaged = lake_damage.damaged_files(self.location)
         report_damage(self.location, damaged)
         con = self._open_views(read_only, damaged)
-        session = LakeSession(con, self.location, read_only)
-        session._damaged = damaged
-        return session
+        return LakeSession(con, self.location, read_only, damaged)
 
     def _open_views(
         self, read_only: bool, damaged: Sequence[lake_damage.DamagedFile] = ()
@@ -417,9 +415,7 @@ class LakeStore(Store):
         except Exception:
             con.close()
             raise
-        session = LakeSession(con, self.location, read_only=False)
-        session._damaged = damaged
-        return session
+        return LakeSession(con, self.location, read_only=False, damaged=damaged)
 
     def open_runs(self) -> LakeSession:
         return self.open_for_ingest(views=True)
