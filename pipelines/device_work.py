@@ -167,3 +167,57 @@ def classify(
         klass.alias("work_class"),
         pl.when(is_comm).then(op_type).alias("op_type"),
     ).drop("_by_name", "_op_by_name", "_compute_name")
+
+
+# --- which device slices of a canonical trace are work ---------------------------------------
+
+EXCLUDED_DEVICE_CATEGORIES = ("gpu_user_annotation", "gpu_memcpy", "gpu_memset", "non_kernel_task")
+"""Compute-lane slices that are not work: annotations (Kineto mirrors user ranges on the GPU),
+memory copies / memsets (their own breakdown columns) and Ascend db tasks that are not kernels
+(no COMPUTE_TASK_INFO row: stream waits and records, copies, profiling markers; the SQLite
+reader gives them this category, pipelines/ingest/ascend_db.py)."""
+
+NON_WORK_TASK_TYPES = (
+    "Notify Wait",
+    "Notify Record",
+    "Write Value",
+    "EVENT_WAIT_SQE",
+    "EVENT_RECORD_SQE",
+    "PLACE_HOLDER_SQE",
+    "PCIE_DMA_SQE",
+    "SDMA_SQE",
+)
+"""Ascend `Task Type`s that are stream synchronisation or DMA copies, which the profiler's
+`Computing` leaves out: with them left out too, the busy time of a ProfilerStep window equals
+step_trace_time's Computing (real set B, tests/analysis/test_segment_real.py)."""
+
+COMM_LINK_KEY = "connection_id"
+"""An Ascend Hardware task whose connection_id is also on the HCCL lane is that op's transfer."""
+
+
+def work_slices(frame: pl.DataFrame, include_comm: bool = False) -> pl.DataFrame:
+    """Device slices of `frame` (canonical slices with row_id, rank, lane, category, args) that
+    are work: compute-lane kernels (annotations, copies, stream waits and the transfers of HCCL
+    ops left out), plus the comm lane when `include_comm`. The one rule of chunk segmentation
+    (pipelines/analysis/chunks/segment.py) and the Ascend launch-attributed step breakdown
+    (pipelines/ingest/ascend_launch.py), so the two agree."""
+    compute = frame.filter(pl.col("lane") == "compute")
+    if "category" in compute.columns:
+        compute = compute.filter(
+            pl.col("category").is_null() | ~pl.col("category").is_in(EXCLUDED_DEVICE_CATEGORIES)
+        )
+    task_type = pl.col("args").str.json_path_match("$['Task Type']")
+    compute = compute.filter(task_type.is_null() | ~task_type.is_in(NON_WORK_TASK_TYPES))
+    comm = frame.filter(pl.col("lane") == "comm")
+    link = pl.col("args").str.json_path_match(f"$['{COMM_LINK_KEY}']")
+    comm_links = comm.select("rank", link.alias("_link")).drop_nulls().unique()
+    on_comm = (
+        compute.select("row_id", "rank", link.alias("_link"))
+        .join(comm_links, on=["rank", "_link"], how="semi")
+        .get_column("row_id")
+    )
+    transfers = compute.filter(pl.col("row_id").is_in(on_comm.implode()))
+    compute = compute.filter(~pl.col("row_id").is_in(on_comm.implode()))
+    if not include_comm:
+        return compute
+    return pl.concat([compute, transfers, comm], how="vertical_relaxed")

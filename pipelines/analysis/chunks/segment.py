@@ -21,6 +21,12 @@ import polars as pl
 import regex
 
 from pipelines.analysis.chunks.engine_forwards import ENGINE_FORWARD_RULE, forward_markers
+from pipelines.device_work import (  # noqa: F401  (the rule's constants, re-exported)
+    COMM_LINK_KEY,
+    EXCLUDED_DEVICE_CATEGORIES,
+    NON_WORK_TASK_TYPES,
+    work_slices,
+)
 from pipelines.ingest.frames import SCHEMAS, conform
 from pipelines.ingest.launch_links import LINK_KEYS, launch_anchors
 from pipelines.intervals import length_by
@@ -88,27 +94,6 @@ def compile_marker_regex(marker_regex: str | Pattern) -> Pattern:
 def _shown(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
-
-EXCLUDED_DEVICE_CATEGORIES = ("gpu_user_annotation", "gpu_memcpy", "gpu_memset")
-"""Device-lane slices that are not τ work: annotations (Kineto mirrors user ranges on the GPU)
-and memory copies / memsets (their own columns of the step breakdown, pipelines/device_work.py)."""
-
-NON_WORK_TASK_TYPES = (
-    "Notify Wait",
-    "Notify Record",
-    "Write Value",
-    "EVENT_WAIT_SQE",
-    "EVENT_RECORD_SQE",
-    "PLACE_HOLDER_SQE",
-    "PCIE_DMA_SQE",
-    "SDMA_SQE",
-)
-"""Ascend `Task Type`s that are stream synchronisation or DMA copies, which the profiler's
-`Computing` leaves out: with them left out too, the busy time of a ProfilerStep window equals
-step_trace_time's Computing (real set B, tests/analysis/test_segment_real.py)."""
-
-COMM_LINK_KEY = "connection_id"
-"""An Ascend Hardware task whose connection_id is also on the HCCL lane is that op's transfer."""
 
 UNASSIGNED_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,
@@ -325,31 +310,6 @@ def _contained(anchors: pl.DataFrame, markers: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(out)
 
 
-def _device_work(frame: pl.DataFrame, include_comm: bool) -> pl.DataFrame:
-    """Device slices that are work: compute-lane kernels (annotations, stream waits and the
-    transfers of HCCL ops left out), plus the comm lane when `include_comm`."""
-    compute = frame.filter(pl.col("lane") == "compute")
-    if "category" in compute.columns:
-        compute = compute.filter(
-            pl.col("category").is_null() | ~pl.col("category").is_in(EXCLUDED_DEVICE_CATEGORIES)
-        )
-    task_type = pl.col("args").str.json_path_match("$['Task Type']")
-    compute = compute.filter(task_type.is_null() | ~task_type.is_in(NON_WORK_TASK_TYPES))
-    comm = frame.filter(pl.col("lane") == "comm")
-    link = pl.col("args").str.json_path_match(f"$['{COMM_LINK_KEY}']")
-    comm_links = comm.select("rank", link.alias("_link")).drop_nulls().unique()
-    on_comm = (
-        compute.select("row_id", "rank", link.alias("_link"))
-        .join(comm_links, on=["rank", "_link"], how="semi")
-        .get_column("row_id")
-    )
-    transfers = compute.filter(pl.col("row_id").is_in(on_comm.implode()))
-    compute = compute.filter(~pl.col("row_id").is_in(on_comm.implode()))
-    if not include_comm:
-        return compute
-    return pl.concat([compute, transfers, comm], how="vertical_relaxed")
-
-
 def segment_chunks(
     slices: pl.DataFrame,
     run_id: str,
@@ -385,7 +345,7 @@ def segment_chunks(
     if "args" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.String).alias("args"))
     host = frame.filter(pl.col("lane") == "host")
-    device = _device_work(frame, include_comm)
+    device = work_slices(frame, include_comm)
     device = device.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
     markers = _markers(host, marker_regex, vstage_of_rank, renumber, match_timeout_s)
 
