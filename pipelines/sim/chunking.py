@@ -168,39 +168,64 @@ def _history_chunk(coef: np.ndarray, history: int, target: float, cfg: DcppConfi
     return int(x)
 
 
-def dynamic_chunks(
-    prompt_tokens: int, chunk_size: int, stage0: StageLatency, cfg: DcppConfig
-) -> list[int]:
-    """DCPP chunk sizes for one prompt under `cfg`'s rule; `stage0` is PP rank 0's latency."""
-    fit = profile(stage0, cfg.rule, chunk_size)
-    target = fit(chunk_size) - fit(0)
-    chunks: list[int] = []
-    prefix = 0
-    samples: list[tuple[int, int, float]] = []  # (chunk, history, measured ns)
-    coef: np.ndarray | None = None
-    while prefix < prompt_tokens:
-        left = prompt_tokens - prefix
+class DynamicChunker:
+    """DCPP's chunk rule for one request, a chunk at a time (what `dynamic_chunks` loops over,
+    and what the reference engine, pipelines/workload/dcpp.py, calls between real forwards):
+    `next_size(prefix, left)` is the next chunk after `prefix` tokens with `left` tokens still to
+    prefill; `observe(size, prefix, measured_ns)` feeds the measured stage-0 step time of that
+    chunk (online calibration, vLLM-Ascend's `need_timing`: the first chunk's time becomes the
+    target T, and from the fifth step on the history model fitted to the steps so far predicts
+    the next size). `fit` is the profiled f(l) (`profile`)."""
+
+    def __init__(self, fit: QuadraticFit, chunk_size: int, cfg: DcppConfig) -> None:
+        self.fit, self.chunk_size, self.cfg = fit, chunk_size, cfg
+        self.target = fit(chunk_size) - fit(0)
+        self.samples: list[tuple[int, int, float]] = []  # (chunk, history, measured ns)
+        self.coef: np.ndarray | None = None
+
+    @property
+    def online(self) -> bool:
+        """Whether measured step times calibrate the rule (`observe` has an effect)."""
+        return self.cfg.online and self.cfg.rule == "vllm_ascend"
+
+    def next_size(self, prefix: int, left: int) -> int:
+        cfg, chunk_size = self.cfg, self.chunk_size
         if prefix == 0:
             size = chunk_size
         else:
             size = None
-            if coef is not None:
-                size = _history_chunk(coef, prefix, target, cfg)
+            if self.coef is not None:
+                size = _history_chunk(self.coef, prefix, self.target, cfg)
                 if size is not None:
                     size = max(size, cfg.floor(chunk_size))
                     align = cfg.align
                     size = math.ceil(size / align) * align
             if size is None:
-                size = next_chunk(fit, prefix, target, cfg, chunk_size)
-        size = min(size, chunk_size, left)
-        if cfg.online and cfg.rule == "vllm_ascend":
-            measured = float(stage0(np.array([size]), np.array([prefix]))[0])
-            if prefix == 0:
-                target = measured  # calibration: T := measured first-chunk step time
-            if len(samples) < cfg.max_fit_chunk:
-                samples.append((size, prefix, measured))
-                if len(samples) >= 5:
-                    coef = _fit_history(samples)
+                size = next_chunk(self.fit, prefix, self.target, cfg, chunk_size)
+        return min(size, chunk_size, left)
+
+    def observe(self, size: int, prefix: int, measured_ns: float) -> None:
+        if not self.online:
+            return
+        if prefix == 0:
+            self.target = measured_ns  # calibration: T := measured first-chunk step time
+        if len(self.samples) < self.cfg.max_fit_chunk:
+            self.samples.append((size, prefix, measured_ns))
+            if len(self.samples) >= 5:
+                self.coef = _fit_history(self.samples)
+
+
+def dynamic_chunks(
+    prompt_tokens: int, chunk_size: int, stage0: StageLatency, cfg: DcppConfig
+) -> list[int]:
+    """DCPP chunk sizes for one prompt under `cfg`'s rule; `stage0` is PP rank 0's latency."""
+    chunker = DynamicChunker(profile(stage0, cfg.rule, chunk_size), chunk_size, cfg)
+    chunks: list[int] = []
+    prefix = 0
+    while prefix < prompt_tokens:
+        size = chunker.next_size(prefix, prompt_tokens - prefix)
+        if chunker.online:
+            chunker.observe(size, prefix, float(stage0(np.array([size]), np.array([prefix]))[0]))
         chunks.append(size)
         prefix += size
     return chunks
