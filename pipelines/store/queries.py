@@ -241,13 +241,16 @@ def runs_with_markers_in(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -
 def fit_inputs(con: duckdb.DuckDBPyConnection, runs: str = "runs") -> pl.DataFrame:
     """What a fit of measured runs depends on, one row per run: run_id, content_hash,
     segmentation and the configuration columns (pipelines.analysis.tau.curve_keys.CONFIG_KEYS), from
-    the `runs` table or the relation (SQL) `runs` of its rows."""
-    # a run without a model fact is a configuration of its own, as int_chunk_tau names it
+    the `runs` table or the relation (SQL) `runs` of its rows. The configuration is the one of
+    sql/staging/stg_run_configuration.sql (an untagged run's model is '(untagged) <run_id>', as
+    int_chunk_tau names its curve), read over `runs`."""
+    from pipelines.store.relations import project_relations
+
+    configuration = project_relations()[0]["stg_run_configuration"].select
     return con.execute(
-        "select run_id, content_hash, segmentation,"
-        " coalesce(model, '(untagged) ' || run_id) as model, schedule, chunk_size, seq_len,"
-        f" tp, pp, vp, hardware, attention from {runs} as r where replay_of is null"
-        " order by run_id"
+        f"with runs as (select * from {runs}) select run_id, content_hash, segmentation, model,"
+        " schedule, chunk_size, seq_len, tp, pp, vp, hardware, attention"
+        f" from ({configuration}) as r where replay_of is null order by run_id"
     ).pl()
 
 

@@ -8,11 +8,10 @@
 -- prefill (chunks.batch_prefills / batch_decodes, pipelines/analysis/chunks/engine_forwards.py) is a
 -- cost of the whole batch, not a tau_k point of one request: left out here. A run that is a
 -- byte-identical copy of an earlier one (int_run_copies) is the same measurement: left out too.
--- A run without a model fact (untagged real data) is a configuration of its own, named
--- '(untagged) <run_id>': runs of unknown workloads are never pooled into one curve until the
--- user tags them alike (tracereplay ingest DIR --tag model=...). ST06 asks the computed model
--- among the calculations: it is, yet sqlfluff 4.5 still flags the list
-select  -- noqa: ST06
+-- The configuration columns come from stg_run_configuration, where a run without a model fact
+-- (untagged real data) is a configuration of its own, '(untagged) <run_id>': runs of unknown
+-- workloads are never pooled into one curve until the user tags them alike.
+select
     c.run_id,
     r.source,
     r.schedule,
@@ -28,7 +27,7 @@ select  -- noqa: ST06
     c.vstage,
     c.request_id,
     c.chunk_idx,
-    coalesce(r.model, '(untagged) ' || c.run_id) as model,  -- noqa: RF04
+    r.model,
     cast(round(avg(c.busy_ns)) as bigint) as tau_ns,
     min(c.rank) as rank,
     max(c.tokens) as tokens,
@@ -39,7 +38,7 @@ select  -- noqa: ST06
     bool_or(c.is_last_chunk) as is_last_chunk,
     bool_or(c.is_partial) as is_partial
 from int_chunk_flags as c
-inner join runs as r on c.run_id = r.run_id
+inner join stg_run_configuration as r on c.run_id = r.run_id
 where
     coalesce(c.batch_decodes, 0) = 0
     and coalesce(c.batch_prefills, 1) <= 1

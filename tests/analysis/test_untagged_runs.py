@@ -32,3 +32,55 @@ def test_untagged_runs_are_fitted_one_curve_each(real_dir: Path, tmp_path: Path,
     # following the hint (chunks --profiler-steps) leaves the data check green: ProfilerStep
     # chunks carry no token counts by construction (positive_prompt_tokens allows it there)
     assert main(["check", "--warehouse", target]) == 0
+
+
+def test_the_untagged_rule_is_one_relation_read_by_the_tau_points_and_the_fit_inputs() -> None:
+    """'(untagged) ' || run_id is written once (sql/staging/stg_run_configuration.sql); the tau_k
+    points (int_chunk_tau) and the fit inputs read that relation instead of writing it again."""
+    from pipelines.paths import SQL_DIR
+    from pipelines.store.relations import project_relations
+
+    rule = "'(untagged) ' || run_id"
+    holders = [
+        p.relative_to(SQL_DIR).as_posix() for p in SQL_DIR.rglob("*.sql") if rule in p.read_text()
+    ]
+    assert holders == ["staging/stg_run_configuration.sql"]
+    queries_py = Path(__file__).parents[2] / "pipelines/store/queries.py"
+    assert "coalesce(model" not in queries_py.read_text()
+    relations = project_relations()[0]
+    assert "stg_run_configuration" in relations["int_chunk_tau"].depends_on
+
+
+def test_every_untagged_real_run_has_a_label_from_what_is_known(
+    real_dir: Path, tmp_path: Path
+) -> None:
+    """The configuration label of an untagged run names its reader, its accelerator when known and
+    the stem of its path; never None, and two runs of different readers never share one."""
+    import duckdb
+
+    target = tmp_path / "w.duckdb"
+    base = real_dir / "msinsight/test/data/pytorch"
+    kineto = real_dir / "kineto/HolisticTraceAnalysis/tests/data/critical_path/simple_add"
+    assert (
+        main(
+            [
+                "ingest",
+                str(base / "text/level0"),
+                str(base / "db/level1"),
+                str(kineto),
+                "--warehouse",
+                str(target),
+            ]
+        )
+        == 0
+    )
+    con = duckdb.connect(str(target), read_only=True)
+    rows = dict(
+        con.execute("select source, configuration_label from stg_run_configuration").fetchall()
+    )
+    con.close()
+    assert rows == {
+        "ascend_pt": "(untagged) ascend text level0",
+        "ascend_pt_db": "(untagged) ascend db Ascend910B level1",
+        "kineto": "(untagged) kineto NVIDIA A100-PG509-200 simple_add",
+    }
