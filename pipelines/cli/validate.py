@@ -21,8 +21,12 @@ and of the chunks' on-CPU time (written by `tracereplay workload`), the ranks' C
 TTFT (mean over requests, t interval) and bubble, and the replayed TTFT and bubble under each
 schedule with the relative error against measurement for the schedule the run was measured
 under, replayed on busy time alone and with the host time per call (docs/workload.md, "Replay
-accuracy"). Bubble (with host time) = 1 - (busy + host) / (ranks x makespan). Uses a throw-away
-warehouse unless --warehouse is given.
+accuracy"). Bubble (with host time) = 1 - (busy + host) / (ranks x makespan). A DCPP run is
+replayed on its own chunk sequence as well, and its steps per request are shown beside those
+the simulator's DCPP rule gives on its measured stage-0 cost. Last, per run, the window ratio
+with a t interval over the passes: under VPP the fold-back identity tau_{k-1} + tau_{k+1} =
+2 tau_k measured (rank 0's work per window over rank 1's). Uses a throw-away warehouse unless
+--warehouse is given.
 Exit status: 0 ok, 2 nothing to validate."""
 
 
@@ -100,11 +104,45 @@ def format_rows(rows: list[dict]) -> str:
         *("run", "replay", "TTFT meas", "95% CI", "busy only", "err"),
         *("+host", "err", "bubble meas", "bubble repl", "err"),
     )
+    windows = [
+        (
+            r["run_id"].rsplit("-", 1)[0],
+            r["schedule"] or "?",
+            f"{r['steps']:.1f}" if r.get("steps") is not None else "-",
+            str(r["rule_steps"]) if r.get("rule_steps") is not None else "-",
+            _window_kind(r.get("window_ratio")),
+            _ratio(r.get("window_ratio")),
+            _ratio(r.get("window_ratio_on_cpu")),
+        )
+        for r in rows
+    ]
+    window_headers = (
+        *("run", "sched", "steps/req", "sim rule"),
+        *("window ratio", "wall mean [95% CI]", "on-CPU mean [95% CI]"),
+    )
     return (
         render_table(fit_headers, fits, right=(1, 3, 5, 6, 7))
         + "\n\n"
         + render_table(replay_headers, replays, right=(2, 3, 4, 5, 6, 7, 8, 9, 10))
+        + "\n\n"
+        + render_table(window_headers, windows, right=(2, 3))
+        + "\nwindow ratio: rank 0's work over rank 1's per pipeline window; fold-back (VPP) "
+        "(t0[k+1] + t3[k-1]) / (t1[k] + t2[k]),\n"
+        "1 when tau_{k-1} + tau_{k+1} = 2 tau_k; one stage per rank t0[k+1] / t1[k]; "
+        "t interval over the passes"
     )
+
+
+def _window_kind(w: dict | None) -> str:
+    return "-" if w is None else {"fold_back": "fold-back", "one_stage": "t0/t1"}[w["kind"]]
+
+
+def _ratio(w: dict | None) -> str:
+    if w is None:
+        return "-"
+    if w["low"] is None:
+        return f"{w['mean']:.3f} (n={w['n_requests']})"
+    return f"{w['mean']:.3f} [{w['low']:.3f}, {w['high']:.3f}] n={w['n_requests']}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,15 +13,16 @@ from pipelines.cli._common import add_json_option
 
 DESCRIPTION = """\
 Run chunked prefill of a small decoder-only transformer (random weights, GQA, KV cache) on two
-local ranks (torch.distributed, gloo on CPU) under CPP or VPP (fold-back, 2 ranks x 2 virtual
-stages each) inside torch.profiler, and write one Kineto trace per rank into DIR: every forward
-is a chunk[req=..,k=..,vs=..,tokens=..,prefix=..] range and the run facts (model, schedule,
-chunk_size, seq_len, pp, vp, attention) are trace metadata, so `tracereplay ingest DIR`
-segments them with no flags. --attention sparse reads only the top-k prefix keys an indexer
-chooses (DSA-like), so tau_k stops being linear. --repeats N runs N profiled passes (the
-pipeline drained between them, pooled per chunk index by the fit) after --warmup passes kept
-out of the trace; each forward's on-CPU time rides in the trace metadata, so `tracereplay
-validate` can tell how much of the wall clock other jobs took. Needs PyTorch (docs/workload.md:
+local ranks (torch.distributed, gloo on CPU) under CPP, DCPP (chunk sizes chosen online by the
+simulator's DCPP rule from the forwards timed so far, docs/workload.md) or VPP (fold-back, 2
+ranks x 2 virtual stages each) inside torch.profiler, and write one Kineto trace per rank into
+DIR: every forward is a chunk[req=..,k=..,vs=..,tokens=..,prefix=..] range and the run facts
+(model, schedule, chunk_size, seq_len, pp, vp, attention) are trace metadata, so `tracereplay
+ingest DIR` segments them with no flags. --attention sparse reads only the top-k prefix keys an
+indexer chooses (DSA-like), so tau_k stops being linear. --repeats N runs N profiled passes (the
+pipeline drained between them, pooled per chunk index by the fit) after --warmup passes kept out
+of the trace; each forward's on-CPU time rides in the trace metadata, so `tracereplay validate`
+can tell how much of the wall clock other jobs took. Needs PyTorch (docs/workload.md:
 `scripts/install-torch`). Exit status: 0 ok, 2 torch missing or bad arguments."""
 
 
@@ -43,7 +44,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--chunk", type=int, default=512, help="chunk size (default: 512)")
     parser.add_argument("--requests", type=int, default=1, help="requests (default: 1)")
-    parser.add_argument("--schedule", choices=("cpp", "vpp"), default="cpp")
+    parser.add_argument("--schedule", choices=("cpp", "dcpp", "vpp"), default="cpp")
+    parser.add_argument(
+        "--dcpp-min-chunk",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="dcpp: smallest chunk (default: --chunk / 4)",
+    )
+    parser.add_argument(
+        "--dcpp-smooth",
+        type=float,
+        default=1.0,
+        help="dcpp: smoothing sigma in (0, 1], s = C + sigma (x* - C) (default: 1.0)",
+    )
+    parser.add_argument(
+        "--pin", action="store_true", help="pin rank r to the r-th usable CPU (sched_setaffinity)"
+    )
     parser.add_argument("--attention", choices=("dense", "sparse"), default="dense")
     parser.add_argument(
         "--top-k", type=int, default=1024, help="sparse: prefix keys kept (default: 1024)"
@@ -120,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
             repeats=args.repeats,
             warmup=args.warmup,
             seed=args.seed,
+            dcpp_min_chunk=args.dcpp_min_chunk,
+            dcpp_smooth=args.dcpp_smooth,
+            pin=args.pin,
         )
     except ValueError as exc:
         print(f"tracereplay workload: {exc}", file=sys.stderr)

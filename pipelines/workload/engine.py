@@ -44,6 +44,8 @@ def marker(task: Task, cfg: WorkloadConfig, req: int) -> str:
 def run_rank(rank: int, cfg: WorkloadConfig, out: str, init_file: str) -> None:
     """Run this rank's tasks under the profiler and export its Kineto trace."""
     _own_cpu_share()
+    if cfg.pin:
+        _pin(rank)
     torch.set_num_threads(cfg.threads)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=PP)
     try:
@@ -62,6 +64,13 @@ def _own_cpu_share() -> None:
         os.setsid()
 
 
+def _pin(rank: int) -> None:
+    """Run this rank on one CPU of those the process may use (rank r on the r-th), so the two
+    ranks never share a core and never migrate (`tracereplay bench engine`)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpus[rank % len(cpus)]})
+
+
 def _prompt(cfg: WorkloadConfig, req: int) -> torch.Tensor:
     generator = torch.Generator().manual_seed(cfg.seed * 7919 + req)
     return torch.randn(cfg.seq_len, cfg.hidden, generator=generator)
@@ -70,6 +79,9 @@ def _prompt(cfg: WorkloadConfig, req: int) -> torch.Tensor:
 def _run(rank: int, cfg: WorkloadConfig, out: Path) -> None:
     stages = {vs: build_stage(cfg, vs) for vs in rank_stages(cfg, rank)}
     caches = {(req, vs): s.new_caches() for req in range(cfg.requests) for vs, s in stages.items()}
+    if cfg.schedule == "dcpp":
+        _run_dcpp(rank, cfg, out, stages, caches)
+        return
     tasks = rank_tasks(cfg)[rank]
     prompts = {req: _prompt(cfg, req) for req in range(cfg.requests)} if 0 in stages else {}
     buffers = {t: torch.empty(cfg.chunk, cfg.hidden) for t in tasks if t.recv_from is not None}
@@ -82,6 +94,27 @@ def _run(rank: int, cfg: WorkloadConfig, out: Path) -> None:
         prof.add_metadata_json("workload", json.dumps(cfg.as_dict()))
         for rep in range(cfg.repeats):
             _pass(cfg, stages, caches, tasks, prompts, buffers, rep, on_cpu)
+        prof.add_metadata_json("chunk_cpu_ns", json.dumps(on_cpu))
+    prof.export_chrome_trace(str(out / trace_name(rank)))
+
+
+def _run_dcpp(rank: int, cfg: WorkloadConfig, out: Path, stages: dict, caches: dict) -> None:
+    """DCPP (pipelines.workload.dcpp): rank 0 profiles stage 0 and sizes the chunks online."""
+    from pipelines.workload.dcpp import dcpp_pass, profile_fit
+
+    prompts = {req: _prompt(cfg, req) for req in range(cfg.requests)} if rank == 0 else {}
+    fit = profile_fit(cfg, stages[0], caches[(0, 0)], prompts[0]) if rank == 0 else None
+    on_cpu: dict[str, list[int]] = {}
+    for _ in range(cfg.warmup):
+        dcpp_pass(cfg, rank, stages, caches, prompts, fit, None, {})
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for key, value in cfg.metadata().items():
+            prof.add_metadata(key, value)
+        prof.add_metadata_json("workload", json.dumps(cfg.as_dict()))
+        if fit is not None:
+            prof.add_metadata_json("dcpp_profile_fit", json.dumps([fit.a, fit.b, fit.c]))
+        for rep in range(cfg.repeats):
+            dcpp_pass(cfg, rank, stages, caches, prompts, fit, rep, on_cpu)
         prof.add_metadata_json("chunk_cpu_ns", json.dumps(on_cpu))
     prof.export_chrome_trace(str(out / trace_name(rank)))
 

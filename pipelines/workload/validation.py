@@ -25,6 +25,14 @@ import polars as pl
 from pipelines.analysis.comparison.mean_interval import mean_interval
 
 VALIDATED_SCHEDULES = ("cpp", "vpp")
+"""Schedules every run is replayed under by `tracereplay replay`'s code (pipelines.replay); a
+DCPP run is replayed on its own chunk sequence too (pipelines.workload.sequence_replay)."""
+
+
+def steps_per_request(chunks: pl.DataFrame) -> float:
+    """Mean number of stage-0 chunks (scheduler steps) per request."""
+    first = chunks.filter(pl.col("vstage") == 0)
+    return first.height / max(first["request_id"].n_unique(), 1)
 
 
 def measured_bubble(chunks: pl.DataFrame, host_call_ns: float = 0.0) -> float:
@@ -96,6 +104,7 @@ def validate(paths: Sequence[str | Path], con: duckdb.DuckDBPyConnection) -> lis
         extract_chunks(con, run_ids)
     from pipelines.replay.host_time import host_time
     from pipelines.replay.store import load_measured
+    from pipelines.workload.fold_back import window_interval
     from pipelines.workload.on_cpu import chunk_cpu, cpu_share
 
     fits = fit_and_store(con).fits
@@ -142,6 +151,12 @@ def validate(paths: Sequence[str | Path], con: duckdb.DuckDBPyConnection) -> lis
             "measured_bubble": bubble,
             "replays": {},
         }
+        row["steps"] = steps_per_request(measured.chunks)
+        row["window_ratio"] = window_interval(measured.chunks)
+        cpu = chunk_cpu(paths.get(run_id, []))
+        row["window_ratio_on_cpu"] = window_interval(cpu, "cpu_ns") if cpu.height else None
+        if row["schedule"] == "dcpp":
+            _dcpp_rows(row, measured.chunks, host.call_ns, paths.get(run_id, []))
         for rerun, plain in zip(replayed.reruns, busy_only.reruns, strict=True):
             sched = rerun["schedule"]
             entry = {
@@ -156,3 +171,31 @@ def validate(paths: Sequence[str | Path], con: duckdb.DuckDBPyConnection) -> lis
             row["replays"][sched] = entry
         rows.append(row)
     return rows
+
+
+def _dcpp_rows(row: dict[str, Any], chunks: pl.DataFrame, host_ns: float, paths: list) -> None:
+    """A DCPP run: its own chunk sequence replayed (with and without the host time per call)
+    beside the measurement, and the simulator's DCPP rule run on its measured stage-0 cost
+    (`rule_steps`: chunks the simulator would cut one request into)."""
+    from pipelines.workload.config import config_from_trace, profile_fit_from_trace
+    from pipelines.workload.on_cpu import chunk_cpu
+    from pipelines.workload.sequence_replay import replay_sequence, rule_chunks
+
+    ttft, bubble = row["measured_ttft_ns"], row["measured_bubble"]
+    with_host, plain = replay_sequence(chunks, host_ns), replay_sequence(chunks)
+    row["replays"]["dcpp"] = {
+        "ttft_ns": with_host["ttft_mean_ns"],
+        "ttft_busy_only_ns": plain["ttft_mean_ns"],
+        "bubble": with_host["bubble_ratio"],
+        "ttft_rel_err": (with_host["ttft_mean_ns"] - ttft) / ttft,
+        "ttft_busy_only_rel_err": (plain["ttft_mean_ns"] - ttft) / ttft,
+        "bubble_rel_err": (with_host["bubble_ratio"] - bubble) / bubble,
+        "replayed": "own chunk sequence",
+    }
+    cfg = next((c for c in map(config_from_trace, paths) if c is not None), None)
+    fit = next((f for f in map(profile_fit_from_trace, paths) if f is not None), None)
+    keys = ["request_id", "chunk_idx", "vstage"]
+    stage0 = chunks.filter(pl.col("vstage") == 0).join(chunk_cpu(paths), on=keys, how="inner")
+    if cfg is not None and fit is not None and stage0.height >= 3:
+        sizes = rule_chunks(stage0, cfg.seq_len, cfg.chunk, cfg.dcpp_rule(), fit)
+        row["rule_steps"] = len(sizes)
