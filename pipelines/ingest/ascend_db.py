@@ -4,7 +4,9 @@
 Names are ids into STRING_IDS; times are integer ns (PYTORCH_API keeps them as TEXT). Kernels are
 TASK ⋈ COMPUTE_TASK_INFO plus one row per COMMUNICATION_OP (the kernel_details.csv definition);
 the db has no Overlap table, so the overlap lanes and the step breakdown are derived from the
-task intervals (origin 'derived'); analysis.db StepTraceTime (µs) gives the 'profiler' rows.
+task intervals (origin 'derived'), each task in the step whose host window holds its launch
+(connection ids, pipelines/ingest/ascend_launch.py; `launch_coverage` per step); analysis.db
+StepTraceTime (µs) gives the 'profiler' rows.
 Read with Python's sqlite3 in read-only mode (DuckDB's sqlite extension is not available here)."""
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import polars as pl
 
 from pipelines.ingest import dropped as drop
+from pipelines.ingest.ascend_launch import launch_breakdown
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
 from pipelines.ingest.hccl import group_hash, is_p2p_expr, op_type_expr
@@ -38,6 +41,7 @@ OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 DB_GLOB = "ascend_pytorch_profiler*.db"
 ANALYSIS_DB = "analysis.db"
 REQUIRED_TABLES = ("STRING_IDS", "TASK", "COMPUTE_TASK_INFO")
+NON_KERNEL_CATEGORY = "non_kernel_task"  # pipelines/device_work.EXCLUDED_DEVICE_CATEGORIES
 COMM_CORE = "HCCL"  # Accelerator Core of communication rows in kernel_details.csv of this era
 
 # reason codes (quarantine.reason)
@@ -154,20 +158,26 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
         steps,
     )
 
-    device = pl.concat(
-        [
-            compute.select(pl.lit("compute").alias("kind"), "start_ns", "dur_ns"),
-            comm.select(pl.lit("comm").alias("kind"), "start_ns", "dur_ns"),
-        ]
-    )
-    overlap_slices, derived = derive_breakdown(device, steps, comm_ops)
+    # device work belongs to the step whose host window holds its launch (connection ids:
+    # TASK / COMMUNICATION_OP -> CANN_API and PYTORCH_API's CONNECTION_IDS), the rule chunk
+    # segmentation uses (pipelines/ingest/ascend_launch.py); unlinked work keeps its start
+    work_slices = pl.concat([_device_slices(tasks, comm), host], how="diagonal_relaxed")
+    derived_launch = launch_breakdown(work_slices, steps)
+    if derived_launch is None:  # no connection ids in this export: the start-time rule
+        device = pl.concat(
+            [
+                compute.select(pl.lit("compute").alias("kind"), "start_ns", "dur_ns"),
+                comm.select(pl.lit("comm").alias("kind"), "start_ns", "dur_ns"),
+            ]
+        )
+        derived_launch = derive_breakdown(device, steps, comm_ops)
+    overlap_slices, derived = derived_launch
     profiler = _analysis_step_trace(rank_folder / OUTPUT_DIR / ANALYSIS_DB, device_id)
     step_breakdown = assess(pl.concat([derived, profiler], how="diagonal_relaxed"), steps)
 
     slices = pl.concat(
         [
-            _device_slices(tasks, comm),
-            host,
+            work_slices,
             overlap_slices.with_columns(pl.lit(None, dtype=pl.String).alias("args")),
         ],
         how="diagonal_relaxed",
@@ -602,7 +612,12 @@ def _device_slices(tasks: pl.DataFrame, comm: pl.DataFrame) -> pl.DataFrame:
         pl.lit("compute").alias("lane"),
         pl.format("Stream {}", pl.col("stream")).alias("thread"),
         pl.coalesce("name", "task_type").alias("name"),
-        pl.col("task_type").alias("category"),
+        # a task without COMPUTE_TASK_INFO is no kernel (stream wait or record, copy, profiling
+        # marker, an HCCL op's AI-core part): not computing in analysis.db StepTraceTime
+        pl.when(pl.col("is_compute"))
+        .then(pl.col("task_type"))
+        .otherwise(pl.lit(NON_KERNEL_CATEGORY))
+        .alias("category"),
         "start_ns",
         "dur_ns",
         pl.struct(

@@ -15,9 +15,12 @@ Peer of a P2P op: the other member of a two-rank group, else the other end of th
 links in communication_matrix.json (group ranks, mapped to global ranks when the group is known).
 
 step_breakdown: the profiler's rows (step_trace_time.csv, origin='profiler') and ours
-(origin='derived', step_breakdown.py: from the trace's Overlap Analysis lane, else from kernel
-intervals), the derived rows judged complete or not against the profiler's rows and the trace's
-ProfilerStep windows (step_breakdown.assess).
+(origin='derived': by launch from the trace's device tasks, HCCL ops and flows,
+pipelines/ingest/ascend_launch.py, with `launch_coverage`; else, for a streamed trace or one
+without flows, step_breakdown.from_trace over its Overlap Analysis lane; else from
+kernel_details intervals by their Step Id, launch_coverage null), the derived rows judged
+complete or not against the profiler's rows and the trace's ProfilerStep windows
+(step_breakdown.assess).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import polars as pl
 
 from pipelines.ingest import dropped as drop
 from pipelines.ingest import step_breakdown
+from pipelines.ingest.ascend_launch import launch_breakdown
 from pipelines.ingest.communication import (
     peer_from_links,
     read_communication,
@@ -214,6 +218,10 @@ def _breakdown(
         frames.append(profiler.rows)
     derived = None
     if trace is not None:
+        derived = _launch_rows(trace)
+    if (derived is None or derived.is_empty()) and trace is not None:
+        # no launch link in the trace (or a streamed read without args): the profiler's own
+        # rule, Overlap Analysis slices by the step their start lies in (launch_coverage null)
         derived = step_breakdown.from_trace(trace.for_derivations(), trace.steps)
     if (derived is None or derived.is_empty()) and kernels is not None:
         derived = step_breakdown.from_kernels(kernels.kernels)
@@ -223,6 +231,18 @@ def _breakdown(
         return pl.DataFrame()
     rows = pl.concat(frames, how="diagonal_relaxed")
     return step_breakdown.assess(rows, trace.steps if trace is not None else None)
+
+
+def _launch_rows(trace: TraceView) -> pl.DataFrame | None:
+    """Derived rows by launch (pipelines/ingest/ascend_launch.py) from the trace's device tasks,
+    HCCL ops and their flows (`async_npu`, `HostToDevice`); None for a streamed read (its slices
+    stay on disk without args) or a trace whose device work has no flow. The trace's own Overlap
+    Analysis lane stays the timeline's overlap lane; the derived lanes are not added."""
+    if not isinstance(trace.slices, pl.DataFrame) or "args" not in trace.slices.columns:
+        return None
+    work = trace.slices.filter(pl.col("lane").is_in(["compute", "comm", "host"]))
+    derived = launch_breakdown(work, trace.steps)
+    return None if derived is None else derived[1]
 
 
 def _info(info: ProfilerInfo | None, metadata: ProfilerMetadata | None) -> dict[str, Any]:

@@ -26,6 +26,11 @@ LINK_KEYS = (FLOW_LINKS_KEY, "connection_id", "correlation", "External id")
 
 ANCHOR_SCHEMA: dict[str, pl.DataType] = {"row_id": pl.UInt32, "host_ns": pl.Int64}
 
+LIST_KEYS = {"connection_id": "connection_ids"}
+"""A key whose ids a host slice may also list under a second key: torch_npu's SQLite export
+gives a framework op that launched several tasks all their ids (PYTORCH_API.connectionId ->
+CONNECTION_IDS), which the reader writes as the list `connection_ids`."""
+
 
 def link_ids(frame: pl.DataFrame, keys: tuple[str, ...] = LINK_KEYS) -> pl.DataFrame:
     """Long frame (row_id, link) of every link id present in args, as 'key=value' strings."""
@@ -47,7 +52,22 @@ def link_ids(frame: pl.DataFrame, keys: tuple[str, ...] = LINK_KEYS) -> pl.DataF
         else:
             part = frame_key.select("row_id", (pl.lit(f"{key}=") + value).alias("link"))
         parts.append(part.select(pl.col("row_id").cast(pl.UInt32), "link"))
+        if key in LIST_KEYS:
+            parts.append(_listed(frame, key, LIST_KEYS[key]))
     return pl.concat(parts).drop_nulls("link")
+
+
+def _listed(frame: pl.DataFrame, key: str, list_key: str) -> pl.DataFrame:
+    """(row_id, 'key=value') for every id in the JSON list under `list_key`."""
+    rows = frame.filter(pl.col("args").str.contains(f'"{list_key}"', literal=True))
+    listed = rows.select(
+        "row_id", pl.col("args").str.json_path_match(f"$['{list_key}']").alias("link")
+    ).filter(pl.col("link").str.starts_with("["))
+    ids = listed.with_columns(pl.col("link").str.json_decode(pl.List(pl.Int64))).explode("link")
+    return ids.select(
+        pl.col("row_id").cast(pl.UInt32),
+        (pl.lit(f"{key}=") + pl.col("link").cast(pl.String)).alias("link"),
+    )
 
 
 def launch_anchors(

@@ -108,9 +108,11 @@ def test_complete_sets_derived_rows_are_complete(real_dir: Path, warehouse, name
         assert complete is True
         if name == "K":  # Kineto: no profiler rows; judged by its ProfilerStep coverage (98.8 %)
             assert origin == "derived" and coverage is None
-        else:  # measured agreement of the complete ranks: sums exact, stage within 0.12 us
+        else:  # measured agreement of the complete ranks: computing within 16 ns (the launch
+            # rule sums the trace's tasks, whose µs-float durations round +-1 ns against the
+            # Overlap Analysis slices; exact on the db), stage within 0.12 us
             assert origin == "profiler"
-            assert abs(stage_diff) < 1_000 and computing_diff == 0
+            assert abs(stage_diff) < 1_000 and abs(computing_diff) <= 20
             assert coverage == pytest.approx(1.0, abs=1e-5)
 
 

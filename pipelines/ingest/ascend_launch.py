@@ -1,0 +1,68 @@
+"""Launch-attributed step breakdown of one Ascend rank from its canonical slices (text export's
+trace_view.json or the SQLite export), the rule docs/step_breakdown.md "Launch attribution"
+states for every reader.
+
+Device work is what chunk segmentation counts (`pipelines.device_work.work_slices`): the compute
+lane's kernels without stream waits, DMA copies and the transfers of HCCL ops; communication is
+the HCCL op slices (thread `Group <g> Communication`, one per hcom op). Each is anchored at the
+earliest host slice that a link joins it to (`launch_links.launch_anchors`: the trace's flow
+events `async_npu` / `HostToDevice` as the reader bound them, or the db's connection ids: TASK /
+COMMUNICATION_OP.connectionId = CANN_API.connectionId and the PYTORCH_API op's CONNECTION_IDS),
+and belongs to the ProfilerStep whose host window holds its anchor; work with no link keeps its
+own start (the stated fallback) and `launch_coverage` says how much of a step's device time was
+attributed by launch."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipelines.device_work import work_slices
+from pipelines.ingest.launch_links import launch_anchors
+from pipelines.ingest.step_breakdown import derive_breakdown
+from pipelines.profiler_names import P2P_REGEX
+
+COMM_OP_THREAD = r" Communication$"
+"""Thread of the HCCL op slices on the comm lane (`Group <hash> Communication`; the text export's
+HCCL lane and the SQLite reader name them so); `Plane N` threads hold their sub-tasks."""
+
+
+def launch_device_work(slices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(device, comm_ops) of one rank for `derive_breakdown`: device = kind ('compute' | 'comm'),
+    start_ns, dur_ns, anchor_ns (null: no link); comm_ops = op, is_p2p, start_ns, dur_ns,
+    anchor_ns. `slices` are the rank's canonical slices with args."""
+    frame = slices.with_columns(
+        pl.lit(0, pl.Int32).alias("rank"), pl.col("start_ns").cast(pl.Int64)
+    ).with_row_index("row_id")
+    compute = work_slices(frame).with_columns(pl.lit("compute").alias("kind"))
+    ops = frame.filter(
+        (pl.col("lane") == "comm") & pl.col("thread").str.contains(COMM_OP_THREAD)
+    ).with_columns(pl.lit("comm").alias("kind"))
+    work = pl.concat([compute, ops], how="vertical_relaxed")
+    host = frame.filter(pl.col("lane") == "host")
+    anchors = launch_anchors(work, host).rename({"host_ns": "anchor_ns"})
+    work = work.join(anchors, on="row_id", how="left")
+    device = work.select("kind", "start_ns", pl.col("dur_ns").cast(pl.Int64), "anchor_ns")
+    comm_ops = work.filter(pl.col("kind") == "comm").select(
+        pl.col("name").alias("op"),
+        pl.col("name").str.contains(P2P_REGEX).alias("is_p2p"),
+        "start_ns",
+        pl.col("dur_ns").cast(pl.Int64),
+        "anchor_ns",
+    )
+    return device, comm_ops
+
+
+def has_launch_links(device: pl.DataFrame) -> bool:
+    """Whether any device work has a launch link (else the export carries no link to use)."""
+    return device.height > 0 and device.get_column("anchor_ns").is_not_null().any()
+
+
+def launch_breakdown(
+    slices: pl.DataFrame, steps: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """(overlap slices, derived step_breakdown rows with launch_coverage) of one rank, None when
+    no device work in `slices` has a launch link."""
+    device, comm_ops = launch_device_work(slices)
+    if not has_launch_links(device):
+        return None
+    return derive_breakdown(device, steps, comm_ops)
