@@ -22,6 +22,8 @@ MIN_NIGHTS = 3  # a configuration needs runs on this many nights to be charted a
 LEVEL = 0.95
 TIMELINE_SCHEDULES = schedule_kinds.BASES
 WORKLOAD = ("model", "seq_len", "chunk_size")
+TIMELINE_WORKLOAD = (*WORKLOAD, "hardware", "source")
+"""One workload on one setup read by one reader: a timeline never sets runs of two beside."""
 
 
 class ChartDataTooLarge(ValueError):
@@ -148,31 +150,40 @@ def run_mean_by_chunk(points: pl.DataFrame, level: float = LEVEL) -> pl.DataFram
 
 
 def timeline_workload(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict | None:
-    """The workload (model, seq_len, chunk_size) among the selected runs and their reruns with
+    """The workload (model, seq_len, chunk_size on one hardware, read by one reader) among the
+    selected runs and their reruns with
     chunks under the most schedules, and one run per schedule (a measured run before a rerun,
-    then the first by id)."""
+    then the first by id). `model` is the configuration's (stg_run_configuration): an untagged
+    run is a workload of its own."""
     ids = with_replays(con, run_ids)
     frame = con.execute(
-        "select r.run_id, r.model, r.seq_len, r.chunk_size, r.schedule, r.replay_of is not null"
-        " as is_replay from runs as r where r.run_id in (select unnest(?::varchar[]))"
+        # a rerun (replay_of) is of its measured run's setup and reader
+        "select r.run_id, r.model, r.seq_len, r.chunk_size,"
+        " coalesce(o.hardware, r.hardware) as hardware, coalesce(o.source, r.source) as source,"
+        " r.schedule, r.replay_of is not null as is_replay from stg_run_configuration as r"
+        " left join stg_run_configuration as o on o.run_id = r.replay_of"
+        " where r.run_id in (select unnest(?::varchar[]))"
         " and r.schedule is not null and exists (select 1 from chunks c where c.run_id = r.run_id)",
         [ids],
     ).pl()
     if frame.is_empty():
         return None
     best = (
-        frame.group_by(WORKLOAD)
+        frame.group_by(TIMELINE_WORKLOAD)
         .agg(pl.col("schedule").n_unique().alias("n_schedules"), pl.len().alias("n_runs"))
-        .sort(["n_schedules", "n_runs", *WORKLOAD], descending=[True, True, False, False, False])
+        .sort(
+            ["n_schedules", "n_runs", *TIMELINE_WORKLOAD],
+            descending=[True, True] + [False] * len(TIMELINE_WORKLOAD),
+        )
         .row(0, named=True)
     )
     chosen = (
-        frame.filter(*(pl.col(c) == best[c] for c in WORKLOAD))
+        frame.filter(*(pl.col(c).eq_missing(best[c]) for c in TIMELINE_WORKLOAD))
         .sort("schedule", "is_replay", "run_id")
         .unique("schedule", keep="first", maintain_order=True)
     )
     return {
-        **{c: best[c] for c in WORKLOAD},
+        **{c: best[c] for c in TIMELINE_WORKLOAD},
         "runs": dict(chosen.select("schedule", "run_id").iter_rows()),
     }
 
@@ -293,29 +304,63 @@ def schedule_summary(
     runs = _query(
         con,
         "fct_run_metrics",
-        "select run_id, replay_of, schedule, model, seq_len, chunk_size,"
+        "select rel.run_id, rel.replay_of, rel.schedule, c.model, rel.seq_len, rel.chunk_size,"
+        " rel.pp, rel.vp, rel.hardware, rel.source,"
         " compute_ns / 1e6 as computing_ms, run_bubble_ns / 1e6 as bubble_ms,"
         " exposed_comm_ns / 1e6 as exposed_comm_ms"
-        " from rel where run_id in (select run_id from ids) order by run_id",
+        " from rel join stg_run_configuration as c on c.run_id = rel.run_id"
+        " where rel.run_id in (select run_id from ids) order by rel.run_id",
         run_ids,
     ).filter(pl.col("replay_of").is_null() & pl.col("schedule").is_not_null())
     if runs.is_empty():
         return pl.DataFrame()
+    # a workload: the trend's facts but the schedule, and the reader (source)
+    workload = [trend_config({**row, "schedule": None}) for row in runs.to_dicts()]
+    runs = runs.with_columns(
+        pl.Series("workload", workload, dtype=pl.String)
+        + pl.format(" ({})", "source").fill_null("")
+    )
     long = runs.unpivot(
-        index=[*WORKLOAD, "schedule", "run_id"],
+        index=["workload", *WORKLOAD, "schedule", "run_id"],
         on=[f"{p}_ms" for p in parts],
         variable_name="part",
         value_name="ms",
     ).with_columns(pl.col("part").str.strip_suffix("_ms"))
     summary = (
         long.drop_nulls("ms")
-        .group_by([*WORKLOAD, "schedule", "part"])
+        .group_by(["workload", "schedule", "part"])
         .agg(pl.len().alias("n"), pl.col("ms").mean().alias("mean"), pl.col("ms").std().alias("sd"))
-        .sort([*WORKLOAD, "schedule", "part"])
-        .with_columns(pl.format("{} · seq {} · chunk {}", *WORKLOAD).alias("workload"))
+        .sort(["workload", "schedule", "part"])
         .filter(pl.col("schedule").n_unique().over("workload") >= 2)
     )
     return _checked(_with_interval(summary, level), "schedule summary")
+
+
+TREND_KEYS = ("model", "schedule", "seq_len", "chunk_size", "pp", "vp", "hardware")
+"""A trend's configuration: the run facts change-point detection groups by
+(pipelines.analysis.runs.run_metrics.CONFIG_KEYS; tp is not among the run metrics' columns), so
+runs on other hardware are never one line."""
+TAG_HINT = "tracereplay ingest DIR --tag model=NAME --tag schedule=cpp"
+
+
+def trend_config(facts: dict) -> str:
+    """'m · cpp · seq 65536 · chunk 16384 · pp2 · A100': the known facts of TREND_KEYS, unknown
+    ones left out (never 'None' or 'null'); the label of a trend line and of its change points."""
+    names = {"seq_len": "seq {}", "chunk_size": "chunk {}", "pp": "pp{}", "vp": "vp{}"}
+    return " · ".join(
+        names.get(key, "{}").format(facts[key]) for key in TREND_KEYS if facts.get(key) is not None
+    )
+
+
+def untagged_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> int:
+    """How many of the measured runs lack a model fact (sql/staging/stg_run_configuration.sql):
+    a configuration each, so never trended or compared with another run until tagged alike."""
+    row = con.execute(
+        "select count(*) from stg_run_configuration where is_untagged and replay_of is null"
+        " and run_id in (select unnest(?::varchar[]))",
+        [run_ids],
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def metric_history(
@@ -326,9 +371,14 @@ def metric_history(
     min_nights: int = MIN_NIGHTS,
 ) -> pl.DataFrame:
     """One metric over the nights per configuration (`nightly`), from the selected runs'
-    metrics (sql/marts/fct_run_metrics.sql). Measured runs with a collection time only."""
+    metrics (sql/marts/fct_run_metrics.sql). Measured runs with a collection time and a model
+    fact only: an untagged run is a configuration of its own (stg_run_configuration), one run
+    is no history, and runs of unknown workloads are never joined into one line."""
+    untagged = con.execute("select run_id from stg_run_configuration where is_untagged").fetchall()
     runs = run_metrics(con, run_ids).filter(
-        pl.col("replay_of").is_null() & pl.col("collected_at").is_not_null()
+        pl.col("replay_of").is_null()
+        & pl.col("collected_at").is_not_null()
+        & ~pl.col("run_id").is_in([r[0] for r in untagged])
     )
     return nightly(runs, metric, level, min_nights)
 
@@ -336,21 +386,21 @@ def metric_history(
 def nightly(
     runs: pl.DataFrame, metric: str, level: float = LEVEL, min_nights: int = MIN_NIGHTS
 ) -> pl.DataFrame:
-    """Per configuration (model, schedule, seq_len, chunk_size) and night (calendar day of
-    collected_at): n runs that night, mean of `<metric>_ms`, Student-t `level` interval of the
+    """Per configuration (trend_config of the TREND_KEYS the frame has) and night (calendar day
+    of collected_at): n runs that night, mean of `<metric>_ms`, Student-t `level` interval of the
     mean over that night's repeats. Only configurations with runs on at least `min_nights`
     nights: a grid run collected once has no history (it would be one dot and one legend entry
     among the trends). Empty frame when nothing qualifies."""
     column = f"{metric}_ms"
     if runs.is_empty() or runs.get_column(column).is_null().all():
         return pl.DataFrame()
+    keys = [k for k in TREND_KEYS if k in runs.columns]
+    runs = runs.drop_nulls(column)
+    labels = [trend_config(row) for row in runs.select(keys).to_dicts()]
     history = (
-        runs.drop_nulls(column)
-        .with_columns(
+        runs.with_columns(
             pl.col("collected_at").dt.date().alias("night"),
-            pl.format(
-                "{} · {} · seq {} · chunk {}", "model", "schedule", "seq_len", "chunk_size"
-            ).alias("config"),
+            pl.Series("config", labels, dtype=pl.String),
         )
         .group_by("config", "night")
         .agg(
@@ -425,8 +475,7 @@ def change_point_frame(changes: list) -> pl.DataFrame:
     night after the change (earliest_at, latest_at)."""
     rows = [
         {
-            "config": f"{c.config['model']} · {c.config['schedule']} · seq {c.config['seq_len']}"
-            f" · chunk {c.config['chunk_size']}",
+            "config": trend_config(dict(c.config)),
             "metric": c.metric.removesuffix("_ns"),
             "collected_at": c.collected_after,
             "direction": "up" if c.magnitude > 0 else "down",

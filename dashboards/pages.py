@@ -1,10 +1,12 @@
-"""Self-contained HTML pages (the Vega, Vega-Lite and Vega-Embed JavaScript inline, from
-vl-convert's bundle: they open offline, no CDN) and PNG export of each chart (vl-convert)."""
+"""HTML pages that open offline (the Vega, Vega-Lite and Vega-Embed JavaScript from vl-convert's
+bundle, written once per site as BUNDLE_FILE beside its index and read by every page through a
+relative path: no CDN) and PNG export of each chart (vl-convert)."""
 
 from __future__ import annotations
 
 import html
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,20 @@ def vega_bundle() -> str:
 def png_writer() -> PngWriter:
     """A PngWriter whose first worker also makes vega_bundle() when this process has none yet."""
     return PngWriter(bundle=not _bundle)
+
+
+BUNDLE_FILE = "vega-bundle.js"
+"""The one copy of the chart library of a site (~0.9 MB), beside its index.html."""
+
+
+def write_bundle(root: Path) -> Path:
+    """root/BUNDLE_FILE, written when missing or different from this version's bundle."""
+    path = root / BUNDLE_FILE
+    bundle = vega_bundle()
+    if not path.exists() or path.stat().st_size != len(bundle.encode("utf-8")):
+        root.mkdir(parents=True, exist_ok=True)
+        path.write_text(bundle, encoding="utf-8")
+    return path
 
 
 CONTENTS_FROM = 6  # pages with more charts than this list them at the top
@@ -74,11 +90,17 @@ def chart_spec(chart: alt.TopLevelMixin) -> dict:
 
 
 def page_html(
-    title: str, sections: list[Section], intro: str = "", specs: list[dict] | None = None
+    title: str,
+    sections: list[Section],
+    intro: str = "",
+    specs: list[dict] | None = None,
+    bundle_src: str = BUNDLE_FILE,
+    index_href: str | None = "index.html",
 ) -> str:
     """A page: title, intro paragraph (HTML), then each section's chart rendered by Vega-Embed
     (SVG renderer) from its spec inlined in the page (`specs`: the sections' specs when the
-    caller has made them already)."""
+    caller has made them already). `bundle_src`: relative path of the site's chart library;
+    `index_href`: relative path of the site's index (None: no index link)."""
     if specs is None:
         specs = [chart_spec(s.chart) for s in sections]
     specs = {f"chart-{s.slug}": spec for s, spec in zip(sections, specs, strict=True)}
@@ -99,8 +121,9 @@ def page_html(
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
-        f"<script>{vega_bundle()}</script></head><body>"
-        f"<p><a href='index.html'>index</a></p><h1>{html.escape(title)}</h1>{intro}{body}"
+        f"<script src='{html.escape(bundle_src)}'></script></head><body>"
+        + (f"<p><a href='{html.escape(index_href)}'>index</a></p>" if index_href else "")
+        + f"<h1>{html.escape(title)}</h1>{intro}{body}"
         f"<script>{_EMBED % payload}</script></body></html>"
     )
 
@@ -125,13 +148,17 @@ def write_page(
     sections: list[Section],
     intro: str = "",
     pngs: PngWriter | None = None,
+    root: Path | None = None,
+    index_link: bool = True,
 ) -> list[Path]:
     """Write the page and one PNG per section beside it (<page stem>-<slug>.png); returns the
     PNG paths. With `pngs` the PNGs are only queued there (written when it closes), else
-    written before this returns."""
+    written before this returns. `root`: the site's folder (default the page's), where the
+    chart library and the index live; `index_link`: link the page to root/index.html."""
     if pngs is None:
         with png_writer() as own:
-            return write_page(path, title, sections, intro, own)
+            return write_page(path, title, sections, intro, own, root, index_link)
+    root = Path(root) if root is not None else path.parent
     path.parent.mkdir(parents=True, exist_ok=True)
     paths, specs = [], []
     for section in sections:  # each PNG queued as soon as its spec is made
@@ -140,5 +167,11 @@ def write_page(
         pngs.submit(paths[-1], specs[-1])
     if not _bundle and (made := pngs.bundle()) is not None:  # made by a worker meanwhile
         _bundle.append(made)
-    path.write_text(page_html(title, sections, intro, specs), encoding="utf-8")
+    bundle = write_bundle(root)
+    here = path.parent
+    index = os.path.relpath(root / "index.html", here) if index_link else None
+    page = page_html(
+        title, sections, intro, specs, os.path.relpath(bundle, here).replace(os.sep, "/"), index
+    )
+    path.write_text(page, encoding="utf-8")
     return paths

@@ -80,6 +80,20 @@ def _tau_sections(curves: data.TauCurves) -> list[Section]:
     return sections
 
 
+def _no_tau_why(curves: data.TauCurves) -> str:
+    """Why the tau page has no chart, true for the state it is said in: no chunks at all, or
+    curves whose fits draw no line (too few chunk indices)."""
+    if curves.fits.is_empty():
+        return "no run with chunks (run `tracereplay chunks`, or add chunk markers)"
+    verdicts = curves.fits["verdict"].value_counts(sort=True).rows()
+    counts = ", ".join(f"{verdict} {n}" for verdict, n in verdicts)
+    return (
+        f"{curves.fits.height} curve(s) of runs with chunks, none with a fitted line to draw"
+        f" ({counts}; a line needs several chunk indices per curve: `tracereplay fit` says why"
+        " per curve)"
+    )
+
+
 def _breakdown_runs(
     con: duckdb.DuckDBPyConnection,
     run_ids: list[str],
@@ -121,13 +135,13 @@ def _family_sections(
         "tau",
         (
             "τ_k per model, configuration and virtual stage: points over repeats, fit, 95% band",
-            tau_sections or "no run with chunks (run `tracereplay chunks`, or add chunk markers)",
+            tau_sections or _no_tau_why(curves),
         ),
     )
     workload = data.timeline_workload(con, run_ids)
     if workload:
         spans = data.timeline_spans(con, workload["runs"])
-        label = f"{workload['model']} · seq {workload['seq_len']} · chunk {workload['chunk_size']}"
+        label = data.trend_config(workload) + f" ({workload['source']})"
         cut = spans.filter(pl.col("truncated"))["schedule"].unique().to_list()
         note = "; first spans only for " + ", ".join(cut) if cut else ""
         runs = ", ".join(f"{s}: {r}" for s, r in workload["runs"].items())
@@ -186,12 +200,23 @@ def _family_sections(
                     "nightly mean, 95% t interval over the night's runs",
                 )
             )
+    untagged = data.untagged_runs(con, run_ids)
+    left_out = (
+        f"; {untagged} untagged run(s) (no model fact) left out, a configuration each: tag"
+        f" repeats alike to trend them: {data.TAG_HINT}"
+        if untagged
+        else ""
+    )
+    if trend_sections and left_out:
+        last = trend_sections[-1]
+        trend_sections[-1] = Section(last.slug, last.heading, last.chart, last.note + left_out)
     yield (
         "trends",
         (
             "key metrics over the nightly runs, change points marked",
             trend_sections
-            or f"no configuration with runs on at least {data.MIN_NIGHTS} nights (collected_at)",
+            or f"no configuration with runs on at least {data.MIN_NIGHTS} nights (collected_at)"
+            + left_out,
         ),
     )
     pairs = data.replay_pairs(con, run_ids)
@@ -280,5 +305,10 @@ def run_page(con: duckdb.DuckDBPyConnection, run_id: str, out_dir: Path) -> Path
             )
         )
     path = Path(out_dir) / "runs" / f"{run_id}.html"
-    write_page(path, f"run {run_id}", sections, _freshness_html(con, Selector(), [run_id]))
+    root = Path(out_dir)
+    intro = _freshness_html(con, Selector(), [run_id])
+    # the index link only where OUT is a dashboards site (tracereplay dashboards --out OUT)
+    write_page(
+        path, f"run {run_id}", sections, intro, root=root, index_link=(root / "index.html").exists()
+    )
     return path

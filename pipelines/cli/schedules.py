@@ -140,6 +140,15 @@ def format_report(report) -> str:
     if report.replayed:
         lines.append(f"replayed now: {len(report.replayed)} CPP run(s); reruns stored")
     lines += [f"skipped: {s}" for s in report.skipped]
+    if report.untagged_runs:
+        from pipelines.analysis.comparison.schedule_table import TAG_HINT
+
+        note = (
+            f"* {report.untagged_runs} untagged run(s) (no model fact) left out: runs of unknown "
+            f"workloads are never compared with each other; tag repeats alike to compare them: "
+            f"{TAG_HINT}"
+        )
+        lines += textwrap.wrap(note, 118, subsequent_indent="  ")
     return "\n".join(lines).rstrip()
 
 
@@ -150,6 +159,7 @@ def to_json(report) -> dict:
         "min_effect": report.min_effect,
         "replayed": report.replayed,
         "skipped": report.skipped,
+        "untagged_runs": report.untagged_runs,
         "workloads": [
             {
                 "workload": w.workload,

@@ -4,6 +4,7 @@ each other, never printed as `None` (issue 35 item 2)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,58 @@ def test_every_untagged_real_run_has_a_label_from_what_is_known(
         "ascend_pt_db": "(untagged) ascend db Ascend910B level1",
         "kineto": "(untagged) kineto NVIDIA A100-PG509-200 simple_add",
     }
+
+
+NO_VALUE = re.compile(r"\b(None|null|nan|NaN)\b")
+
+
+def _page_text(path: Path) -> str:
+    """What a page shows: its HTML without the inline chart specs (JSON, where `null` is how
+    Vega-Lite says 'no title' and 'no interval')."""
+    return re.sub(r"<script>.*?</script>", "", path.read_text(), flags=re.S)
+
+
+def test_schedules_and_dashboards_of_real_untagged_runs(
+    real_dir: Path, tmp_path: Path, capfd
+) -> None:
+    """Three real Ascend exports tagged with schedules but no model, then two of them tagged
+    model=cnn (the text exports: cpp and vpp; the db export: cpp on a named Ascend910B):
+    no None / null / nan in the output or the pages, the untagged runs counted with the --tag
+    command, runs of different readers never compared or set side by side, the replay of
+    ProfilerStep chunks (no token counts) refused in one line instead of LAPACK's 'illegal
+    value' lines, and no polars warning."""
+    target = str(tmp_path / "w.duckdb")
+    base = real_dir / "msinsight/test/data/pytorch"
+    tagged = [("text/level0", "cpp"), ("text/level1", "vpp"), ("db/level1", "cpp")]
+    for folder, schedule in tagged:
+        args = ["ingest", str(base / folder), "--tag", f"schedule={schedule}"]
+        assert main([*args, "--warehouse", target]) == 0
+    assert main(["chunks", "--profiler-steps", "--warehouse", target]) == 0
+    capfd.readouterr()
+    assert main(["schedules", "--warehouse", target]) == 0
+    out, err = capfd.readouterr()
+    assert not NO_VALUE.search(out + err) and "illegal value" not in out + err
+    assert "3 untagged run(s) (no model fact) left out" in out and "--tag model=" in out
+    for folder, schedule in tagged:
+        args = ["ingest", str(base / folder), "--tag", "model=cnn", "--tag", f"schedule={schedule}"]
+        assert main([*args, "--warehouse", target]) == 0
+    capfd.readouterr()
+    assert main(["schedules", "--warehouse", target]) == 0
+    out, err = capfd.readouterr()
+    assert not NO_VALUE.search(out + err) and "illegal value" not in out + err
+    # the two text exports are one workload; the db export (another reader) is not in it
+    assert (
+        "cnn (ascend_pt): runs cpp 1, vpp 1" in out
+        and "(Ascend910B, ascend_pt_db): one schedule only" in out
+    )
+    assert "carry no token counts (ProfilerStep windows), nothing to replay" in out
+    site = tmp_path / "site"
+    assert main(["dashboards", "--warehouse", target, "--out", str(site)]) == 0
+    out, err = capfd.readouterr()
+    assert not NO_VALUE.search(out) and "Warning" not in err, err
+    timeline = (site / "timeline.html").read_text()
+    assert "db-level1" not in timeline  # the db export beside the text export before
+    assert "cnn (ascend_pt)" in timeline and "seq None" not in timeline
+    assert '"workload": "cnn (ascend_pt)"' in (site / "schedules.html").read_text()
+    for page in site.glob("*.html"):
+        assert not NO_VALUE.search(_page_text(page)), page

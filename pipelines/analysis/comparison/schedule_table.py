@@ -34,13 +34,19 @@ from pipelines.analysis.comparison.compare import (
 )
 from pipelines.analysis.comparison.mean_interval import mean_interval
 from pipelines.analysis.runs.run_metrics import build_marts
+from pipelines.labels import UNTAGGED, tokens
 from pipelines.replay.options import SCHEDULE_CHOICES
 from pipelines.replay.store import ReplayError, replay_run, replay_run_id
 from pipelines.selectors import parse_selector, require_runs
 from pipelines.store import queries
 
-WORKLOAD_KEYS: tuple[str, ...] = ("model", "seq_len", "chunk_size", "tp", "pp", "hardware")
-"""A workload: one prompt length and chunk budget of one model on one setup; schedules vary."""
+WORKLOAD_KEYS: tuple[str, ...] = (
+    *("model", "seq_len", "chunk_size", "tp", "pp", "hardware", "source"),
+)
+"""A workload: one prompt length and chunk budget of one model on one setup, read by one reader
+(source); schedules vary. `model` is the configuration's (sql/staging/stg_run_configuration.sql):
+an untagged run is a workload of its own, never compared with another until tagged alike."""
+TAG_HINT = "tracereplay ingest DIR --tag model=NAME --tag schedule=cpp"
 
 PARTS: tuple[tuple[str, str], ...] = (
     ("compute_ns", "compute"),
@@ -108,6 +114,7 @@ class ScheduleReport:
     workloads: list[WorkloadComparison]
     replayed: list[str] = field(default_factory=list)  # CPP runs replayed by this call
     skipped: list[str] = field(default_factory=list)  # why a workload or replay was left out
+    untagged_runs: int = 0  # measured runs without a model fact: a workload each, not compared
 
     @property
     def shortfalls(self) -> list[tuple[dict[str, object], PartComparison]]:
@@ -157,12 +164,37 @@ def _ensure_replays(
         missing = [s for s in wanted if replay_run_id(run_id, s, cost) not in stored]
         if not missing:
             continue
+        why = _unreplayable(con, run_id)
+        if why:
+            report.skipped.append(f"replay of {run_id}: {why}")
+            continue
         try:
             replay_run(con, run_id, missing, cost=cost)
-        except ReplayError as exc:
+        except (ReplayError, np.linalg.LinAlgError) as exc:
             report.skipped.append(f"replay of {run_id}: {exc}")
             continue
         report.replayed.append(run_id)
+
+
+def _unreplayable(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
+    """Why the run's chunks cannot be replayed ('' when they can): a chunk without its token
+    counts (a ProfilerStep window, `tracereplay chunks --profiler-steps`) gives the cost model
+    no tokens to fit, and NaN tokens reach LAPACK as an illegal value."""
+    chunks = queries.run_chunks(con, run_id)
+    if chunks.height and ("tokens" not in chunks.columns or chunks["tokens"].is_null().any()):
+        return "its chunks carry no token counts (ProfilerStep windows), nothing to replay"
+    return ""
+
+
+def _configured(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with the configuration's model (untagged: '(untagged) <run_id>'), its source and
+    whether the run lacks a model fact, from sql/staging/stg_run_configuration.sql."""
+    config = con.execute(
+        "select run_id, model, source, is_untagged from stg_run_configuration"
+        " where run_id in (select unnest(?::varchar[]))",
+        [frame["run_id"].to_list()],
+    ).pl()
+    return frame.drop("model").join(config, on="run_id", how="left")
 
 
 def _predictions(
@@ -259,10 +291,14 @@ def compare_schedules(
         build_marts(con)
     report = ScheduleReport(sel.text, cost, min_effect, [])
     frame = queries.schedule_breakdown(con, run_ids)
-    measured = frame.filter(pl.col("replay_of").is_null() & pl.col("schedule").is_not_null())
+    measured = _configured(con, frame.filter(pl.col("replay_of").is_null()))
+    report.untagged_runs = int(measured["is_untagged"].fill_null(False).sum())
+    measured = measured.filter(pl.col("schedule").is_not_null() & ~pl.col("is_untagged"))
     if replay:
         stored = set(frame["run_id"].to_list())
         for _, group in measured.group_by(list(WORKLOAD_KEYS), maintain_order=True):
+            if group["schedule"].n_unique() < 2:
+                continue  # nothing to compare: no prediction wanted
             cpp = group.filter(pl.col("schedule") == BASELINE)["run_id"].to_list()
             schedules = [BASELINE, *group["schedule"].unique().to_list()]
             _ensure_replays(con, cpp, list(dict.fromkeys(schedules)), stored, cost, report)
@@ -273,7 +309,7 @@ def compare_schedules(
         workload = dict(zip(WORKLOAD_KEYS, key, strict=True))
         if group["schedule"].n_unique() < 2:
             report.skipped.append(
-                f"{_label(workload)}: one schedule only ({group['schedule'][0]}), "
+                f"{workload_label(workload)}: one schedule only ({group['schedule'][0]}), "
                 "nothing to compare"
             )
             continue
@@ -282,10 +318,19 @@ def compare_schedules(
 
 
 def _label(workload: dict[str, object]) -> str:
+    """The known facts of a workload: 'deepseek-v3.1 seq 512K chunk 24K tp8 pp2' (an unknown one
+    left out, never 'None')."""
     w = workload
-    return f"{w['model']} seq {w['seq_len']} chunk {w['chunk_size']} tp{w['tp']} pp{w['pp']}"
+    parts = [str(w.get("model") or UNTAGGED)]
+    for name, key in (("seq", "seq_len"), ("chunk", "chunk_size")):
+        if w.get(key) is not None:
+            parts.append(f"{name} {tokens(w[key])}")  # type: ignore[arg-type]
+    parts += [f"{key}{w[key]}" for key in ("tp", "pp") if w.get(key) is not None]
+    return " ".join(parts)
 
 
 def workload_label(workload: dict[str, object]) -> str:
-    """'deepseek-v3.1 seq 524288 chunk 24576 tp8 pp2 (ascend-910c)'."""
-    return _label(workload) + (f" ({workload['hardware']})" if workload.get("hardware") else "")
+    """'deepseek-v3.1 seq 512K chunk 24K tp8 pp2 (ascend-910c, kineto)': hardware and reader
+    where known."""
+    setup = [str(workload[k]) for k in ("hardware", "source") if workload.get(k)]
+    return _label(workload) + (f" ({', '.join(setup)})" if setup else "")
