@@ -32,8 +32,11 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from pipelines.analysis.tau.fit_store import fit_and_store
 from pipelines.bench.cluster import DEFAULT_RANK, replicate_rank
 from pipelines.ingest import per_rank
+from pipelines.ingest.load import ingest_paths
+from pipelines.paths import LAKE_ENV
 from pipelines.store import lake_catalog, open_store, parquet_lake
 from pipelines.store.lake_layout import partition_dir
 from pipelines.store.schema import RUN_TABLES
@@ -131,9 +134,6 @@ def _history(root: Path, template_root: Path, run_id: str, count: int, configs: 
 def incremental_probe(
     work: Path, small: int = 10, large: int = 1000, repeat: int = PROBE_REPEAT
 ) -> IncrementalProbe:
-    from pipelines.ingest.load import ingest_paths
-    from pipelines.paths import LAKE_ENV
-
     template = work / "template_lake"
     first = replicate_rank(work / "template" / "run", 2)
     newcomer = replicate_rank(work / "new" / "run", 2, DEFAULT_RANK)
@@ -199,8 +199,6 @@ def _chunk_run(run_id: str, model: str, seed: int, n: int = 12) -> dict[str, pl.
 
 
 def _fit_now() -> None:
-    from pipelines.analysis.tau.fit_store import fit_and_store
-
     with open_store().session() as session:
         fit_and_store(session)
 
@@ -208,8 +206,6 @@ def _fit_now() -> None:
 def fit_probe(
     work: Path, small: int = 10, large: int = 1000, repeat: int = PROBE_REPEAT
 ) -> IncrementalProbe:
-    from pipelines.paths import LAKE_ENV
-
     template = work / "template_lake"
     shutil.rmtree(template, ignore_errors=True)
     parquet_lake.init(template)

@@ -22,6 +22,16 @@ import time
 import numpy as np
 import polars as pl
 
+from pipelines.analysis.tau.bubble_pred import (
+    cpp_bubble_stages,
+    percentile_interval,
+    predict_bubbles,
+    shrunk_curve,
+    ttft_saving,
+    ttft_saving_interval,
+    virtual_stages,
+    vpp_bubble_stages,
+)
 from pipelines.analysis.tau.curves import fit_curves
 from pipelines.bench.tau_accuracy import rate
 from pipelines.replay.tables import chunks_frame
@@ -184,16 +194,6 @@ def shaped_curve(shape: str, n: int) -> np.ndarray:
 def interval_cell(shape: str, n: int, runs: int, noise: float, draws: int, seed: int) -> dict:
     """Coverage of the noise-free VPP bubble (and gain) by the bound interval and by the
     percentile bootstrap it replaced, on the same `draws` seeded sets of `runs` noisy runs."""
-    from pipelines.analysis.tau.bubble_pred import (
-        cpp_bubble_stages,
-        percentile_interval,
-        predict_bubbles,
-        shrunk_curve,
-        ttft_saving,
-        ttft_saving_interval,
-        virtual_stages,
-        vpp_bubble_stages,
-    )
 
     full = shaped_curve(shape, n)
     truth_stages = np.outer(STAGE_SPLIT, full)

@@ -33,6 +33,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.ingest.frames import Quarantined, stored_path
+from pipelines.store.schema import polars_schema
 
 VIDUR_ATTENTION = "vidur_attention"
 VIDUR_MLP = "vidur_mlp"
@@ -328,8 +329,6 @@ def _ns(value: float | None, scale: float) -> int | None:
 def _finish(
     rows: list[dict], path: Path, content_hash: str, layout: str, facts: dict, tagged: set[str]
 ) -> pl.DataFrame:
-    from pipelines.store.schema import polars_schema
-
     schema = polars_schema("latency_points")
     table_id = table_id_of(stored_path(path.resolve()))
     out = []

@@ -27,6 +27,7 @@ from typing import Any
 
 from pipelines.quality.checks import CheckReport, CheckResult
 from pipelines.quality.gx_suites import with_notes
+from pipelines.quality.report import result_label, summary_line
 from pipelines.quality.suite_files import suite_files
 
 _EXTERNAL = re.compile(
@@ -137,8 +138,6 @@ def _kind_label(result: CheckResult) -> str:
 
 
 def _index(report: CheckReport, pages: dict[str, list[str]], title: str) -> str:
-    from pipelines.quality.report import result_label, summary_line
-
     lines = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

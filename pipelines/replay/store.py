@@ -19,9 +19,13 @@ import duckdb
 import polars as pl
 
 from pipelines import schedule_kinds
+from pipelines.analysis.chunks.chunk_store import extract_chunks
 from pipelines.replay.measured import Measured
 from pipelines.replay.options import COMM_CHOICES, COSTS, REPLAY_SCHEDULES, SCHEDULE_CHOICES
+from pipelines.replay.rerun import replay
 from pipelines.replay.tables import SOURCE, rerun_tables
+from pipelines.sim import presets
+from pipelines.sim.layout import fold_back_layout
 from pipelines.sim.metrics import summarize
 from pipelines.sim.result import SimResult
 from pipelines.store import Session, queries
@@ -90,8 +94,6 @@ def load_measured(session: Session, run_id: str, extract: bool = True) -> Measur
         raise ReplayError(f"no run {run_id!r} in the warehouse (see `tracereplay chunks`)")
     chunks = queries.run_chunks(session.con, run_id)
     if chunks.is_empty() and extract and run["source"][0] != SOURCE:
-        from pipelines.analysis.chunks.chunk_store import extract_chunks
-
         extract_chunks(session, [run_id])
         chunks = queries.run_chunks(session.con, run_id)
     if chunks.is_empty():
@@ -105,7 +107,6 @@ def load_measured(session: Session, run_id: str, extract: bool = True) -> Measur
 def _comm_model(measured: Measured, comm: str, schedule: str):
     """The link model of the replay: the model preset's figures ('preset'; 'auto' when the
     measured model is a simulator preset) or free transfers ('none')."""
-    from pipelines.sim import presets
 
     model = measured.run.get("model")
     if comm == "none" or (comm == "auto" and model not in presets.PRESET_NAMES):
@@ -119,8 +120,6 @@ def _comm_model(measured: Measured, comm: str, schedule: str):
 
 
 def comm_label(measured: Measured, comm: str) -> str:
-    from pipelines.sim import presets
-
     model = measured.run.get("model")
     if comm == "none" or (comm == "auto" and model not in presets.PRESET_NAMES):
         return "free transfers"
@@ -131,9 +130,6 @@ def preset_figures(measured: Measured, comm: str) -> dict[str, Any]:
     """For a run of a simulator preset: the overheads one chunk size cannot identify, the
     preset's layer count and the measured run's layer split, and (unless comm is 'none') its
     TP / EP collectives. Empty for other models."""
-    from pipelines.sim import presets
-    from pipelines.sim.layout import fold_back_layout
-
     model = measured.run.get("model")
     if model not in presets.MODELS:
         return {}
@@ -165,7 +161,6 @@ def simulate_reruns(
 ) -> dict[str, SimResult]:
     """The measured run's requests under each schedule (pipelines.sim.run.replay);
     `host_call_ns`: host time per stage call outside busy_ns (pipelines.replay.host_time)."""
-    from pipelines.replay.rerun import replay
 
     if cost not in COSTS:
         raise ReplayError(f"cost must be one of {', '.join(COSTS)}, not {cost!r}")

@@ -22,7 +22,10 @@ import itertools
 import numpy as np
 import polars as pl
 
+from pipelines.sim import presets
+from pipelines.sim.kernel_mix import split_ns
 from pipelines.sim.result import SimResult
+from pipelines.sim.run import BATCH_REQUEST
 
 LAUNCH_LATENCY_NS = 150_000
 """Host launch to device start of a kernel: 150 µs, the 10th percentile of the torch_to_npu flow
@@ -81,10 +84,6 @@ def split_packed_steps(compute: pl.DataFrame, result: SimResult) -> pl.DataFrame
     steps = result.meta.get("request_steps")
     if not steps:
         return compute
-    from pipelines.sim import presets
-    from pipelines.sim.kernel_mix import split_ns
-    from pipelines.sim.run import BATCH_REQUEST
-
     ids = result.requests["request_id"].to_list()
     index: dict[tuple[int, int], int] = {}
     seen: dict[int, int] = {}

@@ -32,6 +32,7 @@ __all__ = [
     "StoreError",
     "open_store",
     "storage_error",
+    "use_lake",
 ]
 
 
@@ -53,6 +54,13 @@ def storage_error(error: BaseException) -> StoreError | None:
             " aside and re-ingest its run folder with `tracereplay ingest` to rewrite it"
         )
     return None
+
+
+def use_lake(lake: str | os.PathLike[str] | None) -> None:
+    """Make `lake`, when given, the lake of every later `open_store()` of this process and its
+    subprocesses (`tracereplay --lake DIR`); None leaves the configuration as it is."""
+    if lake:
+        os.environ[paths.LAKE_ENV] = os.path.abspath(lake)
 
 
 def open_store(

@@ -27,7 +27,8 @@ from pipelines.analysis.advice.sources import CostSource
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 
-DEFAULT_SCHEDULES: tuple[str, ...] = ("cpp", "dcpp", "dcpp_sglang", "vpp", "vpp_async", "vpp_pack")
+DEFAULT_SCHEDULES: tuple[str, ...] = schedule_kinds.DISTINCT
+"""Every schedule that runs differently (the registry's order)."""
 OBJECTIVES = ("throughput", "ttft")
 TIE_REL = 1e-9
 """Two configurations whose objective differs by less than this (relative) have one result."""

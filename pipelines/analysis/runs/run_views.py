@@ -12,6 +12,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipelines.analysis.tau.tau_points import load_tau_points
 from pipelines.store import queries
 from pipelines.store.queries import run_list  # noqa: F401  (re-exported for the CLI)
 
@@ -51,7 +52,6 @@ class RunView:
 
 def _run_fits(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     from pipelines.analysis.tau.curves import fit_curves
-    from pipelines.analysis.tau.tau_points import load_tau_points
 
     points, _ = load_tau_points(con, segment=False)
     if points.is_empty() or "run_id" not in points.columns:

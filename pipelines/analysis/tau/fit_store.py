@@ -26,6 +26,8 @@ import polars as pl
 
 from pipelines.analysis.tau.curve_keys import CONFIG_KEYS, CURVE_KEYS
 from pipelines.analysis.tau.fit_inputs import current_inputs, store_inputs
+from pipelines.analysis.tau.table_points import table_fit_inputs
+from pipelines.analysis.tau.tau_points import load_tau_points
 from pipelines.paths import SQL_DIR
 from pipelines.store import Session, queries
 
@@ -92,7 +94,6 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
     if run_ids is None or run_ids:
         # statsmodels takes seconds to import: only when fitting
         from pipelines.analysis.tau.curves import fit_curves
-        from pipelines.analysis.tau.tau_points import load_tau_points
 
         frame, segmented = load_tau_points(session, segment=options.segment, run_ids=run_ids)
         points = frame.height
@@ -112,7 +113,6 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
 
 def _with_tables(session: Session, inputs: pl.DataFrame) -> pl.DataFrame:
     """The runs' fit inputs and one row per operator-latency table curve (table_points)."""
-    from pipelines.analysis.tau.table_points import table_fit_inputs
 
     tables = table_fit_inputs(session.con)
     if "operator" not in inputs.columns:

@@ -6,6 +6,8 @@ step `tracereplay schedules` calls) and the change points of the nightly history
 
 import dagster as dg
 
+from dashboards.data import change_point_frame
+from pipelines import paths
 from pipelines.analysis.changes.history import find_changes
 from pipelines.analysis.comparison.schedule_table import compare_schedules, workload_label
 from pipelines.analysis.runs.run_metrics import MART_BUILD_ORDER, build_marts
@@ -143,9 +145,7 @@ def change_points(
 def dashboard_site(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:
-    from dashboards.data import change_point_frame
     from dashboards.site import build_site
-    from pipelines import paths
 
     with warehouse.connect(read_only=True) as con:
         try:

@@ -11,6 +11,7 @@ import dagster as dg
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import WarehouseResource
 from pipelines.quality.catalog import MARTS, TABLES, Expectation, Severity, expectations_of
+from pipelines.quality.checks import run_checks
 
 _SEVERITY = {
     Severity.ERROR: dg.AssetCheckSeverity.ERROR,
@@ -57,8 +58,6 @@ def _build(table: str) -> dg.AssetChecksDefinition:
         description=f"Data-check suite of `{table}` (docs/quality.md).",
     )
     def _check(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource):
-        from pipelines.quality.checks import run_checks
-
         wanted = {key.name for key in context.selected_asset_check_keys}
         with warehouse.connect(read_only=True) as con:
             report = run_checks(con, tables=[table])
