@@ -4,7 +4,12 @@ alone (imports excluded) and the number of events or rows it produced.
 
 Run as `python -m pipelines.bench.probes KIND PATH [OUT]`; the parent measures peak RSS from the
 child's rusage. Kinds:
+  ours_cli      `tracereplay ingest PATH --warehouse OUT --json --no-progress` (the command users
+                run: chunk segmentation, sanity warnings and the CLI's own imports included; its
+                timed work starts before `pipelines.cli` is imported)
   ours          ingest_paths([PATH = rank folder], fresh warehouse OUT)
+  duckdb_mem    DuckDB read_json(PATH, format='array', explicit columns) -> table in an in-memory
+                database, default threads (the honest baseline: no file written)
   duckdb        DuckDB read_json(PATH, format='array', explicit columns) -> table in OUT
   duckdb_1t     the same with `set threads = 1`
   msgspec       msgspec typed decode of PATH (args left raw), no table
@@ -13,17 +18,15 @@ child's rusage. Kinds:
 
 from __future__ import annotations
 
+import io
 import json
 import resource
 import sys
 import time
 from collections.abc import Callable
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
-
-import msgspec
-
-from pipelines.ingest.trace_view import TraceEvent
 
 RESULT_PREFIX = "BENCH_RESULT "
 # The columns our reader asks DuckDB for (pipelines.ingest.trace_view), as in docs/stack.md §6.
@@ -55,6 +58,31 @@ def _ours(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
     return work
 
 
+def _ours_cli(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
+    """The CLI path, imports of the CLI and everything it loads inside the timed work."""
+
+    def work() -> dict[str, Any]:
+        from pipelines.cli import main
+
+        argv = ["ingest", str(path), "--warehouse", str(out), "--json", "--no-progress"]
+        text = io.StringIO()
+        with redirect_stdout(text):
+            code = main(argv)
+        report = json.loads(text.getvalue())
+        runs = report["runs"]
+        problems = [str(q.get("detail") or q) for q in report["quarantined"]]
+        if code != 0:
+            problems.append(f"tracereplay ingest exited {code}")
+        return {
+            "rows": sum(r["events"] for r in runs),
+            "runs": len(runs),
+            "chunks": sum(r.get("chunks") or 0 for r in runs),
+            "quarantined": problems,
+        }
+
+    return work
+
+
 def _ours_streamed(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
     """`ours` forced onto the bounded-memory trace_view path whatever the file size (the budget
     is $TRACEREPLAY_MAX_MEMORY, set by the bench)."""
@@ -64,7 +92,10 @@ def _ours_streamed(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
     return _ours(path, out)
 
 
-def _duckdb(path: Path, out: Path, threads: int | None = None) -> Callable[[], dict[str, Any]]:
+def _duckdb(
+    path: Path, out: Path | None, threads: int | None = None
+) -> Callable[[], dict[str, Any]]:
+    """read_json into a table of the DuckDB file `out`, or of an in-memory database (None)."""
     import duckdb
 
     from pipelines.store.duck import sql_string
@@ -72,7 +103,7 @@ def _duckdb(path: Path, out: Path, threads: int | None = None) -> Callable[[], d
     literal = sql_string(path)
 
     def work() -> dict[str, Any]:
-        con = duckdb.connect(str(out))
+        con = duckdb.connect(":memory:" if out is None else str(out))
         if threads is not None:
             con.execute(f"set threads = {threads}")
         try:
@@ -90,6 +121,10 @@ def _duckdb(path: Path, out: Path, threads: int | None = None) -> Callable[[], d
 
 
 def _msgspec(path: Path, out: Path | None) -> Callable[[], dict[str, Any]]:
+    import msgspec
+
+    from pipelines.ingest.trace_view import TraceEvent
+
     decoder = msgspec.json.Decoder(list[TraceEvent])
 
     def work() -> dict[str, Any]:
@@ -115,8 +150,10 @@ def cpu_seconds() -> float:
 
 
 PROBES: dict[str, Callable[[Path, Any], Callable[[], dict[str, Any]]]] = {
+    "ours_cli": _ours_cli,
     "ours": _ours,
     "ours_streamed": _ours_streamed,
+    "duckdb_mem": lambda path, _out: _duckdb(path, None),
     "duckdb": _duckdb,
     "duckdb_1t": lambda path, out: _duckdb(path, out, threads=1),
     "msgspec": _msgspec,

@@ -31,6 +31,9 @@ def format_report(report: IngestBenchReport) -> str:
     rows = []
     for m in report.measurements:
         note = m.note or ("" if m.ok else m.status)
+        if m.ok and "work_wall_s" in m.extra:
+            work = f"whole process (work {m.extra['work_wall_s']:.2f} s)"
+            note = f"{note}; {work}" if note else work
         rows.append(
             (
                 m.path,
@@ -76,14 +79,17 @@ def format_report(report: IngestBenchReport) -> str:
         + ("-" if cpu["ours_vs_hta_cpu"] is None else f"{cpu['ours_vs_hta_cpu']:.2f}x")
         + "; informational)"
     )
+    paired = report.setup.get("paired_wall_ratios") or []
+    if len(paired) > 1:
+        out.append("  ours/DuckDB wall within each round: " + ", ".join(f"{r:.2f}" for r in paired))
     load = report.load
     repeat = report.setup.get("repeat", 1)
     out += [
         "",
-        "wall s / cpu s = the probe's own work (imports excluded; cpu = all threads);"
-        " peak RSS = ru_maxrss of its process;"
-        " load = 1-min load average when the probe started"
-        + (f"; median of {repeat} runs (HTA: 1)" if repeat > 1 else ""),
+        "wall s = ours_cli: the whole `tracereplay ingest` process; the others: the probe's own"
+        " work (imports excluded); cpu = all threads of the work; peak RSS = ru_maxrss of its"
+        " process; load = 1-min load average when the probe started"
+        + (f"; median of {repeat} interleaved rounds (HTA: 1)" if repeat > 1 else ""),
         f"load at start {load.get('load1_start')}, at end {load.get('load1_end')};"
         f" uptime: {load.get('uptime', '')}",
     ]
