@@ -9,6 +9,7 @@ import sys
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, table
+from pipelines.profiler_names import PROFILER_STEP_PREFIX
 
 DESCRIPTION = """\
 Attribute the change from the BASELINE runs to the CANDIDATE runs (selectors: docs/selectors.md):
@@ -58,13 +59,22 @@ def _short(name: str, width: int = 36) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
 
 
-def tau_hint(chunk_counts: dict[str, int], marked: list[str]) -> str:
-    """Why there is no tau_k comparison, for the state the runs are in: their chunk counts and
-    the runs whose slices carry chunk markers."""
+def tau_hint(
+    chunk_counts: dict[str, int], marked: list[str], stepped: list[str] | None = None
+) -> str:
+    """Why there is no tau_k comparison, for the state the runs are in: their chunk counts, the
+    runs whose slices carry chunk markers and those whose host slices hold ProfilerStep ranges
+    (None: not looked up)."""
     if not any(chunk_counts.values()) and marked:
         return (
             f"tau_k: {len(marked)} of these runs carry chunk markers but no chunks are stored:"
             " run `tracereplay chunks`"
+        )
+    if not any(chunk_counts.values()) and stepped == []:
+        return (
+            "tau_k: these runs hold no chunks, and their slices carry neither chunk markers nor"
+            " ProfilerStep ranges to cut them by (`tracereplay chunks --profiler-steps` finds"
+            " nothing here): no tau_k to compare (docs/tau_k.md)"
         )
     if not any(chunk_counts.values()):
         return (
@@ -132,8 +142,13 @@ def run(args: argparse.Namespace) -> int:
             hint = None
             if not explanation.tau:
                 ids = base + cand
-                marked = queries.runs_with_markers_in(con, [con.runs_relation("slices", ids)])
-                hint = tau_hint(queries.chunk_counts(con, ids), marked)
+                slices = con.runs_relation("slices", ids)
+                marked = queries.runs_with_markers_in(con, [slices])
+                stepped = con.execute(
+                    f"select distinct run_id from {slices} where lane = 'host'"
+                    f" and starts_with(name, '{PROFILER_STEP_PREFIX}')"
+                ).fetchall()
+                hint = tau_hint(queries.chunk_counts(con, ids), marked, [r[0] for r in stepped])
     except SelectorError as exc:
         print(f"tracereplay explain: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT

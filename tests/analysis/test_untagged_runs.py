@@ -140,3 +140,19 @@ def test_schedules_and_dashboards_of_real_untagged_runs(
     assert '"workload": "cnn (ascend_pt)"' in (site / "schedules.html").read_text()
     for page in site.glob("*.html"):
         assert not NO_VALUE.search(_page_text(page)), page
+
+
+def test_explain_hint_after_profiler_steps_found_nothing(
+    real_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """Two real kernel-level exports without ProfilerStep ranges: after `chunks --profiler-steps`
+    (which cut nothing), explain no longer suggests that command (before: it did)."""
+    target = str(tmp_path / "w.duckdb")
+    sets = ["msinsight/test/st/level2", "msprof-analyze/test/ut/advisor/compute_advice/data"]
+    assert main(["ingest", *(str(real_dir / s) for s in sets), "--warehouse", target]) == 0
+    assert main(["chunks", "--profiler-steps", "--warehouse", target]) == 0
+    capsys.readouterr()
+    assert main(["explain", "source=ascend_pt", "source=ascend_pt", "--warehouse", target]) == 0
+    out = capsys.readouterr().out
+    assert "neither chunk markers nor ProfilerStep ranges" in out
+    assert "treat each ProfilerStep as one chunk" not in out
