@@ -181,6 +181,12 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"tracereplay ingest: --max-memory: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT
+    # a mistyped path is a bad argument (one line, exit 2), not an input to quarantine: a
+    # quarantine row of it would warn in every later `check` (issue 35 item 5)
+    missing = [p for p in args.paths if not os.path.lexists(p)]
+    if missing:
+        print(f"tracereplay ingest: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     store = store_of(args)
     store.check()  # refuse a path that cannot hold a warehouse before any work
     report = ingest_paths(

@@ -401,6 +401,18 @@ def _group_runs(walk: _Walk) -> list[RunInput]:
             owner.topology_files.extend(unique)
         else:
             runs.append(RunInput(origin=folder, source="topology", topology_files=unique))
+    return _distinct_origins(runs)
+
+
+def _distinct_origins(runs: list[RunInput]) -> list[RunInput]:
+    """Each run at an origin of its own: a run's origin names it when it is stored (a second run
+    at the same origin would replace the first), so where two runs would share a folder (a Kineto
+    trace beside the rank folders of an Ascend run), the later one's origin is its first file."""
+    taken: set[Path] = set()
+    for run in runs:
+        if run.origin in taken:
+            run.origin = run.files[0]
+        taken.add(run.origin)
     return runs
 
 
