@@ -126,6 +126,16 @@ def is_gzip(path: Path) -> bool:
     return path.name.lower().endswith(".gz")
 
 
+# head, tail and inflated bytes of the .gz files read so far, by (path, size, mtime): the sniff
+# inflates the whole stream to find its last byte, and the memory estimate needs the same count
+_INFLATED: dict[tuple[str, int, int], tuple[bytes, bytes, int]] = {}
+
+
+def _gz_key(path: Path) -> tuple[str, int, int]:
+    stat = path.stat()
+    return (str(path), stat.st_size, stat.st_mtime_ns)
+
+
 def _head_and_tail(path: Path) -> tuple[bytes, bytes]:
     if not is_gzip(path):
         size = path.stat().st_size
@@ -133,12 +143,28 @@ def _head_and_tail(path: Path) -> tuple[bytes, bytes]:
             head = handle.read(_SNIFF_BYTES)
             handle.seek(max(0, size - 256))
             return head, handle.read()
+    key = _gz_key(path)
+    if key in _INFLATED:
+        return _INFLATED[key][:2]
     with gzip.open(path, "rb") as handle:
         head = handle.read(_SNIFF_BYTES)
         tail = head[-256:]
+        inflated = len(head)
         while block := handle.read(1 << 20):
+            inflated += len(block)
             tail = (tail + block)[-256:]
+    _INFLATED[key] = (head, tail, inflated)
     return head, tail
+
+
+def json_bytes(path: Path) -> int:
+    """The trace's JSON size: the file's, or for a .gz the bytes its stream inflates to (counted
+    once, by inflating it; a 1.7 MB .gz can hold 1.5 GiB). It was taken as 10x the .gz before,
+    so a real trace_view.json.gz (16.7x on the level1 export) of 1.5 GiB read in memory."""
+    if not is_gzip(path):
+        return path.stat().st_size
+    _head_and_tail(path)
+    return _INFLATED[_gz_key(path)][2]
 
 
 def sniff_json_form(path: Path) -> str:
@@ -455,15 +481,13 @@ def big_entry_peak_bytes(path: Path) -> int:
     string is copied by the JSON buffer, DuckDB's vector, Arrow and Polars. Measured: a 202 MB
     trace_view.json holding one 200 MiB string peaked at 1.17 GB (5.8x); a 768 MiB string had
     reached 3.3 GB before this check."""
-    size = path.stat().st_size * (10 if is_gzip(path) else 1)
-    return int(size * BIG_ENTRY_PEAK_FACTOR) + INTERPRETER_BYTES
+    return int(json_bytes(path) * BIG_ENTRY_PEAK_FACTOR) + INTERPRETER_BYTES
 
 
 def estimated_peak_bytes(path: Path) -> int:
     """Peak RSS the in-memory read of `path` is expected to need (bench ingest: 1.5-1.8x the
-    file plus the interpreter; a .gz file is taken as 10x its size when inflated)."""
-    size = path.stat().st_size * (10 if is_gzip(path) else 1)
-    return int(size * IN_MEMORY_PEAK_FACTOR) + INTERPRETER_BYTES
+    file plus the interpreter; a .gz file by the bytes it inflates to)."""
+    return int(json_bytes(path) * IN_MEMORY_PEAK_FACTOR) + INTERPRETER_BYTES
 
 
 def streams(path: Path, budget: int) -> bool:
