@@ -25,6 +25,18 @@ PART_LABELS = {
 }
 
 
+SECONDS_FROM_MS = 10_000.0
+"""A time axis reaching this many ms is labelled in seconds (20 s, not 20,000 ms)."""
+
+
+def time_axis(max_ms: float | None, **options: object) -> tuple[alt.Axis, str]:
+    """The axis of a quantity kept in ms, and its unit for the title: labels in seconds once
+    the values reach SECONDS_FROM_MS (the data and the tooltips stay in ms)."""
+    if max_ms is not None and max_ms >= SECONDS_FROM_MS:
+        return alt.Axis(labelExpr="format(datum.value / 1000, ',')", **options), "s"
+    return alt.Axis(**options), "ms"
+
+
 def label_expr(labels: dict[str, str]) -> str:
     """A Vega expression that shows each value's readable name (others as they are)."""
     cases = " : ".join(f"datum.label == '{k}' ? '{v}'" for k, v in labels.items())

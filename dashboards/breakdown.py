@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from dashboards._style import BREAKDOWN_COLORS, WIDTH, part_legend
+from dashboards._style import BREAKDOWN_COLORS, WIDTH, part_legend, time_axis
 
 TITLE = "Step breakdown per rank: the step window (stage + recv_wait) split into parts, ms"
 
@@ -19,6 +19,10 @@ def breakdown_chart(frame: pl.DataFrame, title: str = TITLE) -> alt.FacetChart:
     """Horizontal stacked bars, y = rank, x = ms, colour = part, one row facet per run (its id
     as a header above the panel)."""
     data = frame.select("run_id", "rank", "part", "part_order", "ms", "origin", "n_steps")
+    widest = (
+        data.group_by("run_id", "rank").agg(pl.col("ms").sum())["ms"].max() if data.height else None
+    )
+    axis, unit = time_axis(widest, tickCount=8)  # type: ignore[arg-type]
     bars = (
         alt.Chart(data)
         .mark_bar()
@@ -26,9 +30,9 @@ def breakdown_chart(frame: pl.DataFrame, title: str = TITLE) -> alt.FacetChart:
             y=alt.Y("rank:O", title="rank"),
             x=alt.X(
                 "sum(ms):Q",
-                title="ms, summed over the rank's steps (n_steps in the tooltip)",
+                title=f"{unit}, summed over the rank's steps (n_steps in the tooltip)",
                 stack="zero",
-                axis=alt.Axis(tickCount=8),
+                axis=axis,
             ),
             color=alt.Color("part:N", scale=BREAKDOWN_COLORS, legend=part_legend()),
             order=alt.Order("part_order:Q"),

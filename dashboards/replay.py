@@ -10,6 +10,8 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from dashboards._style import time_axis
+
 
 def replay_chart(pairs: pl.DataFrame, metric: str, title: str = "") -> alt.LayerChart:
     """Scatter of one metric's pairs with error bars and the identity line over their range."""
@@ -28,12 +30,13 @@ def replay_chart(pairs: pl.DataFrame, metric: str, title: str = "") -> alt.Layer
     pad = (high - low) * 0.05 or abs(high) * 0.05 or 1.0
     identity = pl.DataFrame({"x": [low - pad, high + pad], "y": [low - pad, high + pad]})
     scale = alt.Scale(domain=[low - pad, high + pad], zero=False)
+    axis, unit = time_axis(high + pad)
     line = (
         alt.Chart(identity)
         .mark_line(color="grey", strokeDash=[5, 4])
         .encode(
-            x=alt.X("x:Q", scale=scale, title=f"measured {metric} (ms)"),
-            y=alt.Y("y:Q", scale=scale, title=f"predicted {metric} (ms)"),
+            x=alt.X("x:Q", scale=scale, title=f"measured {metric} ({unit})", axis=axis),
+            y=alt.Y("y:Q", scale=scale, title=f"predicted {metric} ({unit})", axis=axis),
         )
     )
     base = alt.Chart(data)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from dashboards._style import PART_COLORS, part_legend
+from dashboards._style import PART_COLORS, part_legend, time_axis
 
 Y_TITLE = "ms (mean, 95 % t interval)"
 # the parts of tracereplay schedules (sql/marts/fct_run_metrics.sql, docs/metrics.md)
@@ -30,8 +30,11 @@ def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
         pl.col("part").replace_strict(RUN_PART_LABELS, default=pl.col("part")).alias("part_name")
     )
     base = alt.Chart().encode(x=alt.X("schedule:N", title=None))
+    top = data.select(pl.max_horizontal("mean", "hi")).to_series().max() if data.height else None
+    axis, unit = time_axis(top)  # type: ignore[arg-type]
+    title = Y_TITLE.replace("ms", unit, 1)
     bars = base.mark_bar().encode(
-        y=alt.Y("mean:Q", title=Y_TITLE),
+        y=alt.Y("mean:Q", title=title, axis=axis),
         color=alt.Color("part:N", scale=PART_COLORS, legend=part_legend(RUN_PART_LABELS)),
         tooltip=[
             alt.Tooltip("schedule"),
@@ -43,7 +46,7 @@ def schedule_chart(summary: pl.DataFrame, title: str = "") -> alt.FacetChart:
         ],
     )
     errors = base.mark_errorbar(ticks=True).encode(
-        y=alt.Y("lo:Q", title=Y_TITLE), y2=alt.Y2("hi:Q")
+        y=alt.Y("lo:Q", title=title, axis=axis), y2=alt.Y2("hi:Q")
     )
     return (
         alt.layer(bars, errors, data=data)

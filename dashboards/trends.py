@@ -11,7 +11,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from dashboards._style import WIDTH
+from dashboards._style import WIDTH, time_axis
 
 CHANGE_COLUMNS = ("config", "metric", "collected_at", "direction")
 DATE_SPAN_COLUMNS = ("earliest_at", "latest_at")
@@ -36,10 +36,12 @@ def trend_chart(
         legend=alt.Legend(labelLimit=0, orient="bottom", direction="vertical"),
     )
     base = alt.Chart(data)
+    top = data.select(pl.max_horizontal("mean", "hi")).to_series().max() if data.height else None
+    axis, unit = time_axis(top)  # type: ignore[arg-type]
     band = base.mark_area(opacity=0.2).encode(x=x, y=alt.Y("lo:Q"), y2=alt.Y2("hi:Q"), color=color)
     line = base.mark_line(point=True).encode(
         x=x,
-        y=alt.Y("mean:Q", title=f"{metric} (ms, nightly mean)"),
+        y=alt.Y("mean:Q", title=f"{metric} ({unit}, nightly mean)", axis=axis),
         color=color,
         tooltip=[
             alt.Tooltip("config"),

@@ -282,3 +282,21 @@ def test_replay_chart_identity_line_spans_both_axes() -> None:
     assert dots["encoding"]["x"]["field"] == "measured_ms"
     assert dots["encoding"]["y"]["field"] == "predicted_ms"
     _png(chart)
+
+
+def test_time_axes_reaching_ten_seconds_are_labelled_in_seconds() -> None:
+    """A 20 s TTFT trend read '20,000 ms' before; now its axis says s (labels / 1000) while the
+    data and tooltips stay in ms; a 100 ms trend keeps ms."""
+    seconds = _trend_history().with_columns(pl.col("mean", "lo", "hi") * 200)
+    line = _layers(trend_chart(seconds).to_dict())[1]["encoding"]["y"]
+    assert "(s," in line["title"] and "/ 1000" in line["axis"]["labelExpr"]
+    line = _layers(trend_chart(_trend_history()).to_dict())[1]["encoding"]["y"]
+    assert "(ms," in line["title"] and "labelExpr" not in line.get("axis", {})
+    summary = pl.DataFrame(
+        {"workload": ["w"] * 2, "schedule": ["cpp", "vpp"], "part": ["computing"] * 2,
+         "n": [3, 3], "mean": [21_000.0, 18_000.0], "sd": [10.0, 10.0],
+         "lo": [20_900.0, 17_900.0], "hi": [21_100.0, 18_100.0]}
+    )  # fmt: skip
+    spec = schedule_chart(summary).to_dict()
+    bars = _layers(spec["spec"])[0]["encoding"]["y"]
+    assert bars["title"].startswith("s ") and "/ 1000" in bars["axis"]["labelExpr"]
