@@ -20,6 +20,8 @@ from pipelines.cli import ExitCode
 if TYPE_CHECKING:
     import dagster as dg
 
+    from pipelines.campaign import Campaign
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -65,20 +67,27 @@ def materialize_all(
     return result
 
 
+def campaign_config(campaign: Campaign) -> dict[str, Any]:
+    """sim_campaign's run config for `campaign`: every field its config has (the demo's --quick
+    campaign is its 9 runs only when the extra schedules and the nightly history are off too;
+    without them it made 96)."""
+    return {
+        "models": list(campaign.models),
+        "schedules": list(campaign.schedules),
+        "seq_lens": list(campaign.seq_lens),
+        "more_schedules": list(campaign.more_schedules),
+        "nights": campaign.history.nights,
+        "short_prompts": campaign.short is not None,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from pipelines.campaign import Campaign
     from pipelines.definitions import defs
 
-    campaign = {}
-    if args.quick:
-        quick = Campaign().quick()
-        campaign = {
-            "schedules": list(quick.schedules),
-            "seq_lens": list(quick.seq_lens),
-            "short_prompts": quick.short is not None,
-        }
+    campaign = campaign_config(Campaign().quick()) if args.quick else {}
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
     with instance or dg.DagsterInstance.ephemeral() as inst:
         result = materialize_all(inst, dict(defs().resources), campaign)
