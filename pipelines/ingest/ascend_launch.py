@@ -8,9 +8,10 @@ the HCCL op slices (thread `Group <g> Communication`, one per hcom op). Each is 
 earliest host slice that a link joins it to (`launch_links.launch_anchors`: the trace's flow
 events `async_npu` / `HostToDevice` as the reader bound them, or the db's connection ids: TASK /
 COMMUNICATION_OP.connectionId = CANN_API.connectionId and the PYTORCH_API op's CONNECTION_IDS),
-and belongs to the ProfilerStep whose host window holds its anchor; work with no link keeps its
-own start (the stated fallback) and `launch_coverage` says how much of a step's device time was
-attributed by launch."""
+and belongs to the ProfilerStep whose host window holds its anchor; work with no link belongs to
+the step its own start lies in (the profiler's rule, the stated fallback) and `launch_coverage`
+says how much of a step's device time was attributed by launch (below 99 %: complete = false,
+with the reason)."""
 
 from __future__ import annotations
 
@@ -65,4 +66,4 @@ def launch_breakdown(
     device, comm_ops = launch_device_work(slices)
     if not has_launch_links(device):
         return None
-    return derive_breakdown(device, steps, comm_ops)
+    return derive_breakdown(device, steps, comm_ops, unlinked="start")

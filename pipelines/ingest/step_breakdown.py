@@ -49,6 +49,7 @@ other origin (profiler, cluster, sim) are complete = true.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -180,6 +181,7 @@ def derive_breakdown(
     comm_ops: pl.DataFrame | None = None,
     *,
     copies: bool = False,
+    unlinked: Literal["auto", "start"] = "auto",
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Overlap-lane slices and step_breakdown rows (origin='derived') of one rank, from its device
     intervals; for traces without Overlap Analysis lanes (Ascend SQLite exports, Kineto).
@@ -192,13 +194,18 @@ def derive_breakdown(
     whole trace is one row with a null step). `comm_ops`: canonical comm_ops rows (op, is_p2p,
     start_ns, dur_ns, and anchor_ns when known) for the bubble columns. `copies`: the reader
     tells memory copies and memsets apart (memcpy_ns / memset_ns are null otherwise).
+    `unlinked`: where work without a launch link goes: "auto" = by its start unless at least
+    half the device time is linked, then in no step (Kineto: a kernel without a launch in the
+    trace was launched before the capture began); "start" = always by its start (Ascend: the
+    profiler's own rule, step_trace_time.csv; an HCCL op or task without a flow is still the
+    step's work).
 
     Returns (`slices`: lane='overlap' rows with thread = lane name, category 'derived';
     `step_breakdown`: canonical columns without run_id/rank, `launch_coverage` = device time
     launched in the step over device time assigned to it, complete = false below
     LAUNCH_COVERAGE_MIN)."""
 
-    linked_rule = "anchor_ns" in device.columns and _mostly_linked(device)
+    linked_rule = unlinked == "auto" and "anchor_ns" in device.columns and _mostly_linked(device)
 
     def anchored(frame: pl.DataFrame) -> pl.DataFrame:
         anchor = pl.col("anchor_ns") if "anchor_ns" in frame.columns else pl.lit(None, pl.Int64)

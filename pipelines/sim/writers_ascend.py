@@ -70,7 +70,8 @@ from pipelines.sim.trace_layout import (
 from pipelines.sim.trace_shape import LAUNCH_LATENCY_NS
 
 # process_sort_index values torch_npu uses for these lanes (observed, set B1)
-SORT_PYTHON, SORT_HARDWARE, SORT_HCCL, SORT_OVERLAP = 0, 13, 15, 23
+SORT_PYTHON, SORT_CANN, SORT_HARDWARE, SORT_HCCL, SORT_OVERLAP = 0, 1, 13, 15, 23
+CANN_PROCESS = "CANN"  # the CANN API lane: launches carry the connection_id of their task
 COMPUTE_STREAM, COMM_STREAM = 2, 4
 UINT32_NA = 4294967295
 EXTRA_META_KEYS = ("seed", "noise", "policy")
@@ -130,6 +131,14 @@ def folder_stamp(epoch_ns: int) -> str:
     """17-digit YYYYmmddHHMMSSfff of an epoch time (UTC)."""
     when = datetime.fromtimestamp(epoch_ns // 1_000_000_000, tz=UTC)
     return when.strftime("%Y%m%d%H%M%S") + f"{(epoch_ns // 1_000_000) % 1000:03d}"
+
+
+def _hccl_host_name(op: str) -> str:
+    """The torch_npu host op of an HCCL op: hcom_allReduce__.. -> HcclAllreduce (real set B1),
+    hcom_send -> HcclSend, hcom_receive -> HcclRecv, hcom_alltoAll -> HcclAlltoAll."""
+    kind = op.removeprefix("hcom_").split("_")[0].lower()
+    names = {"allreduce": "Allreduce", "send": "Send", "receive": "Recv", "alltoall": "AlltoAll"}
+    return "Hccl" + names.get(kind, kind.capitalize())
 
 
 def format_pid(os_pid: int, sort_index: int, device_id: int) -> int:
@@ -356,6 +365,9 @@ class _RankTrace:
                 meta(hccl, "thread_sort_index", {"sort_index": 0}, 0),
                 meta(hccl, "thread_name", {"name": "Plane 0"}, 1),
                 meta(hccl, "thread_sort_index", {"sort_index": 1}, 1),
+                meta(self.pid(SORT_CANN), "process_name", {"name": CANN_PROCESS}),
+                meta(self.pid(SORT_CANN), "process_sort_index", {"sort_index": SORT_CANN}),
+                meta(self.pid(SORT_CANN), "thread_name", {"name": f"Thread {py}"}, py),
             ]
         out += [
             meta(ov, "process_name", {"name": OVERLAP_PROCESS}),
@@ -508,10 +520,42 @@ class _RankTrace:
         return out
 
     def _hccl(self) -> list[dict[str, Any]]:
-        hccl = self.pid(SORT_HCCL)
+        hccl, py = self.pid(SORT_HCCL), self.os_pid
         out: list[dict[str, Any]] = []
         for task_id, row in enumerate(self.comm.iter_rows(named=True), start=1):
             ts, dur = self.t(row["start_ns"]), us(row["end_ns"] - row["start_ns"])
+            # the host op that launched it (torch_npu: `HcclAllreduce` cpu_op on the Python
+            # thread, a torch_to_npu flow to the HCCL op), at the op's start
+            host_ns = min(HOST_OP_NS, row["end_ns"] - row["start_ns"])
+            out.append(
+                {
+                    "ph": "X",
+                    "name": _hccl_host_name(row["op"]),
+                    "pid": py,
+                    "tid": py,
+                    "ts": ts,
+                    "dur": us(host_ns),
+                    "cat": "cpu_op",
+                    "args": {"Sequence number": -1, "Fwd thread id": 0},
+                }
+            )
+            flow = {"name": "torch_to_npu", "id": row["connection_id"], "cat": "async_npu"}
+            out.append({"ph": "s", **flow, "bp": "e", "pid": py, "tid": py, "ts": ts})
+            out.append({"ph": "f", **flow, "bp": "e", "pid": hccl, "tid": 0, "ts": ts})
+            # and its CANN launch with the op's connection_id (real exports: `connection_id` in
+            # the args of both; it links the op even where two ops of the lane start together
+            # and a flow's binding point cannot tell them apart)
+            out.append(
+                {
+                    "ph": "X",
+                    "name": "HCCL@" + _hccl_host_name(row["op"]),
+                    "pid": self.pid(SORT_CANN),
+                    "tid": py,
+                    "ts": ts,
+                    "dur": us(host_ns),
+                    "args": {"Thread Id": py, "connection_id": row["connection_id"]},
+                }
+            )
             size = self.bytes_per_token * int(row["tokens"])
             send = row["kind"] == "send"
             src, dst = (self.rank, row["peer"]) if send else (row["peer"], self.rank)
