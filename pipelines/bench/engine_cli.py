@@ -109,7 +109,9 @@ def run_engine_bench(args: argparse.Namespace) -> int:
 def _run(args, base, work: Path, configs) -> int:
     from pipelines.bench import engine_rounds as er
 
-    log = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    def log(message: str) -> None:  # progress on stderr, also with --json
+        print(message, file=sys.stderr, flush=True)
+
     if args.sweep:
         runs = er.run_sweep(base, work, configs or er.SWEEP, log=log)
         rows = er.validate_runs(runs, work / "bench.duckdb")

@@ -4,7 +4,7 @@ The rule is the simulator's (pipelines.sim.chunking.DynamicChunker, vLLM-Ascend'
 chunk predictor with online calibration), so engine and simulator run one implementation:
 
 * at start-up rank 0 times stage-0 prefills of the rule's 64 profiling lengths (C/64 ... C,
-  prefix 0) and fits f(l) = a l^2 + b l + c (`profile_fit`);
+  prefix 0; the least of 3 calls each) and fits f(l) = a l^2 + b l + c (`profile_fit`);
 * per request the first chunk is C; each later chunk x after a prefix L solves
   f(L + x) - f(L) = T, smoothed (s = C + sigma (x* - C)), floored at the minimum chunk and
   rounded up to a multiple of 64; T is the measured time of the request's first chunk and from
@@ -41,6 +41,8 @@ from pipelines.workload.config import WorkloadConfig
 RULE = "vllm_ascend"
 WINDOW = 4
 """Receives rank 1 keeps posted ahead."""
+PROFILE_SAMPLES = 3
+PROFILE_ATTEMPTS = 3
 HEADER = ("req", "k", "tokens", "prefix", "last")
 
 
@@ -60,19 +62,34 @@ def _timed(stage, x: torch.Tensor, caches) -> tuple[torch.Tensor, int]:
     return y, time.thread_time_ns() - cpu0
 
 
-def profile_fit(cfg: WorkloadConfig, stage, caches, prompt: torch.Tensor) -> QuadraticFit:
-    """f(l) fitted to stage 0's on-CPU time of one prefill of each profiling length (prefix 0),
-    after two untimed calls (first-call costs)."""
+def profile_fit(
+    cfg: WorkloadConfig, stage, caches, prompt: torch.Tensor, samples: int = PROFILE_SAMPLES
+) -> QuadraticFit:
+    """f(l) fitted to stage 0's on-CPU time of a prefill of each profiling length (prefix 0),
+    the least of `samples` calls per length (the CPU clock still carries cache and
+    frequency noise: with one call per length, 256-token profiles came out concave), after two
+    untimed calls (first-call costs). A profile that is still not convex is taken again, up to
+    PROFILE_ATTEMPTS times, before giving up as the framework would (ValueError)."""
     lengths = profile_lengths(RULE, cfg.chunk)
     for _ in range(2):
         _reset(caches)
         _timed(stage, prompt[: cfg.chunk], caches)
-    times = []
-    for n in lengths:
+    for attempt in range(PROFILE_ATTEMPTS):
+        times = []
+        for n in lengths:
+            best = None
+            for _ in range(samples):
+                _reset(caches)
+                ns = _timed(stage, prompt[: int(n)], caches)[1]
+                best = ns if best is None else min(best, ns)
+            times.append(best)
         _reset(caches)
-        times.append(_timed(stage, prompt[: int(n)], caches)[1])
-    _reset(caches)
-    return fit_quadratic(lengths, np.array(times, dtype=np.float64), clamp_b=False)
+        try:
+            return fit_quadratic(lengths, np.array(times, dtype=np.float64), clamp_b=False)
+        except ValueError:
+            if attempt == PROFILE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def dcpp_pass(

@@ -56,3 +56,23 @@ def test_small_run_ingests_segments_and_replays(tmp_path):
     assert 0 < row["measured_bubble"] < 1
     assert set(row["replays"]) == {"cpp", "vpp"}
     assert row["measured_ttft_ns"] > 0 and row["replays"]["vpp"]["ttft_ns"] > 0
+
+
+@pytest.mark.slow
+def test_dcpp_run_cuts_smaller_chunks_and_replays_its_own_sequence(tmp_path):
+    if not os.environ.get("TRACEREPLAY_REQUIRE_TORCH"):
+        pytest.importorskip("torch", reason="PyTorch not installed (docs/workload.md)")
+    from pipelines.store import open_store
+    from pipelines.workload.launch import run_workload
+    from pipelines.workload.validation import validate
+
+    cfg = WorkloadConfig(schedule="dcpp", seq_len=2048, chunk=256, repeats=2, pin=True)
+    run_workload(cfg, tmp_path / "dcpp")
+    with open_store(tmp_path / "w.duckdb").session() as con:
+        (row,) = validate([tmp_path / "dcpp"], con)
+    assert row["schedule"] == "dcpp" and row["requests"] == 2
+    # attention makes later chunks cost more, so the rule cuts more than 8 chunks of 256
+    assert row["steps"] > cfg.chunks_per_request and row["rule_steps"] > cfg.chunks_per_request
+    own = row["replays"]["dcpp"]
+    assert own["replayed"] == "own chunk sequence" and own["ttft_ns"] > 0
+    assert row["window_ratio"]["kind"] == "one_stage" and row["window_ratio"]["n_requests"] == 2
