@@ -50,6 +50,7 @@ def test_serially_correlated_runs_get_run_lines_and_keep_coverage() -> None:
     assert switched >= 270 and covered >= 0.925 * 300, (switched, covered)
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_independent_runs_keep_the_narrower_gls_line() -> None:
     rng = np.random.default_rng(8)
     curve = MS * (1.5 + np.arange(16.0))

@@ -74,6 +74,7 @@ def test_repeated_runs_keep_slope_coverage_under_ar1() -> None:
     assert covered / 80 >= 0.86, covered
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_one_run_with_ar1_noise_is_not_called_a_shape() -> None:
     """One run of 8 chunks under AR(1) rho = 0.7 was kinked/convex/concave in 8 % of curves."""
     rng = np.random.default_rng(3)
@@ -85,6 +86,7 @@ def test_one_run_with_ar1_noise_is_not_called_a_shape() -> None:
     assert shaped / 150 <= 0.03, shaped
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_three_runs_find_a_slope_collapse_on_eight_chunks() -> None:
     """A 50 % slope collapse at k = 4 under 5 % noise, 3 runs of 8 chunks: the mean curve's 5 df
     found it (kinked) in 60 % of curves; the runs' pure error adds 16 df."""

@@ -60,6 +60,7 @@ def test_dense_kernels_are_linear_and_dsa_modules_flattened() -> None:
     assert "VPP keeps 5" in verdict.evidence  # 50-51 % at a/b 9.7-9.9
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_first_chunk_on_its_own_path_is_a_knee_at_0_to_1_never_a_kink_further_on() -> None:
     results = _verdicts(cells.first_chunk(32), range(20))
     assert all(v.label == "knee" and v.knee_at.startswith("0->1") for v, _, _ in results), [
@@ -80,6 +81,7 @@ def test_a_convex_curve_is_not_read_as_a_first_chunk_knee() -> None:
     assert labels.count("convex") >= 9, labels
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_the_msa_knee_is_located_within_one_chunk() -> None:
     for chunk, n in ((128, 32), (512, 16)):
         results = _verdicts(cells.msa_knee(n, chunk), range(10))
@@ -88,6 +90,7 @@ def test_the_msa_knee_is_located_within_one_chunk() -> None:
             assert abs(verdict.breakpoint_k - info["knee"]) <= 1, (chunk, verdict.evidence)
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_staircase_every_256_keys_at_128_token_chunks_is_named_and_lines_are_not() -> None:
     stairs = _verdicts(cells.staircase(32), range(20))
     assert [v.label for v, _, _ in stairs].count("staircase") >= 18

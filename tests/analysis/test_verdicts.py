@@ -85,6 +85,7 @@ def test_pure_noise_is_never_linear(seed: int) -> None:
     assert verdict.label != "linear", verdict.evidence
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_straight_line_is_linear_whatever_its_noise_seed() -> None:
     fits = [fit_curve(*fixtures.linear(n=8, seed=s), n_boot=50) for s in range(40)]
     labels = [classify(fit).label for fit in fits]
@@ -97,6 +98,7 @@ def test_thresholds_are_parameters() -> None:
     assert np.isfinite(fit.ab_hi)
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_strong_shape_is_named_when_the_line_fails() -> None:
     # DSA-like: tau rises, then flattens past top-k, one run of 8 chunks at 3 % noise. The AR(1)
     # noise estimated from the line's residuals absorbs part of the bend, so the shape tests
@@ -117,6 +119,7 @@ def test_a_strong_shape_is_named_when_the_line_fails() -> None:
     assert named and all(v.label in ("knee", "concave") for v in named)
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_line_verdict_names_a_bend_it_could_not_rule_out() -> None:
     """One run of 16 chunks, 3 % noise: an 11 % concave bend (400 + 60k - 1.6k^2) is often
     `linear` because the AR(1) noise estimated from the line's residuals absorbs it; its
