@@ -308,6 +308,7 @@ def test_vidur_points_match_the_raw_file(vidur_warehouse: Path) -> None:
         assert abs(got_layer[key] - value) <= 2, key  # ns rounding of each operator
 
 
+@pytest.mark.slow  # a real-table end-to-end fit (CI runs it: .ci/run); fit stays in test_fit_cli
 @needs_vidur
 def test_vidur_fits_match_an_independent_least_squares(vidur_warehouse: Path, capsys) -> None:
     raw = _independent_attention(VIDUR_ATTN)
