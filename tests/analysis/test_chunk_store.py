@@ -264,6 +264,7 @@ def test_an_unusable_marker_regex_leaves_the_chunks_alone(
     assert rule is None
 
 
+@pytest.mark.slow  # waits out the default match time bound (CI runs it: .ci/run)
 def test_the_time_bound_applies_without_the_option(ingested, tmp_path: Path, capsys) -> None:
     con, run_id, _ = ingested
     _add_long_host_slice(con, run_id)

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.real
 SETS = ("text/level1", "text/level0")  # two real Ascend exports, same hardware, no model fact
 
 
+@pytest.mark.slow  # a long end-to-end test (CI runs it: .ci/run)
 def test_untagged_runs_are_fitted_one_curve_each(real_dir: Path, tmp_path: Path, capsys) -> None:
     target = str(tmp_path / "w.duckdb")
     base = real_dir / "msinsight/test/data/pytorch"

@@ -52,6 +52,7 @@ def test_an_unknown_cell_is_refused_with_the_names_that_exist(capsys) -> None:
     assert main(["bench", "tau-accuracy", "--only", "iid 3%"]) == ExitCode.BAD_INPUT
 
 
+@pytest.mark.slow  # all 9 stage cells (CI runs it: .ci/run); 3 cells stay in the default run
 def test_json_goes_to_stdout_alone_and_progress_to_stderr(capsys) -> None:
     rows = run_stage_cells(1, only=("iid 3%",), as_json=True)
     out, err = capsys.readouterr()

@@ -19,6 +19,7 @@ SPEC = {
 }
 
 
+@pytest.mark.slow  # two vl-convert worker processes (CI runs it: .ci/run)
 def test_pngs_are_written_by_two_workers_and_the_bundle_is_vl_converts(tmp_path) -> None:
     paths = [tmp_path / f"chart-{i}.png" for i in range(5)]
     with PngWriter(processes=2) as writer:

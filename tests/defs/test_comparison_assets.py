@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 
 from pipelines.defs.comparison.assets import (
     change_points,
@@ -15,6 +16,7 @@ from pipelines.defs.resources import WarehouseResource
 from tests.analysis import metrics_warehouse
 
 
+@pytest.mark.slow  # a Dagster materialisation end to end (CI runs it: .ci/run)
 def test_comparison_assets_materialise(tmp_path, monkeypatch):
     path, _ = metrics_warehouse.build(tmp_path, ("cpp", "vpp"), repeats=3)
     project = tmp_path / "project"

@@ -46,6 +46,7 @@ def test_split_sums_exactly() -> None:
     assert split_ns(5, [0.0, 0.0]) == [2, 3]
 
 
+@pytest.mark.slow  # a long end-to-end test (CI runs it: .ci/run)
 def test_tp8_pp2_ingests_as_16_ranks_and_equals_the_simulator(tp8_pp2, warehouse) -> None:
     """Acceptance: 16 ranks, TP collectives on the comm lane, chunks segmented through the flow
     links (time containment alone gets them wrong), and the derived breakdown of every rank
