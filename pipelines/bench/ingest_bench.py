@@ -555,7 +555,9 @@ def _measure_hta(
     )
     result.extra["load1"] = load1
     result.extra["kineto_complete"] = kineto.complete
-    if not kineto.complete:
+    if not result.ok:
+        pass  # keep the failure's note (exit status and output tail)
+    elif not kineto.complete:
         result.note = f"leading slice of {kineto.events:,} events (Kineto JSON MB)"
     else:
         result.note = "same events, Kineto JSON"
