@@ -264,6 +264,7 @@ def test_waiting_gives_up_with_one_line(tmp_path: Path) -> None:
     assert "still in use by PID" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # two CLI processes end to end (CI runs it: .ci/run)
 def test_two_ingests_started_together_both_finish(tmp_path: Path) -> None:
     """Before: the second died with a raw DuckDB lock traceback (exit 1), and the lock was held
     through the whole parse."""
