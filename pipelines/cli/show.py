@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from pipelines.cli import ExitCode
@@ -169,7 +170,7 @@ def _text(view) -> str:
         rows = [
             (
                 r["rank"],
-                r["vstage"],
+                _stage(r["vstage"]),
                 r["chunks"],
                 r["requests"],
                 f"{r['first_k']}..{r['last_k']}",
@@ -191,12 +192,12 @@ def _text(view) -> str:
     if view.fits.height:
         rows = [
             (
-                r.get("vstage"),
+                _stage(r.get("vstage")),
                 r["n_points"],
                 f"{duration(r['slope'])} [{duration(r['slope_lo'])}, {duration(r['slope_hi'])}]",
                 f"{duration(r['intercept'])} [{duration(r['intercept_lo'])},"
                 f" {duration(r['intercept_hi'])}]",
-                f"{r['r2']:.4f}",
+                f"{r['r2']:.4f}" if r["r2"] is not None and math.isfinite(r["r2"]) else "-",
                 r["verdict"],
             )
             for r in view.fits.iter_rows(named=True)
@@ -247,3 +248,9 @@ def run(args: argparse.Namespace) -> int:
         if page is not None:
             print(f"\nrun page: {page}")
     return ExitCode.OK
+
+
+def _stage(vstage: int | None) -> str:
+    """A virtual stage as printed: '-' where the chunks carry none (ProfilerStep windows are
+    stored as stage -1, as `fit` prints them)."""
+    return "-" if vstage is None or vstage < 0 else str(vstage)

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from pipelines.cli import main
@@ -146,10 +147,13 @@ def test_schedules_and_dashboards_of_real_untagged_runs(
 def test_explain_hint_after_profiler_steps_found_nothing(
     real_dir: Path, tmp_path: Path, capsys
 ) -> None:
-    """Two real kernel-level exports without ProfilerStep ranges: after `chunks --profiler-steps`
+    """Two real kernel-level exports (msprof-analyze fixtures) without ProfilerStep ranges: after `chunks --profiler-steps`
     (which cut nothing), explain no longer suggests that command (before: it did)."""
     target = str(tmp_path / "w.duckdb")
-    sets = ["msinsight/test/st/level2", "msprof-analyze/test/ut/advisor/compute_advice/data"]
+    sets = [
+        "msprof-analyze/test/ut/advisor/advisor_backend/compute_advice",
+        "msprof-analyze/test/ut/advisor/compute_advice/data",
+    ]
     assert main(["ingest", *(str(real_dir / s) for s in sets), "--warehouse", target]) == 0
     assert main(["chunks", "--profiler-steps", "--warehouse", target]) == 0
     capsys.readouterr()
@@ -157,3 +161,31 @@ def test_explain_hint_after_profiler_steps_found_nothing(
     out = capsys.readouterr().out
     assert "neither chunk markers nor ProfilerStep ranges" in out
     assert "treat each ProfilerStep as one chunk" not in out
+
+
+def test_show_of_profiler_step_chunks_and_its_page_links(
+    real_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """`show` of a real export cut by ProfilerStep: no stage -1 or R² nan printed; its page reads
+    the site's one chart library and links to an index only where there is one (before: a
+    broken 'index' link to runs/index.html and a 0.9 MB library inline in the page)."""
+    target = str(tmp_path / "w.duckdb")
+    level1 = real_dir / "msinsight/test/data/pytorch/text/level1"
+    assert main(["ingest", str(level1), "--warehouse", target]) == 0
+    assert main(["chunks", "--profiler-steps", "--warehouse", target]) == 0
+    capsys.readouterr()
+    con = duckdb.connect(target, read_only=True)
+    (run_id,) = con.execute("select run_id from runs").fetchone()
+    con.close()
+    alone = tmp_path / "alone"
+    assert main(["show", run_id, "--warehouse", target, "--html", str(alone)]) == 0
+    out = capsys.readouterr().out
+    assert not NO_VALUE.search(out) and " -1 " not in out and "too_short" in out
+    page = (alone / "runs" / f"{run_id}.html").read_text()
+    assert "index</a>" not in page and "src='../vega-bundle.js'" in page
+    assert (alone / "vega-bundle.js").stat().st_size > 500_000 and len(page) < 200_000
+    site = tmp_path / "site"
+    assert main(["dashboards", "--warehouse", target, "--out", str(site)]) == 0
+    assert main(["show", run_id, "--warehouse", target, "--html", str(site)]) == 0
+    page = (site / "runs" / f"{run_id}.html").read_text()
+    assert "<a href='../index.html'>index</a>" in page and (site / "index.html").exists()
