@@ -147,8 +147,9 @@ def test_schedules_and_dashboards_of_real_untagged_runs(
 def test_explain_hint_after_profiler_steps_found_nothing(
     real_dir: Path, tmp_path: Path, capsys
 ) -> None:
-    """Two real kernel-level exports (msprof-analyze fixtures) without ProfilerStep ranges: after `chunks --profiler-steps`
-    (which cut nothing), explain no longer suggests that command (before: it did)."""
+    """Two real kernel-level exports (msprof-analyze fixtures) without ProfilerStep ranges: after
+    `chunks --profiler-steps` (which cut nothing), explain no longer suggests that command
+    (before: it did)."""
     target = str(tmp_path / "w.duckdb")
     sets = [
         "msprof-analyze/test/ut/advisor/advisor_backend/compute_advice",
