@@ -43,6 +43,12 @@ def _run_checks(warehouse: Path) -> dg.ExecuteInProcessResult:
         )
 
 
+@pytest.fixture(scope="module")
+def clean_evaluations(demo_warehouse: Path) -> list[dg.AssetCheckEvaluation]:
+    """The checks' evaluations on the clean demo warehouse, run once for this module's tests."""
+    return _run_checks(demo_warehouse).get_asset_check_evaluations()
+
+
 def test_one_check_per_expectation_blocking_for_errors() -> None:
     specs = {
         (spec.asset_key.to_user_string(), spec.name): spec
@@ -55,9 +61,10 @@ def test_one_check_per_expectation_blocking_for_errors() -> None:
         assert spec.blocking == (e.severity is Severity.ERROR)
 
 
-def test_checks_pass_on_the_demo_and_fail_with_rows(demo_warehouse, tmp_path) -> None:
-    clean = _run_checks(demo_warehouse)
-    evaluations = clean.get_asset_check_evaluations()
+def test_checks_pass_on_the_demo_and_fail_with_rows(
+    demo_warehouse, clean_evaluations, tmp_path
+) -> None:
+    evaluations = clean_evaluations
     assert len(evaluations) == len(EXPECTATIONS)
     assert all(ev.passed for ev in evaluations if ev.severity == dg.AssetCheckSeverity.ERROR)
     warned = {ev.check_name for ev in evaluations if not ev.passed}
@@ -80,10 +87,12 @@ def test_checks_pass_on_the_demo_and_fail_with_rows(demo_warehouse, tmp_path) ->
     assert "run_id" in failed[0].metadata["examples"].value
 
 
-def test_a_broken_mart_fails_its_check_on_run_metric_marts(demo_warehouse, tmp_path) -> None:
+def test_a_broken_mart_fails_its_check_on_run_metric_marts(
+    demo_warehouse, clean_evaluations, tmp_path
+) -> None:
     """The marts' suites are checks of the asset that rebuilds them: a request whose chunks
     carry no tokens fails `fct_request_ttft`'s prompt check there, at error severity."""
-    clean = {ev.check_name for ev in _run_checks(demo_warehouse).get_asset_check_evaluations()}
+    clean = {ev.check_name for ev in clean_evaluations}
     assert {check_name(m, e.name) for m in MARTS for e in EXPECTATIONS if e.table == m} <= clean
     broken = tmp_path / "warehouse.duckdb"
     shutil.copy(demo_warehouse, broken)
