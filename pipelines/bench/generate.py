@@ -167,10 +167,14 @@ def generate_rank(
     source_rank_dir: Path = SOURCE_RANK_DIR,
     rank_name: str = "rank0_ascend_pt",
     repeat_ids: bool = False,
+    markers: bool = False,
 ) -> GeneratedTrace:
     """Write `workdir/run/<rank_name>/` (profiler_info copied, trace_view.json of >= size_mb MB).
     repeat_ids: every copy keeps the source's flow and connection ids (one id then binds an
-    event of every copy: the hostile shape of issue 36), instead of ids shifted per copy."""
+    event of every copy: the hostile shape of issue 36), instead of ids shifted per copy.
+    markers: every copy also gets one chunk marker `chunk[req=r0,k=<copy>,vs=0,...]` on the
+    host thread and over the window of its ProfilerStep (docs/tau_k.md's marker form), so the
+    run is segmented into one chunk per copy at ingest."""
     source_trace = source_rank_dir / TRACE_RELPATH
     infos = sorted(source_rank_dir.glob("profiler_info*.json"))
     if not source_trace.is_file() or not infos:
@@ -184,6 +188,7 @@ def generate_rank(
     metadata = [json.dumps(e, ensure_ascii=False) for e in events if e.get("ph") == "M"]
     templates = [_Template(e) for e in events if e.get("ph") != "M"]
     complete_per_copy = sum(1 for e in events if e.get("ph") == "X")
+    step = _step_event(events) if markers else None
 
     rank_dir = workdir / "run" / rank_name
     out_path = rank_dir / TRACE_RELPATH
@@ -203,11 +208,13 @@ def generate_rank(
             offset = copies * step_span
             ids = 0 if repeat_ids else shift
             text = separator + ",\n".join(t.render(shift, offset, ids) for t in templates)
+            if step is not None:
+                text += ",\n" + _marker(step, copies, shift)
             separator = ",\n"
             data = text.encode()
             handle.write(data)
             written += len(data)
-            count += len(templates)
+            count += len(templates) + (step is not None)
             copies += 1
         handle.write(b"\n]\n")
         written += 3
@@ -216,12 +223,36 @@ def generate_rank(
         trace_path=out_path,
         bytes=out_path.stat().st_size,
         events=count,
-        complete_events=complete_per_copy * copies,
+        complete_events=(complete_per_copy + (step is not None)) * copies,
         copies=copies,
         source_events=len(events),
         origin_ns=first,
         shift_ns=shift_ns,
     )
+
+
+def _step_event(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The source's first timed ProfilerStep event (the window a copy's chunk marker covers)."""
+    for event in events:
+        name = event.get("name")
+        if event.get("ph") == "X" and isinstance(name, str) and name.startswith(STEP_PREFIX):
+            return event
+    raise ValueError("the source trace has no ProfilerStep event to place chunk markers in")
+
+
+def _marker(step: dict[str, Any], copy: int, shift_ns: int) -> str:
+    """Copy `copy`'s chunk marker: the ProfilerStep's thread and window, shifted with the copy."""
+    marker = {
+        "ph": "X",
+        "name": f"chunk[req=r0,k={copy},vs=0,tokens=512,prefix={copy * 512}]",
+        "pid": step["pid"],
+        "tid": step["tid"],
+        "ts": ns_to_ts(ts_to_ns(step["ts"]) + shift_ns),
+        "dur": step["dur"],
+        "cat": step.get("cat", "python_function"),
+        "args": {},
+    }
+    return json.dumps(marker, ensure_ascii=False)
 
 
 def _event_lines(path: Path) -> Iterator[bytes]:

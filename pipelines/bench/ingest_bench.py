@@ -59,10 +59,15 @@ ALL_PATHS = (*OURS_PATHS, "duckdb_mem", *DUCKDB_PATHS, "msgspec", "orjson", "hta
 DEFAULT_PATHS = ("ours_cli", "duckdb_mem", "hta")  # what issue 37's acceptance compares
 WALL_RATIO_BOUND = 1.0  # ours_cli wall / duckdb_mem wall (issue 37: <= 1.0)
 WALL_RATIO_GOAL = 0.5
-# Shapes of the generated trace: the export's flow/connection ids shifted per copy (the project
-# generator), or kept in every copy (one id then binds an event of every copy: issue 36's
-# hostile shape, paired in time order by pipelines/ingest/flows.py).
-SHAPES = {"generator": "renumbered", "repeated-ids": "repeated"}
+# Shapes of the generated trace, as (flow ids, chunk markers): the export's flow/connection ids
+# shifted per copy (the project generator), or kept in every copy (one id then binds an event of
+# every copy: issue 36's hostile shape, paired in time order by pipelines/ingest/flows.py); with
+# markers, one chunk marker per copy, so `tracereplay ingest` segments the run (issue 37 item 1).
+SHAPES = {
+    "generator": ("renumbered", False),
+    "repeated-ids": ("repeated", False),
+    "markers": ("renumbered", True),
+}
 
 
 @dataclass
@@ -323,11 +328,12 @@ def run_ingest_bench(
     max_memory: int = DEFAULT_MAX_MEMORY,
     paths: tuple[str, ...] = DEFAULT_PATHS,
     flow_ids: str = "renumbered",
+    markers: bool = False,
 ) -> IngestBenchReport:
     """Generate the trace, measure every path (all but HTA in `repeat` interleaved rounds,
     reporting the run with the median wall time), compute the targets; cleans up unless keep.
     flow_ids: 'renumbered' (shifted per copy) or 'repeated' (every copy keeps the source's
-    ids)."""
+    ids); markers: one chunk marker per copy (the run is segmented at ingest)."""
     say = log or (lambda _msg: None)
     created = workdir is None
     root = Path(tempfile.mkdtemp(prefix="tracereplay-bench-")) if workdir is None else workdir
@@ -349,6 +355,7 @@ def run_ingest_bench(
             max_memory,
             paths,
             flow_ids,
+            markers,
         )
     finally:
         if not keep:
@@ -379,13 +386,17 @@ def _run(
     max_memory: int = DEFAULT_MAX_MEMORY,
     paths: tuple[str, ...] = DEFAULT_PATHS,
     flow_ids: str = "renumbered",
+    markers: bool = False,
 ) -> IngestBenchReport:
     load = {"load1_start": _load()}
     say(f"generating a {size_mb:g} MB trace_view.json from {source_rank_dir} in {root}")
     start = time.perf_counter()
-    trace = generate_rank(root, size_mb, source_rank_dir, repeat_ids=flow_ids == "repeated")
+    trace = generate_rank(
+        root, size_mb, source_rank_dir, repeat_ids=flow_ids == "repeated", markers=markers
+    )
     setup: dict[str, Any] = {"workdir": str(root), "generate_s": time.perf_counter() - start}
     setup["flow_ids"] = flow_ids
+    setup["markers"] = markers
     say(f"  {trace.mb:.1f} MB, {trace.events:,} events, {trace.copies} copies")
     setup["repeat"] = repeat
     setup["max_memory_mb"] = max_memory / MB
@@ -395,7 +406,9 @@ def _run(
     rounds: list[dict[str, Measurement]] = []
     for number in range(repeat):  # A B A B: every path once per round
         say(f"round {number + 1} of {repeat}")
-        rounds.append({kind: _measure_kind(kind, trace, root, say, max_memory) for kind in order})
+        rounds.append(
+            {kind: _measure_kind(kind, trace, root, say, max_memory, markers) for kind in order}
+        )
     measurements = [median_of([r[kind] for r in rounds]) for kind in order]
     if "orjson" in paths and "orjson" not in order:
         measurements.append(_skipped("orjson", trace, "skipped: orjson not installed"))
@@ -445,9 +458,15 @@ def _measure_kind(
     root: Path,
     say: Callable[[str], None],
     max_memory: int,
+    markers: bool = False,
 ) -> Measurement:
     if kind in OURS_PATHS:
-        return _measure_ours(trace, root, say, kind, max_memory)
+        result = _measure_ours(trace, root, say, kind, max_memory)
+        chunks = result.extra.get("chunks")
+        if markers and kind == "ours_cli" and result.ok and chunks != trace.copies:
+            result.note = f"segmented {chunks} chunks, expected {trace.copies}"
+            result.status = "failed"
+        return result
     out = root / "duckdb.duckdb" if kind in DUCKDB_PATHS else None
     return _measure_plain(kind, trace, out, say)
 

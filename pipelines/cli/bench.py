@@ -42,8 +42,9 @@ interleaved rounds (A B A B):
   (with --paths) ours / ours_streamed: ingest_paths in memory / streamed, imports excluded;
               duckdb / duckdb_1t: read_json into a DuckDB file; msgspec; orjson
 
-Shapes: generator (each copy's flow and connection ids shifted, links stay within a copy) and
-repeated-ids (every copy keeps the export's ids, so one id binds an event of every copy).
+Shapes: generator (each copy's flow and connection ids shifted, links stay within a copy),
+repeated-ids (every copy keeps the export's ids, so one id binds an event of every copy) and
+markers (generator plus one chunk[req=..,k=..,vs=..] marker per copy: ingest segments it).
 
 Prints wall time, MB/s, events/s and peak RSS per path, the load average, and the targets:
 ours wall / DuckDB in-memory wall <= 1 (goal 0.5; the median of the ratios within a round),
@@ -102,9 +103,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument(
         "--shape",
         metavar="LIST",
-        default="generator,repeated-ids",
+        default="generator,repeated-ids,markers",
         help="comma-separated trace shapes: generator (flow ids shifted per copy),"
-        " repeated-ids (every copy keeps the export's flow ids); default both",
+        " repeated-ids (every copy keeps the export's flow ids), markers (generator plus one"
+        " chunk marker per copy: segmented at ingest); default all three",
     )
     ingest.add_argument(
         "--flow-ids",
@@ -312,7 +314,7 @@ def run_ingest(args: argparse.Namespace) -> int:
         print(f"tracereplay bench ingest: unknown --paths {unknown}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     if args.flow_ids:
-        shapes = [next(s for s, ids in SHAPES.items() if ids == args.flow_ids)]
+        shapes = [next(s for s, (ids, _) in SHAPES.items() if ids == args.flow_ids)]
     else:
         shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
     bad = sorted(set(shapes) - set(SHAPES)) or ([] if shapes else ["(none)"])
@@ -341,7 +343,8 @@ def run_ingest(args: argparse.Namespace) -> int:
                 hta_mb=args.hta_mb,
                 repeat=args.repeat,
                 log=log,
-                flow_ids=SHAPES[shape],
+                flow_ids=SHAPES[shape][0],
+                markers=SHAPES[shape][1],
             )
         except FileNotFoundError as exc:
             print(f"tracereplay bench ingest: {exc}", file=sys.stderr)

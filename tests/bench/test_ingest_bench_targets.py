@@ -4,8 +4,12 @@ against the ingest budget, rate against HTA; and the CLI's shape and path argume
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from pipelines.bench.generate import generate_rank
 from pipelines.bench.harness import Measurement
 from pipelines.bench.ingest_bench import (
     DEFAULT_PATHS,
@@ -65,7 +69,11 @@ def test_a_failed_cli_run_meets_nothing() -> None:
 
 def test_defaults_compare_what_the_acceptance_names() -> None:
     assert DEFAULT_PATHS == ("ours_cli", "duckdb_mem", "hta")
-    assert set(SHAPES) == {"generator", "repeated-ids"}
+    assert SHAPES == {
+        "generator": ("renumbered", False),
+        "repeated-ids": ("repeated", False),
+        "markers": ("renumbered", True),
+    }
 
 
 @pytest.mark.parametrize(
@@ -78,3 +86,19 @@ def test_bench_ingest_rejects_unknown_shapes_and_paths(
     assert main(["bench", "ingest", "--size-mb", "1", *extra]) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("tracereplay bench ingest:")
+
+
+def test_marker_shape_is_segmented_into_one_chunk_per_copy(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = real_dir / "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
+    trace = generate_rank(tmp_path / "gen", 4, source, markers=True)
+    plain = generate_rank(tmp_path / "plain", 4, source)
+    assert trace.copies == plain.copies >= 2
+    assert trace.complete_events == plain.complete_events + trace.copies
+    warehouse = str(tmp_path / "w.duckdb")
+    argv = ["ingest", str(trace.rank_dir), "--warehouse", warehouse, "--json", "--no-progress"]
+    assert main(argv) == ExitCode.OK
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["chunks"] == trace.copies
+    assert run["events"] == trace.complete_events
