@@ -13,7 +13,8 @@ _EXAMPLE_WIDTH = 52
 
 
 def _cell(value: object) -> str:
-    return "null" if value is None else str(value)
+    """A value of an example row as text: a missing one reads '(missing)', not 'null'."""
+    return "(missing)" if value is None else str(value)
 
 
 def example_text(result: CheckResult, limit: int = 2) -> str:
@@ -84,7 +85,10 @@ def as_dict(report: CheckReport) -> dict[str, object]:
                 "doc": r.expectation.doc,
                 "passed": r.passed,
                 "failing": r.failing,
-                "examples": [{k: _cell(v) for k, v in row.items()} for row in r.example_dicts()],
+                "examples": [
+                    {k: None if v is None else str(v) for k, v in row.items()}
+                    for row in r.example_dicts()
+                ],
             }
             for r in report.results
         ],

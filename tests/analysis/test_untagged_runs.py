@@ -35,6 +35,9 @@ def test_untagged_runs_are_fitted_one_curve_each(real_dir: Path, tmp_path: Path,
     # following the hint (chunks --profiler-steps) leaves the data check green: ProfilerStep
     # chunks carry no token counts by construction (positive_prompt_tokens allows it there)
     assert main(["check", "--warehouse", target]) == 0
+    # the facts_for_chunks warning names the missing facts, never as 'null'
+    report = capsys.readouterr().out
+    assert "model=(missing)" in report and not NO_VALUE.search(report)
 
 
 def test_the_untagged_rule_is_one_relation_read_by_the_tau_points_and_the_fit_inputs() -> None:
