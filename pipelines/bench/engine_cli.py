@@ -39,8 +39,8 @@ def add_engine_bench(benches: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default: 5)")
-    parser.add_argument("--seq-len", type=int, default=2048, help="tokens (default: 2048)")
-    parser.add_argument("--chunk", type=int, default=256, help="chunk size C (default: 256)")
+    parser.add_argument("--seq-len", type=int, default=4096, help="tokens (default: 4096)")
+    parser.add_argument("--chunk", type=int, default=512, help="chunk size C (default: 512)")
     parser.add_argument("--hidden", type=int, default=128, help="hidden size (default: 128)")
     parser.add_argument("--layers", type=int, default=4, help="layers (default: 4)")
     parser.add_argument(
