@@ -47,6 +47,7 @@ def test_split_costs_are_the_two_mean_residuals():
     assert split_costs(z) == pytest.approx(expected)
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_step_of_one_and_a_half_sigma_is_dated_within_its_set():
     """60 nights, 2 % run noise, +3 % from night 40 (index 39): the detector's point and its set.
     `tracereplay bench changepoints` (docs/regressions.md): holds night 40 in about 97 % of the

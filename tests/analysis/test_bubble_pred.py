@@ -134,6 +134,7 @@ def _kinked_draws(runs: int, n: int, draws: int, noise: float = 0.05, seed: int 
     return truth, out
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_bound_interval_covers_a_kinked_curve_where_the_bootstrap_did_not() -> None:
     """300 seeded draws, N = 16, 2 runs at 5 %: the bound interval holds the noise-free bubble
     and gain in >= 95 % (bench: 100 %); the percentile bootstrap it replaced held the bubble in

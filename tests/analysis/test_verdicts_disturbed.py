@@ -4,6 +4,7 @@ serial correlation, a significant but practically small bend."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pipelines.analysis.tau.fits import fit_curve
 from pipelines.analysis.tau.outliers import screen_outliers
@@ -23,6 +24,7 @@ def test_one_slow_chunk_is_reported_as_an_outlier_and_the_line_stays_linear() ->
     assert fit.slope_lo <= MS <= fit.slope_hi  # the outlier no longer moves the line
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_x1_3_chunk_is_found_in_most_short_curves_and_iid_noise_rarely_is() -> None:
     found = false = 0
     for seed in range(60):
@@ -97,6 +99,7 @@ def _pooled(curve: np.ndarray, runs: int, rel_sd: float, seed: int):
     return np.tile(k, runs), np.concatenate(taus), np.repeat(np.arange(runs), len(k))
 
 
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_square_root_start_keeps_its_first_chunks_and_is_flagged() -> None:
     # the first chunk of a steep concave start is far below the line through the others: it was
     # screened as a x0.33 outlier (then chunk 1 as x1.4), dropping the curve's steepest points
