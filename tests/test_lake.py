@@ -240,7 +240,13 @@ def test_chunks_rules_and_fit_through_either_store(tmp_path, monkeypatch, capsys
     ("table", "spoil", "reason"),
     [
         ("kernels", lambda b: b[: len(b) // 2], "truncated (no Parquet footer"),
-        ("runs", lambda b: b"not parquet at all, but long enough", "not a Parquet file"),
+        # the second damage (five CLI processes again) in CI's slow pass
+        pytest.param(
+            "runs",
+            lambda b: b"not parquet at all, but long enough",
+            "not a Parquet file",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_a_damaged_partition_costs_its_run_and_reingest_rewrites_it(
@@ -278,6 +284,7 @@ def test_a_damaged_partition_costs_its_run_and_reingest_rewrites_it(
     assert quiet.returncode == 0 and "left out" not in quiet.stderr
 
 
+@pytest.mark.slow  # six CLI processes end to end (CI runs it: .ci/run)
 def test_a_foreign_parquet_file_is_named_then_moved_aside_and_rewritten(real_dir, tmp_path):
     """A Parquet file of another schema passes the magic check: the first query names it in one
     line; moved aside as told, its run is left out (missing file) until re-ingest rewrites it."""
