@@ -178,3 +178,37 @@ def test_validate_runs_finds_each_run_by_its_folder(tmp_path, monkeypatch):
         ("r1-a", "a", 2.0),
         ("r1-b", "b", 2.0),
     ]
+
+
+def test_sweep_rows_compare_the_replayed_saving_with_g(tmp_path):
+    from pipelines.analysis.tau.bubble_pred import analytic_bubbles
+    from pipelines.bench.engine_rounds import EngineRun, sweep_rows
+
+    folder = tmp_path / "h64-c512-cpp"
+    folder.mkdir()
+    cpu = {  # tau_k = 2 ms + 1 ms k on the CPU clock, both stages, 2 passes
+        f"chunk[req=r{p},k={k},vs={s},tokens=512,prefix={512 * k}]": [(2 + k) * 500_000, 1]
+        for p in range(2)
+        for k in range(8)
+        for s in range(2)
+    }
+    (folder / "rank0.pt.trace.json").write_text(json.dumps({"chunk_cpu_ns": json.dumps(cpu)}))
+    runs = [
+        EngineRun(f"h64-c512-{s}", 1, s, tmp_path / f"h64-c512-{s}", 1.0, 1.0)
+        for s in ("cpp", "vpp")
+    ]
+    replays = {
+        "cpp": {"ttft_ns": 100.0, "ttft_busy_only_ns": 90.0},
+        "vpp": {"ttft_ns": 104.0, "ttft_busy_only_ns": 81.0},
+    }
+    rows = [
+        {"label": "h64-c512-cpp", "replays": replays, "measured_ttft_ns": 100.0,
+         "measured_bubble": 0.2},
+        {"label": "h64-c512-vpp", "replays": {}, "measured_ttft_ns": 80.0, "measured_bubble": 0.1},
+    ]  # fmt: skip
+    (row,) = sweep_rows(rows, runs)
+    assert row["ab"] == pytest.approx(2.0) and row["n_chunks"] == 8
+    assert row["analytic_saving"] == pytest.approx(analytic_bubbles(2.0, 8)["ttft_saving"])
+    assert row["replayed_busy_saving"] == pytest.approx(0.1)
+    assert row["replayed_saving"] == pytest.approx(-0.04)
+    assert row["measured_saving"] == pytest.approx(0.2)
