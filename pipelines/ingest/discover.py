@@ -11,8 +11,9 @@
 * Kineto traces (`.json` / `.json.gz` objects whose `traceEvents` is an array of event objects)
   in one folder form one run per capture (`_kineto_captures`: files of distinct ranks are one
   run; a rank that repeats means several profiling sessions). `cluster_analysis_output/`
-  without rank folders is a cluster run; a lone profiler_metadata.json or
-  communication_group*.json is a topology run.
+  without rank folders is a cluster run; a profiler_metadata.json or communication_group*.json
+  beside rank folders belongs to their run, and alone (no rank data) it is listed as ignored with
+  the reason (`Discovery.ignored_reasons`): a layout with nothing measured is not a run.
 * Operator-latency tables (Vidur's attention.csv / mlp.csv, the generic tokens / prefix / time
   CSV or Parquet: pipelines.ingest.latency_tables, recognised by their header) are `tables`.
 * Quarantined: corrupt .db files, .json.gz that is not gzip, json/csv/db in a profiler layout that
@@ -115,6 +116,8 @@ class Discovery:
     ignored: list[Path] = field(default_factory=list)
     tables: list[Path] = field(default_factory=list)
     """Operator-latency tables (docs/latency_tables.md)."""
+    ignored_reasons: dict[Path, str] = field(default_factory=dict)
+    """Why an ignored input is not read, for those that are not known by-products."""
 
 
 def _head(path: Path, size: int = _SNIFF) -> bytes:
@@ -230,6 +233,7 @@ class _Walk:
         self.topology: dict[Path, list[Path]] = defaultdict(list)
         self.quarantined: list[Quarantined] = []
         self.ignored: list[Path] = []
+        self.ignored_reasons: dict[Path, str] = {}  # why, for inputs that are not by-products
         self.bad_files: set[Path] = set()
         self.pending_json: list[tuple[Path, str, bool]] = []  # (path, problem, must quarantine)
         self.tables: list[Path] = []
@@ -368,6 +372,12 @@ def _rank_input(rank_dir: Path, bad: set[Path]) -> RankInput | None:
     return None
 
 
+LONE_TOPOLOGY = (
+    "a job's topology (communication groups, profiler_metadata.json) without the data of any of"
+    " its ranks: nothing measured, so not a run; ingest it with its rank folders"
+)
+
+
 def _group_runs(walk: _Walk) -> list[RunInput]:
     ranks = [r for d in sorted(walk.rank_dirs) if (r := _rank_input(d, walk.bad_files))]
     by_parent: dict[Path, list[RankInput]] = defaultdict(list)
@@ -399,8 +409,10 @@ def _group_runs(walk: _Walk) -> list[RunInput]:
         unique = sorted(set(files))
         if owner is not None:
             owner.topology_files.extend(unique)
-        else:
-            runs.append(RunInput(origin=folder, source="topology", topology_files=unique))
+        else:  # a job's layout without any rank's data: nothing measured, not a run
+            for path in unique:
+                walk.ignored.append(path)
+                walk.ignored_reasons[path] = LONE_TOPOLOGY
     return _distinct_origins(runs)
 
 
@@ -499,4 +511,5 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
         quarantined=walk.quarantined,
         ignored=sorted(set(walk.ignored)),
         tables=sorted(set(walk.tables)),
+        ignored_reasons=dict(sorted(walk.ignored_reasons.items())),
     )

@@ -530,7 +530,9 @@ def _ingest(
     prune: Iterable[str | Path],
 ) -> IngestReport:
     report = IngestReport()
-    report.ignored = [str(p) for p in found.ignored]
+    report.ignored = [str(p) for p in found.ignored if p not in found.ignored_reasons]
+    # inputs left unread for a reason worth a line (a lone topology): listed as skipped
+    report.skipped.extend((str(p), why) for p, why in found.ignored_reasons.items())
     state = _Ingest(sessions, dict(tags or {}), report)
     state.quarantine(list(found.quarantined))
     sizes = {id(run): _size(run) for run in found.runs}

@@ -21,7 +21,10 @@ def test_real_tree_runs(real_dir: Path) -> None:
     set_d = by_origin["msinsight/server/src/test/test_data"]
     assert [c.name for c in set_d.cluster_dirs] == ["cluster_analysis_output"]  # set E
     sources = sorted(r.source for r in found.runs)
-    assert sources.count("kineto") == 2 and sources.count("topology") == 2
+    assert sources.count("kineto") == 2 and sources.count("topology") == 0
+    # lone topology files (no rank data beside them) are listed with the reason, not runs
+    lone_topology = {p.parent.name for p in found.ignored_reasons}
+    assert lone_topology == {"communication_group", "metadata"}
     assert sources.count("cluster") == 1  # set G's summary has no rank folders beside it
     lone = by_origin["msprof-analyze/test/ut/advisor/advisor_backend/timeline_advice"]
     assert lone.ranks[0].rank_hint is None and lone.ranks[0].files[0].name == "trace_view.json"

@@ -60,3 +60,18 @@ def test_a_mistyped_path_is_a_bad_argument_not_a_quarantine_row(tmp_path: Path, 
     err = capsys.readouterr().err
     assert err.strip() == f"tracereplay ingest: no such file or folder: {tmp_path / 'nowhere'}"
     assert not target.exists()
+
+
+@pytest.mark.real
+def test_a_lone_topology_file_is_listed_with_its_reason_not_a_run(
+    real_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """msinsight's server fixture `metadata/` holds one profiler_metadata.json (an 8-rank job's
+    layout) and no rank data: before, it became a 'run' of 8 ranks and 0 events."""
+    folder = real_dir / "msinsight/server/src/test/test_data/metadata"
+    target = tmp_path / "w.duckdb"
+    assert main(["ingest", str(folder), "--warehouse", str(target)]) == 0
+    captured = capsys.readouterr()
+    assert "0 runs (none)" in captured.out and "1 skipped" in captured.out
+    assert f"skipped {folder / 'profiler_metadata.json'}: a job's topology" in captured.err
+    assert "not a run" in captured.err
