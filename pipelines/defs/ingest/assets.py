@@ -72,6 +72,8 @@ def raw_run_files(
     ]
     for item in found.quarantined:
         context.log.warning(f"quarantined at discovery: {item.path}: {item.reason} ({item.detail})")
+    for path, why in found.ignored_reasons.items():
+        context.log.info(f"not read: {path}: {why}")
     return dg.MaterializeResult(
         metadata={
             "folder": dg.MetadataValue.path(str(folder)),
