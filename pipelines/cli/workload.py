@@ -147,6 +147,11 @@ def run(args: argparse.Namespace) -> int:
     if args.profile_table:
         return _profile_table(cfg, args)
     paths, wall_s = run_workload(cfg, args.out)
+    chunks = (
+        f"DCPP chunks of at most {cfg.chunk} tokens (floor {cfg.min_chunk})"
+        if cfg.schedule == "dcpp"
+        else f"{cfg.chunk}-token chunks"
+    )
     if args.json:
         print(
             json.dumps(
@@ -156,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(
             f"{cfg.model_name} {cfg.schedule} {cfg.send}: {cfg.repeats} x {cfg.requests} x "
-            f"{cfg.seq_len} tokens in {cfg.chunk}-token chunks (+{cfg.warmup} warm-up), "
+            f"{cfg.seq_len} tokens in {chunks} (+{cfg.warmup} warm-up), "
             f"{wall_s:.1f} s wall"
         )
         for p in paths:

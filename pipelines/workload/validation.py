@@ -2,8 +2,12 @@
 
 Ingests the traces (pipelines.ingest.load.ingest_paths), segments them (chunk_store), fits
 tau_k (analysis.fit_store), and replays each run's measured tau under CPP and VPP
-(replay.store.replay_run, tabulated cost, free transfers, the run's measured host time per
-stage call charged on every call: pipelines.replay.host_time; nothing written). Measured TTFT is
+(replay.store.simulate_reruns, what `tracereplay replay` runs: tabulated cost, free transfers,
+the run's measured host time per stage call charged on every call: pipelines.replay.host_time;
+nothing written); a DCPP run also on its own chunk sequence (pipelines.workload.sequence_replay)
+beside the simulator rule's step count. Each run's window work ratio of the two ranks
+(pipelines.workload.fold_back: under VPP the fold-back identity) comes with a t interval over
+the passes, on the wall clock and on the CPU clock. Measured TTFT is
 replay's own measure (last chunk end minus first chunk start per request, mean over requests,
 with a t interval over the requests: the passes of `--repeats`); the bubble of a run, measured
 or replayed, is 1 - (busy + host) / (ranks x makespan), the share of the ranks' window no chunk
