@@ -47,6 +47,7 @@ def _bad_folder(tmp_path: Path) -> Path:
     return tmp_path / "broken"
 
 
+@pytest.mark.slow  # real runs in both stores; parity stays in tests/store (CI runs it)
 def test_file_warehouse_and_lake_hold_the_same_rows(real_dir, tmp_path, monkeypatch):
     # an operator-latency table (latency_points) with two bad rows rides along
     table = Path(__file__).parent / "data/latency_tables/self_made/generic_attention.csv"
@@ -182,6 +183,7 @@ def test_two_processes_ingest_different_runs_into_one_lake(real_dir, tmp_path):
     assert len({r[0] for r in kernels}) == 2
 
 
+@pytest.mark.slow  # CLI processes over a real lake (CI runs it: .ci/run)
 def test_cli_reads_the_lake(real_dir, tmp_path):
     """`tracereplay runs` and `show` through the lake's warehouse file (views)."""
     root = tmp_path / "lake"

@@ -13,6 +13,10 @@ import pytest
 
 from pipelines.cli import main
 
+# 20 simulated nights ingested end to end: CI's slow pass runs it (.ci/run); the regressions
+# command keeps its default-run tests in tests/analysis/test_regressions_cli.py
+pytestmark = pytest.mark.slow
+
 NIGHTS = 20
 FIRST_SLOW = 13
 
