@@ -12,7 +12,7 @@ from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 
 if TYPE_CHECKING:
-    from pipelines.store import Store
+    from pipelines.store import Session
 
 DESCRIPTION = """\
 Find runs under the given files and folders (searched recursively, recognised by content, not by
@@ -116,7 +116,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _extract_chunks(store: Store, run_ids: list[str]) -> dict[str, int]:
+def _extract_chunks(session: Session, run_ids: list[str]) -> dict[str, int]:
     """Chunks found per (re)written run; each run's stored chunk rule is applied. A run with no
     chunk marker and no stored rule of its own gets 0 without being segmented (its rows were
     just written, so it has no stale chunk rows): segmenting it found nothing at a cost that
@@ -126,22 +126,20 @@ def _extract_chunks(store: Store, run_ids: list[str]) -> dict[str, int]:
 
     if not run_ids:
         return {}
-    with store.open_runs() as session:
-        rules = stored_rules(session.con, run_ids)
-        slices = session.runs_relation("slices", run_ids)
-        marked = set(queries.runs_with_markers_in(session.con, [slices]))
-        wanted = [r for r in run_ids if r in marked or rules.get(r)]
-        found = {r.run_id: r.chunks for r in extract_chunks(session, wanted).runs} if wanted else {}
+    rules = stored_rules(session.con, run_ids)
+    slices = session.runs_relation("slices", run_ids)
+    marked = set(queries.runs_with_markers_in(session.con, [slices]))
+    wanted = [r for r in run_ids if r in marked or rules.get(r)]
+    found = {r.run_id: r.chunks for r in extract_chunks(session, wanted).runs} if wanted else {}
     return dict.fromkeys(run_ids, 0) | found
 
 
-def _stored_chunks(store: Store, run_ids: list[str]) -> dict[str, int]:
+def _stored_chunks(session: Session, run_ids: list[str]) -> dict[str, int]:
     if not run_ids:
         return {}
     from pipelines.store import queries
 
-    with store.open_runs() as session:
-        rows = queries.chunk_counts(session.con, run_ids)
+    rows = queries.chunk_counts(session.con, run_ids)
     return dict.fromkeys(run_ids, 0) | rows
 
 
@@ -197,16 +195,20 @@ def run(args: argparse.Namespace) -> int:
         prune=args.prune,
     )
     chunks = {}
-    if not args.no_chunks:
-        chunks = _extract_chunks(store, report.changed_run_ids)
-        kept = [r.run_id for r in report.runs if r.run_id not in chunks]
-        chunks |= _stored_chunks(store, kept)
-    if report.changed_run_ids:
-        from pipelines.quality.sanity import sanity_warnings
-
+    changed = report.changed_run_ids
+    if (report.runs and not args.no_chunks) or changed:
+        # one session for what follows the write (a lake's open scans its files and lists
+        # every run's folder: three opens here cost three times that; docs/lake.md)
         with store.open_runs() as session:
-            for line in sanity_warnings(session.con, report.changed_run_ids):
-                print(f"tracereplay ingest: warning: {line}", file=sys.stderr)
+            if not args.no_chunks:
+                chunks = _extract_chunks(session, changed)
+                kept = [r.run_id for r in report.runs if r.run_id not in chunks]
+                chunks |= _stored_chunks(session, kept)
+            if changed:
+                from pipelines.quality.sanity import sanity_warnings
+
+                for line in sanity_warnings(session.con, changed):
+                    print(f"tracereplay ingest: warning: {line}", file=sys.stderr)
     for item in report.quarantined:
         print(item.message(), file=sys.stderr)
     for path, why in report.skipped:

@@ -29,7 +29,7 @@ import polars as pl
 from pipelines.store import lake_damage
 from pipelines.store import lake_layout as lake
 
-FOLDER = "_catalog"
+FOLDER = lake.CATALOG
 PREFIX = "run_id="
 SUFFIX = ".json"
 RUN_COLUMNS = ("origin", "content_hash", "tags", "segmentation", "dropped_rows", "source")

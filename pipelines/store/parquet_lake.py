@@ -217,10 +217,11 @@ _reported: set[str] = set()
 
 def report_damage(root: Path, damaged: Sequence[lake_damage.DamagedFile]) -> None:
     """One stderr line per damaged file, once per process: what is left out and how to repair."""
+    fresh = [item for item in damaged if item.path not in _reported]
+    if not fresh:
+        return  # the common case: no catalog read for a lake without (new) damage
     origins = {e["run_id"]: e.get("origin") for e in lake_catalog.entries(root)}
-    for item in damaged:
-        if item.path in _reported:
-            continue
+    for item in fresh:
         _reported.add(item.path)
         where = os.path.relpath(item.path, root)
         if item.table == QUARANTINE:
@@ -351,10 +352,11 @@ class LakeStore(Store):
     def open(self, read_only: bool = False) -> LakeSession:
         if read_only and not self.exists():
             raise StoreError(f"no lake at {self.location} (run `tracereplay ingest` first)")
-        if not self.views_file.exists():
-            self._open_views(read_only=False).close()  # the lake's views file, made on first use
         damaged = lake_damage.damaged_files(self.location)
         report_damage(self.location, damaged)
+        if read_only and not self.views_file.exists():
+            # the lake's views file, made on first use, with the damaged runs left out
+            self._open_views(read_only=False, damaged=damaged).close()
         con = self._open_views(read_only, damaged)
         return LakeSession(con, self.location, read_only, damaged)
 
