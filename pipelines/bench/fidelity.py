@@ -28,8 +28,10 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any
 
+from pipelines.intervals import coverage
 from pipelines.sim import calibration
 from pipelines.sim.calibration import OPS, TABLE2, paper_run, term_sums
+from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 
 K = 1024
@@ -303,7 +305,6 @@ def profiler_bubble_ratio(result) -> float:
     each rank over its own window (first to last operation), and all time with no compute that
     is not a collective outside every send / receive is bubble (free time and the pipeline
     wait); `tests/sim/test_fidelity.py` checks it equals fct_run_metrics on ingested runs."""
-    from pipelines.intervals import coverage
 
     tasks = result.tasks
     kind = tasks["kind"]
@@ -333,7 +334,6 @@ def ablation_claims() -> list[Claim]:
     results["vpp_pack"] = simulate(
         requests, "vpp_pack", chunk_size=32 * K, pack_window=None, host_ns_per_token="preset"
     )
-    from pipelines.sim.metrics import summarize
 
     runs = {s: summarize(r) for s, r in results.items()}
     out: list[Claim] = []
@@ -419,38 +419,3 @@ def all_claims(sections: Sequence[str] = tuple(SECTIONS)) -> list[Claim]:
     for name in sections:
         out += SECTIONS[name]()
     return out
-
-
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return ""
-    if unit == "%":
-        return f"{100 * value:+.2f}%"
-    if unit == "x":
-        return f"{value:.2f}x"
-    return f"{value:.2f} s"
-
-
-def format_claims(claims: Sequence[Claim]) -> str:
-    from pipelines.cli._format import render_table
-
-    rows = [
-        (
-            c.section,
-            c.claim if not c.model_text else f"{c.claim} ({c.model_text})",
-            _fmt(c.paper, c.unit),
-            _fmt(c.model, c.unit),
-            c.error,
-            "met" if c.met else "MISSED",
-            c.rule,
-        )
-        for c in claims
-    ]
-    met = sum(c.met for c in claims)
-    table = render_table(
-        ("section", "claim", "paper", "model", "error", "verdict", "rule"),
-        rows,
-        right=(2, 3, 4),
-        title="VPP paper (arXiv 2608.26523) against the calibrated presets",
-    )
-    return f"{table}\n{met} of {len(claims)} claims met (calibration rows count as met)."

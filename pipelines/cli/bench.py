@@ -507,7 +507,8 @@ def run_startup(args: argparse.Namespace) -> int:
 
 
 def run_fidelity(args: argparse.Namespace) -> int:
-    from pipelines.bench.fidelity import SECTIONS, all_claims, format_claims
+    from pipelines.bench.fidelity import SECTIONS, all_claims
+    from pipelines.cli._fidelity import format_claims
 
     claims = all_claims(args.section or tuple(SECTIONS))
     if args.json:

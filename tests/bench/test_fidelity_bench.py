@@ -12,10 +12,10 @@ from pipelines.bench.fidelity import (
     _cell,
     _pct,
     _range,
-    format_claims,
     motivation_claims,
     table2_claims,
 )
+from pipelines.cli._fidelity import format_claims
 
 
 def test_rules_fail_on_the_wrong_sign_and_beyond_the_tolerance() -> None:
