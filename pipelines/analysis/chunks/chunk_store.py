@@ -33,6 +33,7 @@ from pipelines.analysis.chunks.segment import (
     run_totals,
     segment_chunks,
 )
+from pipelines.ingest.launch_links import LINK_KEYS, LIST_KEYS
 from pipelines.store import Session, queries
 
 SIMULATED_SOURCE = "sim"
@@ -270,6 +271,22 @@ def _kept(
     return KeptRun(run_id, why, int(count), rule, rule_failed)
 
 
+def segment_slices(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """The run's slices on SEGMENT_LANES, with the args of host slices that name no launch-link
+    key left out (NULL). Host args are read only by `launch_links.link_ids`, which looks at rows
+    whose args contain a key's quoted name and nothing else, so the chunks are the same; a
+    marked 2 GB trace's host args (call stacks, shapes: ~3/4 of all args bytes on the msinsight
+    level1 export) no longer reach memory (docs/bench_ingest.md, issue 37 item 1)."""
+    keys = [*LINK_KEYS, *LIST_KEYS.values()]
+    quoted = [json.dumps(key).replace("'", "''") for key in keys]
+    linked = " or ".join(f"contains(args, '{key}')" for key in quoted)
+    return con.execute(
+        "select * replace (case when lane <> 'host' or " + linked + " then args end as args)"
+        " from slices where run_id = ? and list_contains(?::varchar[], lane)",
+        [run_id, list(SEGMENT_LANES)],
+    ).pl()
+
+
 def segment_run(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
@@ -286,7 +303,7 @@ def segment_run(
     if marker_regex is None and not renumber:
         rule = SegmentationRule.from_json(stored_rules(con, [run_id]).get(run_id))
         marker_regex, renumber = rule.marker_regex, rule.renumber
-    slices = queries.run_slices(con, run_id, SEGMENT_LANES)
+    slices = segment_slices(con, run_id)
     return segment_chunks(
         slices,
         run_id,
