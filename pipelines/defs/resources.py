@@ -1,4 +1,5 @@
-"""Resources of the code location: the DuckDB warehouse and the raw folder runs are dropped into.
+"""Resources of the code location: the store (a DuckDB warehouse file or a Parquet lake, under
+the resource key `warehouse`) and the raw folder runs are dropped into.
 
 Both resolve their path when used, so an empty config means $TRACEREPLAY_WAREHOUSE or
 data/warehouse.duckdb, and $TRACEREPLAY_RAW_DIR or data/raw (pipelines/paths.py).
@@ -22,8 +23,9 @@ from pipelines.store import Session, Store, open_store
 WRITE_POOL = "duckdb_write"
 
 
-class WarehouseResource(dg.ConfigurableResource):
-    """The store (pipelines.store.open_store): the DuckDB warehouse file `path` (empty:
+class StoreResource(dg.ConfigurableResource):
+    """The store (pipelines.store.open_store), the resource `warehouse` of every asset that
+    reads or writes runs: the DuckDB warehouse file `path` (empty:
     $TRACEREPLAY_WAREHOUSE or data/warehouse.duckdb), or the Parquet lake `lake` (empty:
     $TRACEREPLAY_LAKE or `lake` in tracereplay.toml, else none)."""
 
@@ -69,6 +71,6 @@ class RawDirResource(dg.ConfigurableResource):
 @dg.definitions
 def resources() -> dg.Definitions:
     return dg.Definitions(
-        resources={"warehouse": WarehouseResource(), "raw_dir": RawDirResource()},
+        resources={"warehouse": StoreResource(), "raw_dir": RawDirResource()},
         executor=dg.in_process_executor,
     )

@@ -8,7 +8,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from pipelines.defs.resources import RawDirResource, WarehouseResource
+from pipelines.defs.resources import RawDirResource, StoreResource
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
 
@@ -45,6 +45,6 @@ def raw(tmp_path: Path) -> Path:
 @pytest.fixture
 def resources(tmp_path: Path, raw: Path) -> dict[str, Any]:
     return {
-        "warehouse": WarehouseResource(path=str(tmp_path / "warehouse.duckdb")),
+        "warehouse": StoreResource(path=str(tmp_path / "warehouse.duckdb")),
         "raw_dir": RawDirResource(path=str(raw), settle_seconds=0),
     }

@@ -14,7 +14,7 @@ import pytest
 from pipelines.defs.analysis.assets import chunks, tau_fits
 from pipelines.defs.analysis.checks import dense_models_linear, dsa_models_flagged
 from pipelines.defs.ingest.assets import canonical_tables, raw_run_files
-from pipelines.defs.resources import RawDirResource, WarehouseResource
+from pipelines.defs.resources import RawDirResource, StoreResource
 from pipelines.defs.simulation.assets import sim_campaign
 from pipelines.ingest.folders import folder_state
 from tests.defs.conftest import metadata_by_key
@@ -42,7 +42,7 @@ class Campaign:
         self.warehouse = root / "warehouse.duckdb"
         self.instance = dg.DagsterInstance.ephemeral()
         self.resources: dict[str, Any] = {
-            "warehouse": WarehouseResource(path=str(self.warehouse)),
+            "warehouse": StoreResource(path=str(self.warehouse)),
             "raw_dir": RawDirResource(path=str(self.raw), settle_seconds=0),
         }
 

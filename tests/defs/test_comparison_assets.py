@@ -12,7 +12,7 @@ from pipelines.defs.comparison.assets import (
     schedule_comparison,
 )
 from pipelines.defs.comparison.checks import no_confirmed_regression
-from pipelines.defs.resources import WarehouseResource
+from pipelines.defs.resources import StoreResource
 from tests.analysis import metrics_warehouse
 
 
@@ -31,7 +31,7 @@ def test_comparison_assets_materialise(tmp_path, monkeypatch):
             dashboard_site,
             no_confirmed_regression,
         ],
-        resources={"warehouse": WarehouseResource(path=str(path))},
+        resources={"warehouse": StoreResource(path=str(path))},
     )
     assert result.success
     events = [e.materialization for e in result.get_asset_materialization_events()]

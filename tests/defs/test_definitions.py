@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from pipelines.defs.quality.checks import mart_data_checks, table_data_checks
-from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
+from pipelines.defs.resources import WRITE_POOL, RawDirResource, StoreResource
 
 INGEST_TABLES = {
     *("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown", "quarantine"),
@@ -82,8 +82,8 @@ def test_partitions_pools_and_executor(loaded: dg.Definitions) -> None:
 def test_resource_paths_follow_the_environment(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TRACEREPLAY_WAREHOUSE", str(tmp_path / "w.duckdb"))
     monkeypatch.setenv("TRACEREPLAY_RAW_DIR", str(tmp_path / "drop"))
-    assert WarehouseResource().file == tmp_path / "w.duckdb"
-    assert WarehouseResource(path="x.duckdb").file == Path("x.duckdb")
+    assert StoreResource().file == tmp_path / "w.duckdb"
+    assert StoreResource(path="x.duckdb").file == Path("x.duckdb")
     assert RawDirResource().folder("run1") == tmp_path / "drop" / "run1"
     for bad in ("..", "a/b", "../etc", ""):
         with pytest.raises(ValueError):

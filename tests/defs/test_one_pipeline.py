@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 from pipelines.analysis.tau.fit_store import load_fits
 from pipelines.cli import main
 from pipelines.cli.materialize import materialize_all
-from pipelines.defs.resources import RawDirResource, WarehouseResource
+from pipelines.defs.resources import RawDirResource, StoreResource
 from pipelines.demo import DemoConfig, DemoReport, run_demo
 from pipelines.publish import same_tree
 
@@ -54,7 +54,7 @@ def doors(tmp_path_factory) -> Doors:
     state.dagster_raw = root / "dagster" / "raw"
     state.dagster_warehouse = root / "dagster" / "warehouse.duckdb"
     resources = {
-        "warehouse": WarehouseResource(path=str(state.dagster_warehouse)),
+        "warehouse": StoreResource(path=str(state.dagster_warehouse)),
         "raw_dir": RawDirResource(path=str(state.dagster_raw), settle_seconds=0),
     }
     quick = config.campaign

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.analysis.tau.verdict_policy import DENSE_LINEAR, SPARSE_FLAGGED, check_expectation
 from pipelines.defs.analysis.checks import dense_models_linear, dsa_models_flagged
-from pipelines.defs.resources import WarehouseResource
+from pipelines.defs.resources import StoreResource
 from pipelines.publish import NotOurFolder, publish, same_tree
 from tests.defs.conftest import write_tiny_run
 
@@ -47,9 +47,9 @@ def test_policy_covers_curves_by_their_attention_fact_not_their_name() -> None:
 def test_check_without_a_fit_table_fails(check, severity, tmp_path: Path) -> None:
     for path in (tmp_path / "absent.duckdb", tmp_path / "empty.duckdb"):
         if path.name == "empty.duckdb":
-            with WarehouseResource(path=str(path)).connect():
+            with StoreResource(path=str(path)).connect():
                 pass  # canonical schema only, no tau_fits
-        result = check(warehouse=WarehouseResource(path=str(path)))
+        result = check(warehouse=StoreResource(path=str(path)))
         assert not result.passed and result.severity == severity
         assert "materialise tau_fits" in result.description
 

@@ -17,7 +17,7 @@ from pipelines.defs.quality.checks import (
     mart_data_checks,
     table_data_checks,
 )
-from pipelines.defs.resources import WarehouseResource
+from pipelines.defs.resources import StoreResource
 from pipelines.quality.catalog import EXPECTATIONS, MARTS, Severity
 
 ALL_CHECKS = [*table_data_checks, *mart_data_checks]
@@ -34,7 +34,7 @@ def _run_checks(warehouse: Path) -> dg.ExecuteInProcessResult:
     defs = dg.Definitions(
         assets=[dg.AssetSpec(a) for a in assets],
         asset_checks=ALL_CHECKS,
-        resources={"warehouse": WarehouseResource(path=str(warehouse))},
+        resources={"warehouse": StoreResource(path=str(warehouse))},
         jobs=[dg.define_asset_job("checks", selection=dg.AssetSelection.all_asset_checks())],
     )
     with dg.DagsterInstance.ephemeral() as instance:

@@ -16,7 +16,7 @@ from pipelines.analysis.chunks.chunk_store import extract_chunks
 from pipelines.analysis.tau.fit_store import FitOptions, fit_and_store
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_frame
-from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
+from pipelines.defs.resources import WRITE_POOL, RawDirResource, StoreResource
 from pipelines.ingest.origins import runs_under
 from pipelines.store import queries
 
@@ -59,7 +59,7 @@ class ChunksConfig(dg.Config):
 def chunks(
     context: dg.AssetExecutionContext,
     config: ChunksConfig,
-    warehouse: WarehouseResource,
+    warehouse: StoreResource,
     raw_dir: RawDirResource,
 ) -> dg.MaterializeResult:
     folder = raw_dir.folder(context.partition_key)
@@ -153,7 +153,7 @@ def fit_summary(fits: pl.DataFrame) -> pl.DataFrame:
     description="tau_k fits and linearity verdicts per configuration and virtual stage.",
 )
 def tau_fits(
-    context: dg.AssetExecutionContext, config: FitConfig, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext, config: FitConfig, warehouse: StoreResource
 ) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         report = fit_and_store(con, config.options())

@@ -15,11 +15,11 @@ from pipelines.analysis.tau.verdict_policy import (
 )
 from pipelines.defs.analysis.assets import tau_fits
 from pipelines.defs.metadata import markdown_frame
-from pipelines.defs.resources import WarehouseResource
+from pipelines.defs.resources import StoreResource
 
 
 def _check(
-    expectation: Expectation, severity: dg.AssetCheckSeverity, warehouse: WarehouseResource
+    expectation: Expectation, severity: dg.AssetCheckSeverity, warehouse: StoreResource
 ) -> dg.AssetCheckResult:
     fits = None
     if warehouse.file.exists():
@@ -56,7 +56,7 @@ def _check(
     "as not linear (knee, staircase, convex, concave, flattened; kinked and linear_offset in "
     "older tables).",
 )
-def dense_models_linear(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+def dense_models_linear(warehouse: StoreResource) -> dg.AssetCheckResult:
     return _check(DENSE_LINEAR, dg.AssetCheckSeverity.ERROR, warehouse)
 
 
@@ -65,5 +65,5 @@ def dense_models_linear(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     description="Warns when a curve of runs with sparse (DSA) attention is judged linear: its "
     "tau_k slope should collapse once the prefix exceeds the top-k keys.",
 )
-def dsa_models_flagged(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+def dsa_models_flagged(warehouse: StoreResource) -> dg.AssetCheckResult:
     return _check(SPARSE_FLAGGED, dg.AssetCheckSeverity.WARN, warehouse)

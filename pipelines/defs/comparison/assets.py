@@ -13,7 +13,7 @@ from pipelines.analysis.comparison.schedule_table import compare_schedules, work
 from pipelines.analysis.runs.run_metrics import MART_BUILD_ORDER, build_marts
 from pipelines.defs.analysis.assets import tau_fits
 from pipelines.defs.metadata import markdown_rows
-from pipelines.defs.resources import WRITE_POOL, WarehouseResource
+from pipelines.defs.resources import WRITE_POOL, StoreResource
 from pipelines.labels import config_label
 from pipelines.selectors import SelectorError
 from pipelines.store import queries
@@ -57,7 +57,7 @@ def change_rows(changes) -> list[tuple]:
     automation_condition=dg.AutomationCondition.eager(),
     description="The metric marts of sql/marts (docs/metrics.md), rebuilt after the fits.",
 )
-def run_metric_marts(warehouse: WarehouseResource) -> dg.MaterializeResult:
+def run_metric_marts(warehouse: StoreResource) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         build_marts(con)
         counts = queries.row_counts(con, ["fct_run_metrics", "fct_config_metrics"])
@@ -80,7 +80,7 @@ def run_metric_marts(warehouse: WarehouseResource) -> dg.MaterializeResult:
     "(docs/schedule_comparison.md); replays CPP runs not yet replayed.",
 )
 def schedule_comparison(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext, warehouse: StoreResource
 ) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         try:
@@ -115,7 +115,7 @@ def schedule_comparison(
     "(docs/regressions.md), confirmed or pending.",
 )
 def change_points(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext, warehouse: StoreResource
 ) -> dg.MaterializeResult:
     with warehouse.connect(read_only=True) as con:
         try:
@@ -143,7 +143,7 @@ def change_points(
     "dashboards` calls) under data/site/, with the change points marked.",
 )
 def dashboard_site(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext, warehouse: StoreResource
 ) -> dg.MaterializeResult:
     from dashboards.site import build_site
 

@@ -7,7 +7,7 @@ import dagster as dg
 from pipelines.analysis.changes.history import find_changes
 from pipelines.defs.comparison.assets import CHANGE_COLUMNS, change_points, change_rows
 from pipelines.defs.metadata import markdown_rows
-from pipelines.defs.resources import WarehouseResource
+from pipelines.defs.resources import StoreResource
 from pipelines.selectors import SelectorError
 
 
@@ -16,7 +16,7 @@ from pipelines.selectors import SelectorError
     description="Fails when a configuration's history has a confirmed regression "
     "(a change point beyond the minimum magnitude, confirmed by later runs).",
 )
-def no_confirmed_regression(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+def no_confirmed_regression(warehouse: StoreResource) -> dg.AssetCheckResult:
     changes = []
     if warehouse.file.exists():
         with warehouse.connect(read_only=True) as con:

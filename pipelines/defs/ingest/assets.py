@@ -18,7 +18,7 @@ import duckdb
 
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.metadata import markdown_rows
-from pipelines.defs.resources import WRITE_POOL, RawDirResource, WarehouseResource
+from pipelines.defs.resources import WRITE_POOL, RawDirResource, StoreResource
 from pipelines.ingest.discover import discover
 from pipelines.ingest.folders import folder_state
 from pipelines.ingest.load import IngestReport, ingest_paths
@@ -171,7 +171,7 @@ def _table_metadata(
 )
 def canonical_tables(
     context: dg.AssetExecutionContext,
-    warehouse: WarehouseResource,
+    warehouse: StoreResource,
     raw_dir: RawDirResource,
 ):
     """Load one run folder into the canonical tables and report each table's rows."""

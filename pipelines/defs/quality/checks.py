@@ -9,7 +9,7 @@ as JSON to list the checks: pipelines/quality/suite_files.py)."""
 import dagster as dg
 
 from pipelines.defs.metadata import markdown_rows
-from pipelines.defs.resources import WarehouseResource
+from pipelines.defs.resources import StoreResource
 from pipelines.quality.catalog import MARTS, TABLES, Expectation, Severity, expectations_of
 from pipelines.quality.checks import run_checks
 
@@ -57,7 +57,7 @@ def _build(table: str) -> dg.AssetChecksDefinition:
         can_subset=True,
         description=f"Data-check suite of `{table}` (docs/quality.md).",
     )
-    def _check(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource):
+    def _check(context: dg.AssetCheckExecutionContext, warehouse: StoreResource):
         wanted = {key.name for key in context.selected_asset_check_keys}
         with warehouse.connect(read_only=True) as con:
             report = run_checks(con, tables=[table])
