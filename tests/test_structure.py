@@ -474,16 +474,6 @@ PENDING: dict[str, set[str]] = {
         # F: bench/probes.py, ingest/assemble.py, ingest/load.py
         "pipelines/bench/probes.py: msgspec (not a listed heavy package)",
         "pipelines/bench/probes.py: pipelines.cli (brings no heavy package the module lacks)",
-        *(
-            f"pipelines/bench/probes.py: {m} (brings no heavy package the module lacks)"
-            for m in (
-                "pipelines.ingest.load",
-                "pipelines.ingest.trace_view",
-                "pipelines.store",
-                "pipelines.store.duck",
-                "pipelines.store.queries",
-            )
-        ),
         "pipelines/ingest/assemble.py: pipelines.memory (brings no heavy package the module lacks)",
         "pipelines/ingest/load.py: pipelines.ingest.ascend_text (brings no heavy package the"
         " module lacks)",
