@@ -44,6 +44,7 @@ DISTRIBUTED_KEYS = {
     "world_size": "world_size",
 }
 RANK_TABLES = ("slices", "kernels", "comm_ops", "step_breakdown")
+NO_DEVICE_EVENTS = "no_device_events"  # the reason code kineto.py uses for the same case
 _CHUNK = 1 << 20
 _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracereplay-hash")
 # the rank folders of one run are read side by side (DuckDB scans and Polars release the GIL;
@@ -52,6 +53,25 @@ _HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracereplay-hash
 RANK_READ_WORKERS = max(1, min(4, os.cpu_count() or 1))
 _RANK_READERS = ThreadPoolExecutor(RANK_READ_WORKERS, thread_name_prefix="tracereplay-rank")
 PARALLEL_RANKS_MAX_SHARE = 8  # side by side only while the ranks' bytes <= memory budget / this
+
+
+def _has_device_input(frames: RankFrames) -> bool:
+    """Whether a rank folder gave device work to read: kernel rows or trace slices."""
+    for table in ("kernels", "slices"):
+        frame = frames.tables.get(table)
+        if isinstance(frame, pl.LazyFrame) or (frame is not None and frame.height):
+            return True
+    return False
+
+
+def _no_device_detail(ranks: list[tuple[int, RankFrames]]) -> str:
+    held = sorted({t for _, f in ranks for t, frame in f.tables.items() if frame is not None})
+    what = f"rank folders with {', '.join(held)} only" if held else "summaries only"
+    return (
+        f"no device work ({what}: no trace_view.json, kernel_details.csv or profiler db tasks;"
+        " cluster summaries and topology files describe rank folders): ingest it with its"
+        " rank folders"
+    )
 
 
 def _in_memory_bytes(frames: RankFrames) -> int:
@@ -383,8 +403,18 @@ class RunAssembler:
         return sorted(placed.items())
 
     def frames(self) -> RunFrames | None:
-        """The run's canonical frames, or None when no reader produced anything."""
+        """The run's canonical frames, or None when no reader produced anything or no input
+        holds device work (cluster summaries or topology files alone: quarantined
+        `no_device_events`, never a run stored without device time)."""
         ranks = self._resolve_ranks()
+        device_input = any(_has_device_input(f) for _, f in ranks)
+        if not device_input and not self.run.kineto_files and (ranks or self.extra_tables):
+            # profiler summaries alone (step_trace_time.csv, communication.json, analysis.db,
+            # cluster summaries, topology files): never a run stored without device work
+            self.quarantined.append(
+                Quarantined(str(self.run.origin), NO_DEVICE_EVENTS, _no_device_detail(ranks))
+            )
+            return None
         has_rows = any(f.tables or f.info for _, f in ranks) or any(self.extra_tables.values())
         if not has_rows:
             return None

@@ -306,10 +306,12 @@ DROPPED_CASES: dict[str, tuple[Callable[[Path], tuple[Path, Path]], str, int, di
     "kernel_negative_duration": (
         _in_rank(
             "kernel_details.csv",
-            (KERNEL_HEADER + "3,z,Z,AI_CORE,1700000000000300.000\t,-3.5,0,8\n").encode(),
+            # with good rows beside it: a folder whose only kernel is dropped has no device
+            # work left and is quarantined `no_device_events` (not stored as an empty run)
+            (GOOD_KERNELS + "3,z,Z,AI_CORE,1700000000000300.000\t,-3.5,0,8\n").encode(),
         ),
         "kernels",
-        0,
+        3,
         {"negative_duration": 1},
     ),
     "kernel_step_not_integer": (
