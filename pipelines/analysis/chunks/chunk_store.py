@@ -272,16 +272,18 @@ def _kept(
 
 
 def segment_slices(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
-    """The run's slices on SEGMENT_LANES, with the args of host slices that name no launch-link
-    key left out (NULL). Host args are read only by `launch_links.link_ids`, which looks at rows
-    whose args contain a key's quoted name and nothing else, so the chunks are the same; a
-    marked 2 GB trace's host args (call stacks, shapes: ~3/4 of all args bytes on the msinsight
-    level1 export) no longer reach memory (docs/bench_ingest.md, issue 37 item 1)."""
+    """The run's slices on SEGMENT_LANES, only the columns segmentation reads (not run_id,
+    thread, step), with the args of host slices that name no launch-link key left out (NULL).
+    Host args are read only by `launch_links.link_ids`, which looks at rows whose args contain
+    a key's quoted name and nothing else, so the chunks are the same; a marked 2 GB trace's host
+    args (call stacks, shapes: ~60 % of the host args bytes of the msinsight level1 export) no
+    longer reach memory (docs/bench_ingest.md, issue 37 item 1)."""
     keys = [*LINK_KEYS, *LIST_KEYS.values()]
     quoted = [json.dumps(key).replace("'", "''") for key in keys]
     linked = " or ".join(f"contains(args, '{key}')" for key in quoted)
     return con.execute(
-        "select * replace (case when lane <> 'host' or " + linked + " then args end as args)"
+        "select rank, lane, name, category, start_ns, dur_ns,"
+        " case when lane <> 'host' or " + linked + " then args end as args"
         " from slices where run_id = ? and list_contains(?::varchar[], lane)",
         [run_id, list(SEGMENT_LANES)],
     ).pl()
