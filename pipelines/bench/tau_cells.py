@@ -32,7 +32,7 @@ from pipelines.analysis.tau.verdict_policy import FLAGGED_VERDICTS
 from pipelines.bench.tau_accuracy import rate, wilson
 from pipelines.replay.costs import TabulatedCost
 from pipelines.replay.tables import chunks_frame
-from pipelines.sim.disturbance import Disturbance
+from pipelines.sim.disturbance import Disturbance, draw_onset
 from pipelines.sim.measured import FittedCost
 from pipelines.sim.run import simulate
 
@@ -62,7 +62,8 @@ CELLS = (
     Cell("x1.05 step", 0.03, Disturbance(throttle_factor=1.05)),
 )
 """The outlier chunk is drawn per fit (a chunk index 1..N-2, the same in every run of the fit:
-a slow kernel at a prefix length)."""
+a slow kernel at a prefix length); the throttle's onset per run (a chunk 1..N-1: a clock step
+comes when it comes, and one at the same chunk in every run is a level step of the curve)."""
 
 
 def collapsed(tau: np.ndarray) -> np.ndarray:
@@ -93,6 +94,9 @@ def _fit(model, n: int, cell: Cell, runs: int, seed: int, rng: np.random.Generat
         disturbance = Disturbance(outlier_k=outlier, outlier_factor=disturbance.outlier_factor)
     frames = []
     for r in range(runs):
+        mine = disturbance
+        if mine is not None and mine.throttle_factor != 1.0:  # the onset drawn per run
+            mine = mine.with_onset(draw_onset(n, rng), n)
         result = simulate(
             n * CHUNK,
             "cpp",
@@ -100,7 +104,7 @@ def _fit(model, n: int, cell: Cell, runs: int, seed: int, rng: np.random.Generat
             chunk_size=CHUNK,
             noise=cell.noise,
             seed=seed + r,
-            disturbance=disturbance,
+            disturbance=mine,
             collectives=None,  # compute curves only: the disturbances scale compute tasks
         )
         frames.append(chunks_frame(result, f"run{r}"))

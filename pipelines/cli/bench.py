@@ -155,9 +155,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "one core)",
     )
     accuracy.add_argument(
+        "--one-run",
+        type=int,
+        metavar="FITS",
+        help="instead: one run of 8 chunks, model and robust slope interval coverage and width "
+        "per disturbance cell, FITS x 2 stage curves per cell",
+    )
+    accuracy.add_argument(
         "--only",
         metavar="CELLS",
-        help='with --stage-cells: the cells to run, comma-separated (e.g. "x1.05 step,AR(1) 0.7")',
+        help="with --stage-cells or --one-run: the cells to run, comma-separated "
+        '(e.g. "x1.05 step,AR(1) 0.7")',
     )
     accuracy.add_argument(
         "--repeats",
@@ -378,14 +386,24 @@ def run_sim(args: argparse.Namespace) -> int:
 def run_tau_accuracy(args: argparse.Namespace) -> int:
     from pipelines.bench.tau_accuracy import run_tau_accuracy as run_report
 
-    sizes = (args.cells, args.stage_cells, args.vpp_fits)
+    sizes = (args.cells, args.stage_cells, args.vpp_fits, args.one_run)
     if args.runs < 1 or any(v is not None and v < 1 for v in sizes):
         print(
-            "tracereplay bench tau-accuracy: --runs/--cells/--stage-cells/--vpp-fits must be "
-            "positive",
+            "tracereplay bench tau-accuracy: --runs/--cells/--stage-cells/--vpp-fits/--one-run "
+            "must be positive",
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT
+    if args.one_run is not None:
+        from pipelines.bench.tau_stage_cells import run_one_run_cells
+
+        only = tuple(name.strip() for name in (args.only or "").split(",") if name.strip())
+        try:
+            run_one_run_cells(args.one_run, args.seed, only, args.json)
+        except ValueError as exc:
+            print(f"tracereplay bench tau-accuracy: {exc}", file=sys.stderr)
+            return ExitCode.BAD_INPUT
+        return ExitCode.OK
     if args.stage_cells is not None:
         from pipelines.bench.tau_stage_cells import run_stage_cells
 

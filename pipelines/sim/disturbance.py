@@ -6,7 +6,9 @@
   process over that stage's chunk sequence, z_j = rho z_{j-1} + sqrt(1 - rho^2) e_j, so its
   marginal sigma stays `noise` (thermal / clock state carried from chunk to chunk);
 * throttle step: every compute task from the `throttle_from` fraction of its stage's chunk
-  sequence on takes `throttle_factor` x its time (a clock step in the middle of the run);
+  sequence on takes `throttle_factor` x its time (a clock step in the middle of the run). A
+  harness draws the onset per run (`with_onset(draw_onset(n, rng), n)`): a throttle that starts
+  at the same chunk in every run cannot be told from a real level step by any number of runs;
 * run scale: every task of the run x run_factor x exp(run_sigma z), one z per run (run-to-run
   speed; run_factor a whole run slower, communication included).
 
@@ -16,7 +18,7 @@ the simulator draws exactly what it drew before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,6 +50,13 @@ class Disturbance:
         """The first throttled position of a chunk sequence of length n."""
         return int(np.ceil(self.throttle_from * n))
 
+    def with_onset(self, chunk: int, n: int) -> Disturbance:
+        """The same disturbance with the throttle starting at chunk `chunk` of a chunk sequence
+        of length n (throttle_start(n) == chunk)."""
+        if not 0 <= chunk <= n:
+            raise ValueError(f"onset chunk must lie in [0, {n}], got {chunk}")
+        return replace(self, throttle_from=max(chunk - 0.5, 0.0) / n)
+
     def describe(self) -> str:
         parts = []
         if self.outlier_k is not None and self.outlier_factor != 1.0:
@@ -61,6 +70,12 @@ class Disturbance:
         if self.run_sigma:
             parts.append(f"run scale sigma={self.run_sigma:g}")
         return ", ".join(parts) or "none"
+
+
+def draw_onset(n: int, rng: np.random.Generator) -> int:
+    """A throttle onset drawn uniformly from chunks 1..n-1 of a sequence of n chunks (at
+    least one chunk before and one from it on)."""
+    return int(rng.integers(1, n))
 
 
 def ar1_sequence(n: int, rho: float, rng: np.random.Generator) -> np.ndarray:

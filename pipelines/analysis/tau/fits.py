@@ -42,6 +42,7 @@ from pipelines.analysis.tau.bubble_pred import (
 )
 from pipelines.analysis.tau.one_run_line import one_run_line
 from pipelines.analysis.tau.outliers import screen_outliers
+from pipelines.analysis.tau.robust_slope import NAN_SLOPE, robust_slope_interval
 from pipelines.analysis.tau.runs_line import rho_standard_error, runs_line
 from pipelines.analysis.tau.serial import (
     Noise,
@@ -97,6 +98,8 @@ class CurveFit:
     slope_lo: float
     slope_hi: float
     slope_p: float
+    slope_robust_lo: float
+    slope_robust_hi: float
     r2: float
     sigma_rel: float
     ab_ratio: float
@@ -829,6 +832,9 @@ def fit_stage_lines(
     # shape tests: weighted by counts/tau_hat^2 from the line (floored at a tenth of the mean)
     fitted = np.maximum(a + b * xk, 0.1 * scale)
     w = cnt / fitted**2
+    # the robust companion interval (any AR(1) rho <= 0.7, a <= 5 % slowdown step anywhere) of
+    # the mean curve's kept points; none for many runs, whose cluster interval is robust already
+    robust = robust_slope_interval(xk, yk, cnt, fitted, level) if groups is None else NAN_SLOPE
     if groups is None:
         shape_noise = _rescaled(noise, xk, fitted, cnt)
     line_w = _shape_fit(X, yk, w, groups, shape_noise)
@@ -964,6 +970,8 @@ def fit_stage_lines(
         slope_lo=float(ci[1, 0]),
         slope_hi=float(ci[1, 1]),
         slope_p=float(line.pvalues[1]),
+        slope_robust_lo=robust.lo,
+        slope_robust_hi=robust.hi,
         r2=r2,
         sigma_rel=math.sqrt(line_w.ssr / max(m - 2, 1)),
         ab_ratio=float(a / b) if b != 0 else math.copysign(math.inf, a),
