@@ -35,7 +35,7 @@ def test_robust_interval_holds_under_ar1_07_where_the_white_noise_interval_does_
         slope = np.polyfit(K, y, 1, w=1 / LINE)[0]
         white += abs(slope - B) <= r.white_half
         ratios.append((r.hi - r.lo) / 2 / r.white_half)
-    # measured: robust 97 %, white-noise t interval ~67 % (docs/tau_k_accuracy.md §6.10)
+    # measured: robust 97 %, white-noise t interval ~67 % (docs/tau_k_accuracy.md §6.11)
     assert robust / draws >= 0.93
     assert white / draws < 0.85
     assert np.median(ratios) <= 4

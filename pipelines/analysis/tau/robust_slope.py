@@ -3,7 +3,7 @@ noise up to RHO_CAP and a slowdown step of up to SLOWDOWN anywhere in the run.
 
 A run of 8-10 chunks cannot tell correlated from independent noise (no test reaches more than
 ~28 % power at rho = 0.7, N = 8), so no single interval is both <= 97 % under white noise and
->= 93 % under rho = 0.7 (docs/tau_k_accuracy.md §6.10). The model interval (fits.fit_stage)
+>= 93 % under rho = 0.7 (docs/tau_k_accuracy.md §6.11). The model interval (fits.fit_stage)
 answers for its noise model; this one states the assumptions it holds under instead:
 
 1. the noise is multiplicative (sd proportional to tau_hat) and AR(1) over the chunk sequence
