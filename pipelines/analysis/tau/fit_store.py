@@ -93,12 +93,16 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
     points, segmented, fitted = 0, [], None
     if run_ids is None or run_ids:
         # statsmodels takes seconds to import: only when fitting
+        from pipelines.analysis.changes.segments import SEGMENTED_CURVE_KEYS, segment_points
         from pipelines.analysis.tau.curves import fit_curves
 
         frame, segmented = load_tau_points(session, segment=options.segment, run_ids=run_ids)
         points = frame.height
+        # one curve per segment of a history split by confirmed change points (issue 33 item 5)
+        frame = segment_points(session.con, frame)
         fitted = fit_curves(
             frame,
+            keys=SEGMENTED_CURVE_KEYS,
             drop_partial=options.drop_partial,
             level=options.level,
             n_boot=options.n_boot,
