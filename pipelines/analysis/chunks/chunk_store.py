@@ -271,9 +271,6 @@ def _kept(
     return KeptRun(run_id, why, int(count), rule, rule_failed)
 
 
-_BATCH_ROWS = 100_000
-
-
 def segment_slices(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """The run's slices on SEGMENT_LANES, only the columns segmentation reads (not run_id,
     thread, step), with the args of host slices that name no launch-link key left out (NULL).
@@ -284,18 +281,12 @@ def segment_slices(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     keys = [*LINK_KEYS, *LIST_KEYS.values()]
     quoted = [json.dumps(key).replace("'", "''") for key in keys]
     linked = " or ".join(f"contains(args, '{key}')" for key in quoted)
-    reader = con.execute(
+    return con.execute(
         "select rank, lane, name, category, start_ns, dur_ns,"
         " case when lane <> 'host' or " + linked + " then args end as args"
         " from slices where run_id = ? and list_contains(?::varchar[], lane)",
         [run_id, list(SEGMENT_LANES)],
-    ).to_arrow_reader(batch_size=_BATCH_ROWS)
-    # batch by batch into Polars, so DuckDB never holds the whole result beside the frame
-    schema = reader.schema
-    try:
-        return pl.from_arrow(reader, rechunk=False)
-    except ValueError:  # no batch at all: no slices on these lanes
-        return pl.from_arrow(schema.empty_table())
+    ).pl()
 
 
 def segment_run(
