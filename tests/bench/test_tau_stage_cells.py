@@ -15,12 +15,27 @@ from pipelines.sim.disturbance import Disturbance
 TAU = 1e8 * (1.0 + 0.5 * np.arange(8.0))
 
 
-def test_a_throttle_multiplies_every_run_from_the_middle_chunk_on() -> None:
+def test_a_throttle_multiplies_each_run_from_its_own_onset_on() -> None:
     cell = Cell("x1.05 step, no noise", 0.0, Disturbance(throttle_factor=1.05))
-    k, tau, run = draw_runs(TAU, 3, cell, np.random.default_rng(0), outlier_k=2)
-    assert list(np.unique(run)) == [0, 1, 2] and list(k[:8]) == list(range(8))
-    expected = np.rint(TAU * np.where(np.arange(8) >= 4, 1.05, 1.0))
-    assert np.array_equal(tau, np.tile(expected, 3))
+    k, tau, run = draw_runs(TAU, 12, cell, np.random.default_rng(0), outlier_k=2)
+    assert list(np.unique(run)) == list(range(12)) and list(k[:8]) == list(range(8))
+    onsets = []
+    for r in range(12):
+        ratio = tau[run == r] / np.rint(TAU)
+        onset = int(np.argmax(ratio > 1.01))
+        assert 1 <= onset <= 7
+        assert np.allclose(ratio[onset:], 1.05, atol=1e-6) and np.all(ratio[:onset] == 1.0)
+        onsets.append(onset)
+    # drawn per run: a throttle at one chunk in every run would be a level step of the curve
+    assert len(set(onsets)) > 1
+
+
+def test_the_one_run_table_counts_both_intervals(capsys) -> None:
+    argv = ["bench", "tau-accuracy", "--one-run", "2", "--only", "AR(1) 0.7", "--json"]
+    assert main(argv) == ExitCode.OK
+    (row,) = json.loads(capsys.readouterr().out)["cells"]
+    assert row["model"]["n"] == row["robust"]["n"] == 4 and row["glm"] is None
+    assert row["robust_half_over_white_median"] > row["model_half_over_white_median"] > 0
 
 
 def test_an_outlier_chunk_is_the_same_index_in_every_run() -> None:
@@ -71,3 +86,11 @@ def test_repeats_selects_rows_and_an_unknown_count_is_refused(capsys) -> None:
     assert main(argv) == ExitCode.BAD_INPUT
     assert "it has 1, 3, 5" in capsys.readouterr().err
     assert main(["bench", "tau-accuracy", "--repeats", "3"]) == ExitCode.BAD_INPUT
+
+
+def test_with_onset_starts_the_throttle_at_that_chunk() -> None:
+    step = Disturbance(throttle_factor=1.05)
+    for n in (8, 10, 21):
+        assert [step.with_onset(c, n).throttle_start(n) for c in range(n + 1)] == list(range(n + 1))
+    with pytest.raises(ValueError):
+        step.with_onset(9, 8)
