@@ -9,7 +9,6 @@ import sys
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, table
-from pipelines.profiler_names import PROFILER_STEP_PREFIX
 
 DESCRIPTION = """\
 Attribute the change from the BASELINE runs to the CANDIDATE runs (selectors: docs/selectors.md):
@@ -144,11 +143,8 @@ def run(args: argparse.Namespace) -> int:
                 ids = base + cand
                 slices = con.runs_relation("slices", ids)
                 marked = queries.runs_with_markers_in(con, [slices])
-                stepped = con.execute(
-                    f"select distinct run_id from {slices} where lane = 'host'"
-                    f" and starts_with(name, '{PROFILER_STEP_PREFIX}')"
-                ).fetchall()
-                hint = tau_hint(queries.chunk_counts(con, ids), marked, [r[0] for r in stepped])
+                stepped = queries.runs_with_profiler_steps_in(con, [slices])
+                hint = tau_hint(queries.chunk_counts(con, ids), marked, stepped)
     except SelectorError as exc:
         print(f"tracereplay explain: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines.profiler_names import MARKER_NAME_SQL
+from pipelines.profiler_names import MARKER_NAME_SQL, PROFILER_STEP_PREFIX
 from pipelines.store.catalog import checked_name, relation_exists, table_columns
 
 __all__ = ["relation_exists", "table_columns"]  # catalog lookups callers reach through here
@@ -236,6 +236,29 @@ def runs_with_markers_in(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -
         )
     ).fetchall()
     return sorted(r[0] for r in rows)
+
+
+def runs_with_profiler_steps_in(con: duckdb.DuckDBPyConnection, scans: Sequence[str]) -> list[str]:
+    """Run ids whose host slices carry ProfilerStep#N windows, among `scans` (relations of
+    `slices` rows, a store's Session.runs_relation)."""
+    rows = con.execute(
+        " union ".join(
+            f"select distinct run_id from {s} where lane = 'host'"
+            f" and starts_with(name, '{PROFILER_STEP_PREFIX}')"
+            for s in scans
+        )
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def run_configuration(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pl.DataFrame:
+    """run_id, model, source, is_untagged of `run_ids` from sql/staging/stg_run_configuration.sql
+    (an untagged run's model is '(untagged) <run_id>')."""
+    return con.execute(
+        "select run_id, model, source, is_untagged from stg_run_configuration"
+        " where run_id in (select unnest(?::varchar[]))",
+        [list(run_ids)],
+    ).pl()
 
 
 def fit_inputs(con: duckdb.DuckDBPyConnection, runs: str = "runs") -> pl.DataFrame:

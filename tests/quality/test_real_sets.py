@@ -1,6 +1,6 @@
 """`tracereplay check` on the real profiler sets (../shared/traces/real, read in place): every
-error-severity expectation holds, and the outcome is pinned: exactly two warnings, both facts of
-the source files (docs/quality.md §Duplicates, docs/step_breakdown.md)."""
+error-severity expectation holds, and the outcome is pinned: exactly three warnings, each a fact
+of the source files (docs/quality.md §Duplicates, docs/step_breakdown.md, docs/ingest_rules.md)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,20 @@ from pipelines.cli import main
 
 @pytest.fixture(scope="module")
 def real_warehouse(real_dir: Path, tmp_path_factory) -> Path:
+    """The real sets in one warehouse. Ingest exits 2 (quarantine): msprof-analyze's advisor
+    cluster_analysis_output holds cluster summaries and no rank data, so it is quarantined
+    no_device_events (docs/ingest_rules.md) rather than stored as a run of 0 device events."""
+    import contextlib
+    import io
+
     target = tmp_path_factory.mktemp("real") / "warehouse.duckdb"
-    assert main(["ingest", str(real_dir), "--warehouse", str(target), "--json"]) == 0
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["ingest", str(real_dir), "--warehouse", str(target), "--json"])
+    report = json.loads(out.getvalue())
+    quarantined = [(Path(q["path"]).name, q["reason"]) for q in report["quarantined"]]
+    assert quarantined == [("cluster_analysis_output", "no_device_events")]
+    assert code == 2
     return target
 
 
@@ -34,7 +46,7 @@ def test_real_sets_pass_every_error_expectation(real_check) -> None:
     code, report = real_check
     assert code == 0
     assert report["ok"] is True
-    assert report["runs_checked"] == 13
+    assert report["runs_checked"] == 10
     errors = [r for r in report["results"] if r["severity"] == "error" and not r["passed"]]
     assert errors == []
 
@@ -44,8 +56,13 @@ def test_real_sets_warn_on_exactly_the_source_facts(real_check) -> None:
     failing = {f"{r['table']}.{r['expectation']}": r for r in report["results"] if not r["passed"]}
     assert sorted(failing) == [
         "kernels.no_duplicated_events",
+        "quarantine.nothing_quarantined",
         "step_breakdown.derived_rows_complete",
     ]
+    # the advisor's cluster_analysis_output: summaries without rank data (no_device_events)
+    quarantined = failing["quarantine.nothing_quarantined"]
+    assert quarantined["failing"] == 1
+    assert quarantined["severity"] == "warning"
     # msprof-analyze compute_advice/data/kernel_details.csv repeats one MatMulV3 row 4 times
     repeated = failing["kernels.no_duplicated_events"]
     assert repeated["failing"] == 4  # GX counts each of the 4 copies

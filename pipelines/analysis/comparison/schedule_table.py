@@ -189,11 +189,7 @@ def _unreplayable(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
 def _configured(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFrame:
     """`frame` with the configuration's model (untagged: '(untagged) <run_id>'), its source and
     whether the run lacks a model fact, from sql/staging/stg_run_configuration.sql."""
-    config = con.execute(
-        "select run_id, model, source, is_untagged from stg_run_configuration"
-        " where run_id in (select unnest(?::varchar[]))",
-        [frame["run_id"].to_list()],
-    ).pl()
+    config = queries.run_configuration(con, frame["run_id"].to_list())
     return frame.drop("model").join(config, on="run_id", how="left")
 
 
