@@ -15,6 +15,7 @@ import polars as pl
 
 from pipelines import schedule_kinds
 from pipelines.analysis.comparison.mean_interval import t_interval
+from pipelines.analysis.tau.tau_points import load_tau_points
 from pipelines.store import queries
 
 MAX_CHART_ROWS = 5000
@@ -103,7 +104,6 @@ def tau_curves(
 ) -> TauCurves:
     """Fit every curve of the selected runs and add the line's interval band and residuals."""
     from pipelines.analysis.tau.curves import fit_curves_with_bands
-    from pipelines.analysis.tau.tau_points import load_tau_points
 
     raw, _ = load_tau_points(con, segment=False)
     raw = raw.filter(pl.col("run_id").is_in(run_ids) & ~pl.col("is_partial"))
@@ -156,16 +156,14 @@ def timeline_workload(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dic
     then the first by id). `model` is the configuration's (stg_run_configuration): an untagged
     run is a workload of its own."""
     ids = with_replays(con, run_ids)
-    frame = con.execute(
-        # a rerun (replay_of) is of its measured run's setup and reader
-        "select r.run_id, r.model, r.seq_len, r.chunk_size,"
-        " coalesce(o.hardware, r.hardware) as hardware, coalesce(o.source, r.source) as source,"
-        " r.schedule, r.replay_of is not null as is_replay from stg_run_configuration as r"
-        " left join stg_run_configuration as o on o.run_id = r.replay_of"
-        " where r.run_id in (select unnest(?::varchar[]))"
-        " and r.schedule is not null and exists (select 1 from chunks c where c.run_id = r.run_id)",
-        [ids],
-    ).pl()
+    frame = _query(
+        con,
+        "int_run_workload",
+        "select run_id, model, seq_len, chunk_size, hardware, source, schedule, is_replay"
+        " from rel where run_id in (select run_id from ids) and schedule is not null"
+        " and has_chunks",
+        ids,
+    )
     if frame.is_empty():
         return None
     best = (
@@ -197,14 +195,23 @@ def timeline_spans(
     order = {s: i for i, s in enumerate(TIMELINE_SCHEDULES)}
     schedules = sorted(runs_by_schedule, key=lambda s: (order.get(s, len(order)), s))
     per_run = max(1, max_rows // max(len(schedules), 1))
-    frame = _query(
-        con,
-        "fct_schedule_timeline",
-        f"select *, count(*) over (partition by run_id) > {per_run:d} as truncated from rel"
-        " where run_id in (select run_id from ids) qualify row_number()"
-        f" over (partition by run_id order by start_ms, kind) <= {per_run:d}"
-        " order by run_id, rank, start_ms",
-        list(runs_by_schedule.values()),
+    # one span more than kept per run: a run that has it is truncated
+    frame = (
+        _query(
+            con,
+            "fct_schedule_timeline",
+            "select * from rel where run_id in (select run_id from ids) qualify row_number()"
+            f" over (partition by run_id order by start_ms, kind) <= {per_run + 1:d}"
+            " order by run_id, start_ms, kind",
+            list(runs_by_schedule.values()),
+        )
+        .with_columns(
+            (pl.len().over("run_id") > per_run).alias("truncated"),
+            pl.int_range(pl.len()).over("run_id").alias("_position"),
+        )
+        .filter(pl.col("_position") < per_run)
+        .drop("_position")
+        .sort("run_id", "rank", "start_ms", maintain_order=True)
     )
     schedule_of = {run_id: s for s, run_id in runs_by_schedule.items()}
     return frame.with_columns(
@@ -304,14 +311,14 @@ def schedule_summary(
     runs = _query(
         con,
         "fct_run_metrics",
-        "select rel.run_id, rel.replay_of, rel.schedule, c.model, rel.seq_len, rel.chunk_size,"
-        " rel.pp, rel.vp, rel.hardware, rel.source,"
+        "select run_id, replay_of, schedule, seq_len, chunk_size, pp, vp, hardware, source,"
         " compute_ns / 1e6 as computing_ms, run_bubble_ns / 1e6 as bubble_ms,"
         " exposed_comm_ns / 1e6 as exposed_comm_ms"
-        " from rel join stg_run_configuration as c on c.run_id = rel.run_id"
-        " where rel.run_id in (select run_id from ids) order by rel.run_id",
+        " from rel where run_id in (select run_id from ids) order by run_id",
         run_ids,
     ).filter(pl.col("replay_of").is_null() & pl.col("schedule").is_not_null())
+    configuration = queries.run_configuration(con, runs["run_id"].to_list())
+    runs = runs.join(configuration.select("run_id", "model"), on="run_id", how="left")
     if runs.is_empty():
         return pl.DataFrame()
     # a workload: the trend's facts but the schedule, and the reader (source)
@@ -355,12 +362,8 @@ def trend_config(facts: dict) -> str:
 def untagged_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> int:
     """How many of the measured runs lack a model fact (sql/staging/stg_run_configuration.sql):
     a configuration each, so never trended or compared with another run until tagged alike."""
-    row = con.execute(
-        "select count(*) from stg_run_configuration where is_untagged and replay_of is null"
-        " and run_id in (select unnest(?::varchar[]))",
-        [run_ids],
-    ).fetchone()
-    return int(row[0]) if row else 0
+    configuration = queries.run_configuration(con, run_ids)
+    return configuration.filter(pl.col("is_untagged") & ~pl.col("is_replay")).height
 
 
 def metric_history(

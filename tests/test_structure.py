@@ -445,84 +445,11 @@ def seed_mentions(root: Path = PROJECT_ROOT) -> list[str]:
 # Files here were being changed by their owners while this was written: a listed entry may be
 # gone already; a finding not listed fails the test.
 PENDING: dict[str, set[str]] = {
-    "upward": {
-        # F (bench/probes.py, uncommitted): a benchmark module importing the command line
-        "pipelines/bench/probes.py: pipelines.bench.probes -> pipelines.cli (layer pipelines.cli)",
-        # D (bench/engine_cli.py): a subcommand's parser kept in bench/ (belongs in cli/)
-        *(
-            f"pipelines/bench/engine_cli.py: pipelines.bench.engine_cli -> {m}"
-            " (layer pipelines.cli)"
-            for m in ("pipelines.cli", "pipelines.cli._common", "pipelines.cli._format")
-        ),
-    },
-    "local_imports": {
-        # E: dashboards/data.py, the fit_inputs query of store/queries.py
-        "dashboards/data.py: pipelines.analysis.tau.tau_points (brings no heavy package the"
-        " module lacks)",
-        "pipelines/store/queries.py: pipelines.store.relations (brings no heavy package the"
-        " module lacks)",
-        # C: analysis/changes/segments.py and its call in analysis/tau/fit_store.py (issue 33)
-        "pipelines/analysis/changes/segments.py: pipelines.selectors (brings no heavy package"
-        " the module lacks)",
-        "pipelines/analysis/changes/segments.py: pipelines.store.queries (brings no heavy"
-        " package the module lacks)",
-        "pipelines/analysis/tau/fit_store.py: pipelines.analysis.changes.segments (brings no"
-        " heavy package the module lacks)",
-        # C: analysis/comparison/attribution.py
-        "pipelines/analysis/comparison/attribution.py: pipelines.labels (brings no heavy package"
-        " the module lacks)",
-        # F: bench/probes.py, ingest/assemble.py, ingest/load.py
-        "pipelines/bench/probes.py: msgspec (not a listed heavy package)",
-        "pipelines/bench/probes.py: pipelines.cli (brings no heavy package the module lacks)",
-        "pipelines/ingest/assemble.py: pipelines.memory (brings no heavy package the module lacks)",
-        "pipelines/ingest/load.py: pipelines.ingest.ascend_text (brings no heavy package the"
-        " module lacks)",
-        "pipelines/ingest/load.py: pipelines.ingest.discover (brings no heavy package the module"
-        " lacks)",
-        # D: workload/config.py, workload/validation.py
-        "pipelines/workload/config.py: msgspec (not a listed heavy package)",
-        *(
-            f"pipelines/workload/validation.py: {m} (brings no heavy package the module lacks)"
-            for m in (
-                "pipelines.replay.host_time",
-                "pipelines.workload.fold_back",
-                "pipelines.workload.on_cpu",
-                "pipelines.workload.config",
-                "pipelines.store.queries",
-                "pipelines.analysis.tau.fit_store",
-            )
-        ),
-        # D: bench/engine_cli.py, bench/engine_rounds.py
-        *(
-            f"pipelines/bench/{f}: {m} (brings no heavy package the module lacks)"
-            for f, m in (
-                ("engine_cli.py", "pipelines.cli._format"),
-                ("engine_cli.py", "pipelines.workload.config"),
-                ("engine_rounds.py", "pipelines.analysis.comparison.mean_interval"),
-                ("engine_rounds.py", "pipelines.workload.launch"),
-                ("engine_rounds.py", "pipelines.workload.on_cpu"),
-            )
-        ),
-    },
-    "lake_branches": {
-        # E (cli/__init__.py): `tracereplay --lake DIR` exported by a branch; the store's
-        # `use_lake(args.lake)` does it without one
-        "pipelines/cli/__init__.py: args.lake",
-    },
+    "upward": set(),
+    "local_imports": set(),
+    "lake_branches": set(),
     "schedules": set(),
-    "aggregates": {
-        # E (dashboards/): the timeline's per-run row cap is a window count in Python
-        "dashboards/data.py: select *, count(*) over (partition by run_id) > {} as truncated"
-        " from r",
-        # E (dashboards/data.py): the chart frames join runs with their configuration, and the
-        # untagged-run count
-        "dashboards/data.py: select r.run_id, r.model, r.seq_len, r.chunk_size,"
-        " coalesce(o.hardware",
-        "dashboards/data.py: select rel.run_id, rel.replay_of, rel.schedule, c.model,"
-        " rel.seq_len, ",
-        "dashboards/data.py: select count(*) from stg_run_configuration where is_untagged"
-        " and repla",
-    },
+    "aggregates": set(),
 }
 
 

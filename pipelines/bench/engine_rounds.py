@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipelines.analysis.comparison.mean_interval import mean_interval
+from pipelines.analysis.tau.bubble_pred import analytic_bubbles
+from pipelines.store import open_store
 from pipelines.workload.config import WorkloadConfig
+from pipelines.workload.launch import run_workload
+from pipelines.workload.on_cpu import chunk_cpu
+from pipelines.workload.validation import validate
 
 SCHEDULES = ("cpp", "dcpp", "vpp")
 TTFT_TOLERANCE = 0.10
@@ -58,7 +64,6 @@ def _children_cpu_s() -> float:
 
 def run_engine(cfg: WorkloadConfig, folder: Path, label: str, round_: int) -> EngineRun:
     """One engine run into `folder`, with its wall time and its rank processes' CPU time."""
-    from pipelines.workload.launch import run_workload
 
     cpu0 = _children_cpu_s()
     _, wall_s = run_workload(cfg, folder)
@@ -87,9 +92,6 @@ def run_rounds(
 def validate_runs(runs: Sequence[EngineRun], warehouse: Path) -> list[dict[str, Any]]:
     """pipelines.workload.validation.validate on every run, one row per run joined with the
     run's round, wall and CPU time and its forwards' on-CPU time."""
-    from pipelines.store import open_store
-    from pipelines.workload.on_cpu import chunk_cpu
-    from pipelines.workload.validation import validate
 
     with open_store(warehouse).session() as con:
         rows = validate([r.folder for r in runs], con)
@@ -182,7 +184,6 @@ def pooled_fold_back(
 ) -> dict[str, Any] | None:
     """Mean fold-back window ratio of every VPP pass of every round, t interval over passes;
     `key` window_ratio (wall clock) or window_ratio_on_cpu."""
-    from pipelines.analysis.comparison.mean_interval import mean_interval
 
     values = [
         v
@@ -239,8 +240,6 @@ def sweep_rows(rows: Sequence[dict[str, Any]], runs: Sequence[EngineRun]) -> lis
     """Per configuration: a/b (on-CPU), N, analytic g(a/b, N), the saving replayed (the CPP
     run's tau under VPP, on busy time alone as g assumes, and with the host time per call) and
     measured (one run each: within the runs' TTFT intervals at load 12-17)."""
-    from pipelines.analysis.tau.bubble_pred import analytic_bubbles
-    from pipelines.workload.on_cpu import chunk_cpu
 
     by_label = {row["label"]: row for row in rows}
     out = []

@@ -5,8 +5,8 @@ alone (imports excluded) and the number of events or rows it produced.
 Run as `python -m pipelines.bench.probes KIND PATH [OUT]`; the parent measures peak RSS from the
 child's rusage. Kinds:
   ours_cli      `tracereplay ingest PATH --warehouse OUT --json --no-progress` (the command users
-                run: chunk segmentation, sanity warnings and the CLI's own imports included; its
-                timed work starts before `pipelines.cli` is imported)
+                run, as a child process: interpreter start, the CLI's imports, chunk segmentation
+                and sanity warnings included)
   ours          ingest_paths([PATH = rank folder], fresh warehouse OUT)
   duckdb_mem    DuckDB read_json(PATH, format='array', explicit columns) -> table in an in-memory
                 database, default threads (the honest baseline: no file written)
@@ -18,15 +18,16 @@ child's rusage. Kinds:
 
 from __future__ import annotations
 
-import io
 import json
 import resource
+import subprocess
 import sys
 import time
 from collections.abc import Callable
-from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 RESULT_PREFIX = "BENCH_RESULT "
 # The columns our reader asks DuckDB for (pipelines.ingest.trace_view), as in docs/stack.md §6.
@@ -59,20 +60,24 @@ def _ours(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
 
 
 def _ours_cli(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
-    """The CLI path, imports of the CLI and everything it loads inside the timed work."""
+    """The CLI path: `python -m pipelines.cli ingest ...` as a child of this probe, as a user runs
+    it (interpreter start, the CLI's imports and everything it loads inside the timed work; its
+    CPU time is this probe's children's, its peak RSS reaches the bench through this probe's)."""
+    argv = ["ingest", str(path), "--warehouse", str(out), "--json", "--no-progress"]
 
     def work() -> dict[str, Any]:
-        from pipelines.cli import main
-
-        argv = ["ingest", str(path), "--warehouse", str(out), "--json", "--no-progress"]
-        text = io.StringIO()
-        with redirect_stdout(text):
-            code = main(argv)
-        report = json.loads(text.getvalue())
+        done = subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", *argv], capture_output=True, text=True
+        )
+        try:
+            report = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            return {"rows": 0, "runs": 0, "chunks": 0, "quarantined": tail or ["no output"]}
         runs = report["runs"]
         problems = [str(q.get("detail") or q) for q in report["quarantined"]]
-        if code != 0:
-            problems.append(f"tracereplay ingest exited {code}")
+        if done.returncode != 0:
+            problems.append(f"tracereplay ingest exited {done.returncode}")
         return {
             "rows": sum(r["events"] for r in runs),
             "runs": len(runs),
@@ -121,7 +126,6 @@ def _duckdb(
 
 
 def _msgspec(path: Path, out: Path | None) -> Callable[[], dict[str, Any]]:
-    import msgspec
 
     from pipelines.ingest.trace_view import TraceEvent
 
@@ -144,9 +148,11 @@ def _orjson(path: Path, out: Path | None) -> Callable[[], dict[str, Any]]:
 
 
 def cpu_seconds() -> float:
-    """User + system CPU time of this process so far (all its threads)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """User + system CPU time of this process so far (all its threads) and of its children that
+    have ended (the ours_cli probe's command)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 PROBES: dict[str, Callable[[Path, Any], Callable[[], dict[str, Any]]]] = {

@@ -80,16 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tracereplay` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.lake:
-        import os
-
-        from pipelines.paths import LAKE_ENV
-
-        os.environ[LAKE_ENV] = os.path.abspath(args.lake)  # seen by every step and subprocess
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.BAD_INPUT
-    from pipelines.store import StoreError, storage_error
+    from pipelines.store import StoreError, storage_error, use_lake
+
+    use_lake(args.lake)  # seen by every step and subprocess
 
     try:
         return int(args.func(args) or 0)

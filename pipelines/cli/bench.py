@@ -7,7 +7,8 @@ changepoints  how often the nightly change-point search finds and dates a step, 
 compare-power how often `compare` flags a true +5 % change, and no change, by noise level
 startup       start-up time of the command against a bare interpreter
 fidelity      every quantitative claim of the VPP paper against the calibrated presets
-scale         the Parquet lake: a synthetic cluster on 1 vs 2 Dask workers, incremental ingest"""
+scale         the Parquet lake: a synthetic cluster on 1 vs 2 Dask workers, incremental ingest
+engine        CPP, DCPP, VPP on the reference engine, interleaved; --sweep: a/b vs g(a/b,N)"""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
+from pipelines.cli._engine_bench import add_engine_bench
 
 if TYPE_CHECKING:
     from pipelines.bench.scale import IncrementalProbe
@@ -56,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bench",
         help="benchmarks: ingest, sim, tau-accuracy, changepoints, compare-power, startup, "
-        "fidelity, scale",
+        "fidelity, scale, engine",
     )
     benches = parser.add_subparsers(dest="bench", metavar="BENCH", parser_class=type(parser))
     ingest = benches.add_parser(
@@ -292,6 +294,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     scale.add_argument("--workdir", metavar="DIR", help="where to generate (default: a tmp dir)")
     add_json_option(scale)
     scale.set_defaults(func=run_scale)
+
+    add_engine_bench(benches)
     parser.set_defaults(func=lambda _args: _usage(parser))
 
 

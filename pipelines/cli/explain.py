@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from pipelines.cli import ExitCode
@@ -125,6 +126,11 @@ def format_explanation(explanation, hint: str | None = None) -> str:
         ]
         lines.append(table(TAU_COLUMNS, rows))
         lines.append(f"tau_k moved: {explanation.tau_moved}")
+        for h in explanation.tau_hypotheses:  # which readings of the move the runs leave standing
+            state = "stands  " if h.stands else "rejected"
+            if not math.isfinite(h.p_value):
+                state = "untested"  # a value <= 0, or too few runs a side
+            lines.append(f"  {state} {h.name} ({h.null} unchanged; {h.test}, p {fmt_p(h.p_value)})")
     return "\n".join(lines)
 
 

@@ -48,6 +48,7 @@ TEXT_COLUMNS = (
     ("n_runs", "runs"),
     ("n_points", "pts"),
     ("slope", "slope ms/chunk [95% CI]"),
+    ("slope_robust", "robust slope CI"),
     ("intercept", "intercept ms [CI]"),
     ("ab", "a/b [CI]"),
     ("r2", "R2"),
@@ -123,8 +124,11 @@ def _text_row(row: dict) -> dict[str, str]:
     model = _fact(row.get("model"))
     if model.startswith(UNTAGGED):  # a run without a model fact: its own curve, named by run
         model = model.removeprefix(UNTAGGED).strip() + "*"
+    robust = (row.get("slope_robust_lo"), row.get("slope_robust_hi"))
     return {
         "model": model,
+        # a history split at a confirmed change point: which side ("1/2 from 2026-11-02")
+        "segment": row.get("segment") or "",
         # a curve of an operator-latency table has no schedule: its operator (table:layer, ...)
         "schedule": (
             f"table:{row['operator']}" if row.get("operator") else _fact(row.get("schedule"))
@@ -136,6 +140,8 @@ def _text_row(row: dict) -> dict[str, str]:
         "n_runs": str(row["n_runs"]),
         "n_points": str(row["n_points"]),
         "slope": f"{_ms(row['slope'])} [{_ms(row['slope_lo'])}, {_ms(row['slope_hi'])}]",
+        # few runs: the slope interval that also holds under AR(1) noise and a small step
+        "slope_robust": "-" if None in robust else f"[{_ms(robust[0])}, {_ms(robust[1])}]",
         "intercept": (
             f"{_ms(row['intercept'])} [{_ms(row['intercept_lo'])}, {_ms(row['intercept_hi'])}]"
         ),
@@ -201,6 +207,8 @@ def format_table(curves: pl.DataFrame, wide: bool = False) -> str:
         r["length"] = f"{_tokens(r['seq_len'])}/{_tokens(r['chunk'])}"
         if not wide and len(r["model"]) > 20:
             r["model"] = r["model"][:19] + "…"
+        if r["segment"]:  # compact: "[1/2]"; wide: "[1/2 from 2026-11-02]"
+            r["model"] += f" [{r['segment'] if wide else r['segment'].split()[0]}]"
     widths = {key: max([len(title)] + [len(r[key]) for r in rows]) for key, title in columns}
     lines = [gap.join(title.ljust(widths[key]) for key, title in columns)]
     lines += [gap.join(r[key].ljust(widths[key]) for key, _ in columns) for r in rows]

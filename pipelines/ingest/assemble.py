@@ -28,6 +28,7 @@ from typing import Any
 
 import polars as pl
 
+from pipelines import memory
 from pipelines.ingest.discover import RankInput, RunInput
 from pipelines.ingest.dropped import merged as merged_counts
 from pipelines.ingest.errors import QuarantineError
@@ -295,7 +296,6 @@ class RunAssembler:
     def read(self) -> None:
         """Run every reader this run needs. Read one after another, each rank gets the budget
         its predecessors' frames left (pipelines.memory.hold): the budget is per run."""
-        from pipelines import memory
 
         memory.release_held()
         if self._ranks_side_by_side():
@@ -317,7 +317,6 @@ class RunAssembler:
     def _ranks_side_by_side(self) -> bool:
         if len(self.run.ranks) < 2 or RANK_READ_WORKERS < 2:
             return False
-        from pipelines import memory
 
         try:
             size = sum(p.stat().st_size for rank in self.run.ranks for p in rank.files)

@@ -32,6 +32,7 @@ import duckdb
 import polars as pl
 
 from pipelines import memory
+from pipelines.ingest.ascend_text import OUTPUT_DIR
 from pipelines.ingest.assemble import (
     FileDigest,
     apply_tags,
@@ -40,7 +41,7 @@ from pipelines.ingest.assemble import (
     file_digests,
     file_sha256,
 )
-from pipelines.ingest.discover import Discovery, RunInput, discover
+from pipelines.ingest.discover import CLUSTER_DIR, Discovery, RunInput, discover
 from pipelines.ingest.frames import Quarantined, RunFrames, stored_path
 from pipelines.ingest.latency_load import TableReport, ingest_table
 from pipelines.store import Session, Store, StoreError
@@ -184,8 +185,6 @@ class _Known:
 def _containers(paths: Iterable[str]) -> set[Path]:
     """Folders (rank folders, cluster_analysis_output/) or files that discovery turns back into
     the runs these input files came from."""
-    from pipelines.ingest.ascend_text import OUTPUT_DIR
-    from pipelines.ingest.discover import CLUSTER_DIR
 
     out: set[Path] = set()
     for raw in paths:

@@ -19,6 +19,7 @@ import polars as pl
 
 from pipelines.profiler_names import MARKER_NAME_SQL, PROFILER_STEP_PREFIX
 from pipelines.store.catalog import checked_name, relation_exists, table_columns
+from pipelines.store.relations import project_relations
 
 __all__ = ["relation_exists", "table_columns"]  # catalog lookups callers reach through here
 
@@ -252,10 +253,11 @@ def runs_with_profiler_steps_in(con: duckdb.DuckDBPyConnection, scans: Sequence[
 
 
 def run_configuration(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pl.DataFrame:
-    """run_id, model, source, is_untagged of `run_ids` from sql/staging/stg_run_configuration.sql
-    (an untagged run's model is '(untagged) <run_id>')."""
+    """run_id, model, source, is_untagged, is_replay of `run_ids` from
+    sql/staging/stg_run_configuration.sql (an untagged run's model is '(untagged) <run_id>')."""
     return con.execute(
-        "select run_id, model, source, is_untagged from stg_run_configuration"
+        "select run_id, model, source, is_untagged, replay_of is not null as is_replay"
+        " from stg_run_configuration"
         " where run_id in (select unnest(?::varchar[]))",
         [list(run_ids)],
     ).pl()
@@ -267,7 +269,6 @@ def fit_inputs(con: duckdb.DuckDBPyConnection, runs: str = "runs") -> pl.DataFra
     the `runs` table or the relation (SQL) `runs` of its rows. The configuration is the one of
     sql/staging/stg_run_configuration.sql (an untagged run's model is '(untagged) <run_id>', as
     int_chunk_tau names its curve), read over `runs`."""
-    from pipelines.store.relations import project_relations
 
     configuration = project_relations()[0]["stg_run_configuration"].select
     return con.execute(

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 if TYPE_CHECKING:
     from pipelines.sim.chunking import DcppConfig, QuadraticFit
 
@@ -134,7 +136,6 @@ class WorkloadConfig:
 
 def _metadata(path: str | Path, key: str) -> Any:
     """Trace metadata `key` (JSON text decoded), None when absent."""
-    import msgspec
 
     meta = msgspec.json.decode(Path(path).read_bytes(), type=dict[str, Any])
     raw = meta.get(key)

@@ -26,7 +26,19 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipelines.analysis.chunks.chunk_store import extract_chunks
 from pipelines.analysis.comparison.mean_interval import mean_interval
+from pipelines.analysis.tau.curves import fit_curves
+from pipelines.analysis.tau.fit_store import fit_and_store
+from pipelines.ingest.load import ingest_paths
+from pipelines.replay.host_time import host_time
+from pipelines.replay.store import load_measured, simulate_reruns
+from pipelines.sim.metrics import summarize
+from pipelines.store import queries
+from pipelines.workload.config import config_from_trace, profile_fit_from_trace
+from pipelines.workload.fold_back import window_interval
+from pipelines.workload.on_cpu import chunk_cpu, cpu_share, with_on_cpu_tau
+from pipelines.workload.sequence_replay import replay_sequence, rule_chunks
 
 VALIDATED_SCHEDULES = ("cpp", "vpp")
 """Schedules every run is replayed under by `tracereplay replay`'s code (pipelines.replay); a
@@ -69,9 +81,6 @@ def ttft_interval(chunks: pl.DataFrame, level: float = 0.95) -> tuple[int, float
 def on_cpu_fits(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pl.DataFrame:
     """tau_k fits (pipelines.analysis.tau.curves.fit_curves, as for the stored fits) of the runs'
     on-CPU chunk times; empty when no run's traces carry them."""
-    from pipelines.analysis.tau.curves import fit_curves
-    from pipelines.store import queries as queries
-    from pipelines.workload.on_cpu import chunk_cpu, with_on_cpu_tau
 
     points = queries.measured_chunk_tau(con)
     parts = []
@@ -83,7 +92,6 @@ def on_cpu_fits(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> pl.Da
 
 
 def _input_paths(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> dict[str, list[str]]:
-    from pipelines.store import queries as queries
 
     out: dict[str, list[str]] = {}
     for run_id, path, _ in queries.run_input_files(con):
@@ -97,18 +105,11 @@ def validate(paths: Sequence[str | Path], con: duckdb.DuckDBPyConnection) -> lis
     it was not measured under as well as its own, the replayed TTFT (with the measured host time
     per call, `ttft_ns`, and without, `ttft_busy_only_ns`) and bubble with the relative errors
     against the measured ones (errors only for the measured schedule)."""
-    from pipelines.analysis.chunks.chunk_store import extract_chunks
-    from pipelines.analysis.tau.fit_store import fit_and_store
-    from pipelines.ingest.load import ingest_paths
 
     report = ingest_paths(paths, con, progress=False)
     run_ids = sorted({r.run_id for r in report.runs if r.run_id})
     if run_ids:
         extract_chunks(con, run_ids)
-    from pipelines.replay.host_time import host_time
-    from pipelines.replay.store import load_measured
-    from pipelines.workload.fold_back import window_interval
-    from pipelines.workload.on_cpu import chunk_cpu, cpu_share
 
     fits = fit_and_store(con).fits
     cpu_fits = on_cpu_fits(con, run_ids)
@@ -171,8 +172,6 @@ def _replays(measured: Any, host_call_ns: float) -> list[dict[str, Any]]:
     `host_call_ns` charged per stage call; nothing written. Only the schedules asked for are
     simulated (replay_run would also re-chunk a DCPP run under the simulator's default rule
     for its speed-up baseline)."""
-    from pipelines.replay.store import simulate_reruns
-    from pipelines.sim.metrics import summarize
 
     results = simulate_reruns(measured, VALIDATED_SCHEDULES, "tabulated", "none", 2, host_call_ns)
     out = []
@@ -192,9 +191,6 @@ def _dcpp_rows(row: dict[str, Any], chunks: pl.DataFrame, host_ns: float, paths:
     """A DCPP run: its own chunk sequence replayed (with and without the host time per call)
     beside the measurement, and the simulator's DCPP rule run on its measured stage-0 cost
     (`rule_steps`: chunks the simulator would cut one request into)."""
-    from pipelines.workload.config import config_from_trace, profile_fit_from_trace
-    from pipelines.workload.on_cpu import chunk_cpu
-    from pipelines.workload.sequence_replay import replay_sequence, rule_chunks
 
     ttft, bubble = row["measured_ttft_ns"], row["measured_bubble"]
     with_host, plain = replay_sequence(chunks, host_ns), replay_sequence(chunks)

@@ -8,6 +8,7 @@ import polars as pl
 
 from pipelines.analysis.changes.segments import SEGMENT, segment_labels
 from pipelines.analysis.tau.fit_store import FitOptions, fit_and_store
+from pipelines.cli.fit import format_table
 from pipelines.store import open_store
 from tests.analysis.synthetic_runs import write_run
 
@@ -42,3 +43,8 @@ def test_fit_pools_runs_on_one_side_of_a_confirmed_change_only(tmp_path) -> None
     # each side's slope interval holds its own slope (pooled, the slope was neither)
     assert before["slope_lo"] <= 20e6 <= before["slope_hi"]
     assert after["slope_lo"] <= 24e6 <= after["slope_hi"]
+    # `tracereplay fit` names the side: "b [1/2]" (wide: with the date of its first run)
+    compact, wide = format_table(b), format_table(b, wide=True)
+    assert "b [1/2]" in compact and "b [2/2]" in compact
+    assert f"b [{before[SEGMENT]}]" in wide and "robust slope CI" in wide
+    assert max(len(line) for line in compact.splitlines()) <= 120

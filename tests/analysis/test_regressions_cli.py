@@ -65,6 +65,10 @@ def test_explain_says_slope_when_the_cost_grows_with_the_prefix(tmp_path, capsys
     out = capsys.readouterr().out
     assert rc == 0
     assert "tau_k moved: slope" in out
+    # the hypotheses listed with their tests: only the slope's move is left standing
+    assert "stands   slope only (intercept a unchanged; welch_t_log(a), p " in out
+    assert "rejected intercept only (slope b unchanged; welch_t_log(b), p " in out
+    assert "rejected proportional (a/b unchanged; welch_t_log(a/b), p " in out
     assert out.index("FlashAttentionScore") < out.index("MatMulV3")
 
 

@@ -166,13 +166,13 @@ def test_ab_ratio_recovers_the_line():
 
 
 def test_validate_runs_finds_each_run_by_its_folder(tmp_path, monkeypatch):
-    import pipelines.workload.validation as validation
+    import pipelines.bench.engine_rounds as engine_rounds
     from pipelines.bench.engine_rounds import EngineRun, validate_runs
 
     runs = [EngineRun(f"r1-{s}", 1, s, tmp_path / "rounds" / f"r1-{s}", 1.0, 2.0) for s in "ab"]
     # ingest names a run <parent folder>-<folder>-<content hash>
     rows = [{"run_id": f"rounds-r1-{s}-0123abcd", "schedule": s} for s in "ba"]
-    monkeypatch.setattr(validation, "validate", lambda paths, con: rows)
+    monkeypatch.setattr(engine_rounds, "validate", lambda paths, con: rows)
     got = validate_runs(runs, tmp_path / "w.duckdb")
     assert [(r["label"], r["schedule"], r["process_cpu_s"]) for r in got] == [
         ("r1-a", "a", 2.0),

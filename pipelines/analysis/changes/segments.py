@@ -21,6 +21,8 @@ import polars as pl
 
 from pipelines.analysis.changes.changepoint_defaults import DEFAULT_FDR
 from pipelines.analysis.tau.curve_keys import CONFIG_KEYS
+from pipelines.selectors import SelectorError
+from pipelines.store import queries
 
 SEGMENT = "segment"
 SEGMENTED_CURVE_KEYS = (*CONFIG_KEYS, SEGMENT, "vstage")
@@ -59,7 +61,6 @@ def segment_labels(history: Sequence[tuple[str, object]], first_after: Sequence[
 def change_segments(con: duckdb.DuckDBPyConnection, changes: Sequence) -> pl.DataFrame:
     """run_id, segment of every run of the configurations with a confirmed change in `changes`
     (HistoryChange rows); empty when none is confirmed."""
-    from pipelines.store import queries
 
     splits: dict[tuple, list[str]] = {}
     configs: dict[tuple, dict] = {}
@@ -91,7 +92,6 @@ def segment_points(con: duckdb.DuckDBPyConnection, points: pl.DataFrame) -> pl.D
     """with_segments of the points and the confirmed change points of the whole warehouse's
     nightly history (find_changes over every collected run; none when there is no history)."""
     from pipelines.analysis.changes.history import find_changes
-    from pipelines.selectors import SelectorError
 
     try:
         scan = find_changes(con, build=False, withdrawn=False)

@@ -32,6 +32,7 @@ from pipelines.analysis.comparison.compare import (
     compare_samples,
 )
 from pipelines.analysis.runs.run_metrics import build_marts
+from pipelines.labels import json_value
 from pipelines.store import queries
 
 TOP_OPS = 8
@@ -83,7 +84,6 @@ class Explanation:
     tau_hypotheses: list[TauHypothesis] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
-        from pipelines.labels import json_value
 
         return {
             "ops": [{k: json_value(v) for k, v in o.as_dict().items()} for o in self.ops],

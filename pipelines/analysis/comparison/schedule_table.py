@@ -189,7 +189,7 @@ def _unreplayable(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
 def _configured(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> pl.DataFrame:
     """`frame` with the configuration's model (untagged: '(untagged) <run_id>'), its source and
     whether the run lacks a model fact, from sql/staging/stg_run_configuration.sql."""
-    config = queries.run_configuration(con, frame["run_id"].to_list())
+    config = queries.run_configuration(con, frame["run_id"].to_list()).drop("is_replay")
     return frame.drop("model").join(config, on="run_id", how="left")
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from pipelines.analysis.changes.segments import SEGMENTED_CURVE_KEYS, segment_points
 from pipelines.analysis.tau.curve_keys import CONFIG_KEYS, CURVE_KEYS
 from pipelines.analysis.tau.fit_inputs import current_inputs, store_inputs
 from pipelines.analysis.tau.table_points import table_fit_inputs
@@ -93,7 +94,6 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
     points, segmented, fitted = 0, [], None
     if run_ids is None or run_ids:
         # statsmodels takes seconds to import: only when fitting
-        from pipelines.analysis.changes.segments import SEGMENTED_CURVE_KEYS, segment_points
         from pipelines.analysis.tau.curves import fit_curves
 
         frame, segmented = load_tau_points(session, segment=options.segment, run_ids=run_ids)

@@ -1,7 +1,8 @@
 """`tracereplay bench engine`: the parser (light: no torch, no polars) and the command.
 
-The library is pipelines/bench/engine_rounds.py; `add_engine_bench(benches)` adds the
-subcommand to `tracereplay bench`'s subparsers (pipelines/cli/bench.py)."""
+The library is pipelines/bench/engine_rounds.py (imported when the command runs: numpy, polars);
+`add_engine_bench(benches)` adds the subcommand to `tracereplay bench`'s subparsers
+(pipelines/cli/bench.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
+from pipelines.cli._format import duration, render_table
+from pipelines.workload.config import WorkloadConfig
 
 DESCRIPTION = """\
 Run the reference engine (tracereplay workload: a small transformer on two local ranks, gloo on
@@ -86,7 +89,6 @@ def run_engine_bench(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         print("tracereplay bench engine: --rounds must be at least 1", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    from pipelines.workload.config import WorkloadConfig
 
     try:
         base = WorkloadConfig(
@@ -140,7 +142,6 @@ def _ratio(w: dict | None) -> str:
 
 
 def format_rounds(rows: list[dict], checks: list[dict]) -> str:
-    from pipelines.cli._format import duration, render_table
 
     table = []
     for r in rows:
@@ -171,7 +172,6 @@ def format_rounds(rows: list[dict], checks: list[dict]) -> str:
 
 
 def format_sweep(rows: list[dict]) -> str:
-    from pipelines.cli._format import render_table
 
     table = [
         (
