@@ -195,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         prune=args.prune,
     )
     chunks = {}
+    warnings: list[str] = []
     changed = report.changed_run_ids
     if (report.runs and not args.no_chunks) or changed:
         # one session for what follows the write (a lake's open scans its files and lists
@@ -207,7 +208,8 @@ def run(args: argparse.Namespace) -> int:
             if changed:
                 from pipelines.quality.sanity import sanity_warnings
 
-                for line in sanity_warnings(session.con, changed):
+                warnings = sanity_warnings(session.con, changed)
+                for line in warnings:
                     print(f"tracereplay ingest: warning: {line}", file=sys.stderr)
     for item in report.quarantined:
         print(item.message(), file=sys.stderr)
@@ -217,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         out = report.as_json()
         for run_json in out["runs"]:
             run_json["chunks"] = chunks.get(run_json["run_id"])
+        out["warnings"] = warnings  # the sanity checks' lines (a partial run, impossible data)
         print(json.dumps(out, indent=2, default=str))
     else:
         for r in report.runs:

@@ -8,7 +8,7 @@ A check is named `<table>.<name>` and is one of three kinds:
   on the batch DuckDB hands over. Column-level rules of one table live here.
 * `sql`: a custom query, sql/quality/<table>/<name>.sql, returning the rows that break it,
   restricted to the runs in the temporary table `checked_runs`: invariants across tables (spans,
-  joins) and the three sanity checks `tracereplay ingest` runs without importing GX.
+  joins) and the four sanity checks `tracereplay ingest` runs without importing GX.
 * `schema` (every canonical table): the columns and types sql/schema/<table>.sql declares.
 
 The marts (MARTS, views over the canonical tables) have suites of the same kind, without
@@ -79,6 +79,12 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
     ),
     ("run_inputs", "run_exists", E, "every input row belongs to a run in runs"),
     ("ranks", "pp_groups_complete", E, "every rank named in a pp group has a row in ranks"),
+    (
+        "ranks",
+        "device_work_on_every_rank",
+        W,
+        "every rank recorded its kernels (a summaries-only rank makes the run partial)",
+    ),
     (
         "slices",
         "plausible_span",

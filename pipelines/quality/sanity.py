@@ -1,6 +1,7 @@
 """The data checks that catch impossible data at once: `tracereplay ingest` runs them on the runs
 it just wrote and prints a warning line per failure, before anyone reads a figure (the same
-expectations fail `tracereplay check` with severity error)."""
+expectations fail `tracereplay check`: with severity error, and a partial run, a rank without
+device work, as a warning)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ SANITY_CHECKS = (
     "slices.plausible_span",
     "slices.chunk_markers_unique",
     "kernels.no_overlapping_copies",
+    "ranks.device_work_on_every_rank",
 )
 
 

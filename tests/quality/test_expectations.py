@@ -153,6 +153,11 @@ BREAKS: dict[str, list[str]] = {
     ],
     "chunks.busy_within_span": ["update chunks set busy_ns = end_ns - start_ns + 1"],
     "chunks.inside_run_span": ["update chunks set end_ns = 20000000 where chunk_idx = 1"],
+    # a rank that kept only summaries (no kernel, no compute slice): the run is partial
+    "ranks.device_work_on_every_rank": [
+        "delete from kernels where rank = 1",
+        "delete from slices where rank = 1 and lane = 'compute'",
+    ],
     "quarantine.nothing_quarantined": [
         "insert into quarantine values ('/in/bad.json', 'truncated_json', 'at byte 7', null, now())"
     ],
@@ -193,6 +198,7 @@ def test_severity_is_error_except_the_metadata_warnings() -> None:
         "step_breakdown.bubble_within_comm_not_overlapped",
         "step_breakdown.derived_rows_complete",
         "quarantine.nothing_quarantined",
+        "ranks.device_work_on_every_rank",
     }
 
 

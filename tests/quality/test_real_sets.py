@@ -1,6 +1,7 @@
 """`tracereplay check` on the real profiler sets (../shared/traces/real, read in place): every
-error-severity expectation holds, and the outcome is pinned: exactly three warnings, each a fact
-of the source files (docs/quality.md §Duplicates, docs/step_breakdown.md, docs/ingest_rules.md)."""
+error-severity expectation holds, and the outcome is pinned: exactly four warnings, each a fact
+of the source files (docs/quality.md §Duplicates and its ranks checks, docs/step_breakdown.md,
+docs/ingest_rules.md)."""
 
 from __future__ import annotations
 
@@ -57,8 +58,13 @@ def test_real_sets_warn_on_exactly_the_source_facts(real_check) -> None:
     assert sorted(failing) == [
         "kernels.no_duplicated_events",
         "quarantine.nothing_quarantined",
+        "ranks.device_work_on_every_rank",
         "step_breakdown.derived_rows_complete",
     ]
+    # partial runs, named: set A's ranks 1 and 3 kept summaries only (SOURCES.md), and 14 of the
+    # 16 ranks of the cluster set (D + E) are known from cluster_step_trace_time.csv alone
+    partial = failing["ranks.device_work_on_every_rank"]
+    assert partial["failing"] == 16
     # the advisor's cluster_analysis_output: summaries without rank data (no_device_events)
     quarantined = failing["quarantine.nothing_quarantined"]
     assert quarantined["failing"] == 1

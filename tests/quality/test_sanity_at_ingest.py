@@ -89,3 +89,16 @@ def test_clean_data_gives_no_warning(clean, tmp_path, capsys):
     warehouse = str(tmp_path / "w.duckdb")
     assert main(["ingest", str(clean), "--warehouse", warehouse, "--no-progress"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_a_partial_run_is_named_at_ingest(real_dir: Path, tmp_path, capsys):
+    """Set A (msinsight st/level2): ranks 1 and 3 kept only their summaries upstream (no
+    kernel_details.csv, no trace): the run is stored, and ingest names those two ranks."""
+    folder = real_dir / "msinsight" / "test" / "st" / "level2"
+    warehouse = str(tmp_path / "w.duckdb")
+    assert main(["ingest", str(folder), "--warehouse", warehouse, "--no-progress", "--json"]) == 0
+    captured = capsys.readouterr()
+    line = next(x for x in captured.err.splitlines() if "ranks.device_work_on_every_rank" in x)
+    assert "2 row(s) break it" in line and "rank_1_ascend_pt" in line
+    warnings = json.loads(captured.out)["warnings"]
+    assert [w.split(":")[0] for w in warnings] == ["ranks.device_work_on_every_rank"]
