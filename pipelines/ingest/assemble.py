@@ -56,17 +56,33 @@ _RANK_READERS = ThreadPoolExecutor(RANK_READ_WORKERS, thread_name_prefix="tracer
 PARALLEL_RANKS_MAX_SHARE = 8  # side by side only while the ranks' bytes <= memory budget / this
 
 
+DEVICE_LANES = ("compute", "comm")
+"""Slice lanes of device work (sql/schema/slices.sql); host, overlap and other lanes are not."""
+
+
 def _has_device_input(frames: RankFrames) -> bool:
-    """Whether a rank folder gave device work to read: kernel rows or trace slices."""
-    for table in ("kernels", "slices"):
-        frame = frames.tables.get(table)
-        if isinstance(frame, pl.LazyFrame) or (frame is not None and frame.height):
-            return True
-    return False
+    """Whether a rank folder gave device work to read: kernel rows or device-lane trace slices
+    (a trace of host lanes alone, Python and CANN, holds none)."""
+    kernels = frames.tables.get("kernels")
+    if isinstance(kernels, pl.LazyFrame) or (kernels is not None and kernels.height):
+        return True
+    slices = frames.tables.get("slices")
+    if slices is None:
+        return False
+    device = pl.col("lane").is_in(DEVICE_LANES)
+    if isinstance(slices, pl.LazyFrame):  # streamed to disk: stop at the first device slice
+        return slices.filter(device).head(1).collect().height > 0
+    return bool(slices.height) and bool(slices.select(device.any()).item())
 
 
 def _no_device_detail(ranks: list[tuple[int, RankFrames]]) -> str:
     held = sorted({t for _, f in ranks for t, frame in f.tables.items() if frame is not None})
+    if "slices" in held:
+        return (
+            "no device work (the traces hold host events only: no kernel, communication or"
+            " device-lane slice): profile with the device activities on (torch_npu:"
+            " ProfilerActivity.NPU; torch: ProfilerActivity.CUDA)"
+        )
     what = f"rank folders with {', '.join(held)} only" if held else "summaries only"
     return (
         f"no device work ({what}: no trace_view.json, kernel_details.csv or profiler db tasks;"

@@ -108,3 +108,27 @@ def test_same_bytes_in_two_folders_are_two_runs(tmp_path: Path, warehouse) -> No
     second = ingest_paths([good_run(tmp_path / "two")], warehouse, progress=False).runs[0]
     assert first.run_id != second.run_id and second.status == "loaded"
     assert queries.row_counts(warehouse, ["runs", "kernels"]) == {"runs": 2, "kernels": 6}
+
+
+def test_a_trace_of_host_lanes_only_is_quarantined(real_dir: Path, warehouse, tmp_path) -> None:
+    """Set B1's rank 0 trace_view.json cut to its host lanes (Python, CANN) and their metadata:
+    no device slice and no kernel file, so no device work: quarantined no_device_events with
+    what to do, as a Kineto trace without device events is, never stored as a run."""
+    source = real_dir / SETS["B1"][0] / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    events = json.loads((source / "trace_view.json").read_text())
+    lanes = {
+        e["pid"]: e["args"]["name"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
+    host = [
+        e for e in events if e.get("ph") == "M" or lanes.get(e.get("pid")) in ("Python", "CANN")
+    ]
+    assert 0 < len(host) < len(events)
+    out = tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "trace_view.json").write_text(json.dumps(host))
+    report = ingest_paths([tmp_path / "rank0_ascend_pt"], warehouse, progress=False)
+    assert report.runs == []
+    (item,) = report.quarantined
+    assert item.reason == "no_device_events" and "host events only" in item.detail
