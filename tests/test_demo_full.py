@@ -96,5 +96,8 @@ def test_show_html_writes_the_run_page(demo, tmp_path) -> None:
     page = Path(json.loads(text)["html"])
     assert code == 0 and page == tmp_path / "runs" / f"{run_id}.html"
     html = page.read_text("utf-8")
-    assert "vega" in html and "<script src=" not in html  # inline JavaScript, offline
+    # offline: the page loads the site's one shared chart library, never a CDN
+    assert "vega" in html and "<script src='../vega-bundle.js'>" in html
+    assert "<script src='http" not in html and '<script src="http' not in html
+    assert (tmp_path / "vega-bundle.js").stat().st_size > 100_000
     assert "step breakdown per rank" in html and "timeline" in html
