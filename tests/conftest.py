@@ -13,6 +13,19 @@ import pytest
 
 from pipelines.paths import REAL_TRACES_DIR
 
+# The CLI's tables take the terminal's width, at most 120 columns. Tests read them as a user of a
+# wide terminal would, under pytest and under pytest-xdist alike (xdist gives its workers
+# COLUMNS=80 when it runs without a terminal).
+os.environ["COLUMNS"] = "120"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (pyproject's addopts): one worker per CPU this process may run on, at most 4 (each
+    worker builds the session fixtures it needs, the quick demo warehouse among them: ~1 GB);
+    a container's CPU count can be the host's. PYTEST_XDIST_AUTO_NUM_WORKERS overrides it, and
+    `-n 0` runs everything in one process."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
 
 def _require_real() -> bool:
     return os.environ.get("TRACEREPLAY_REQUIRE_REAL", "") not in ("", "0", "false")
