@@ -42,13 +42,10 @@ LAYERS: dict[str, int] = {
     "pipelines": 0,
     "pipelines.paths": 0,
     "pipelines.memory": 0,
-    "pipelines.profiler_names": 0,
+    "pipelines.vocabulary": 0,  # profiler names, device-work classes, intervals, overlap
     "pipelines.schedule_kinds": 0,
     "pipelines.labels": 0,
-    "pipelines.intervals": 0,
-    "pipelines.overlap": 0,
     "pipelines.publish": 0,
-    "pipelines.device_work": 0,
     # storage and the simulator: neither knows readers, analysis or applications
     "pipelines.store": 1,
     "pipelines.sim": 1,
@@ -75,7 +72,7 @@ STORE_MAY_IMPORT = (
     "pipelines.store",
     "pipelines.paths",
     "pipelines.memory",
-    "pipelines.profiler_names",
+    "pipelines.vocabulary.profiler_names",
 )
 ABOVE_THE_STORE = ("pipelines.ingest", "pipelines.analysis", "pipelines.cli", "pipelines.defs")
 ABOVE_THE_STORE += ("pipelines.demo",)

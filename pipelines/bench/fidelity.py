@@ -28,11 +28,11 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any
 
-from pipelines.intervals import coverage
 from pipelines.sim import calibration
 from pipelines.sim.calibration import OPS, TABLE2, paper_run, term_sums
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
+from pipelines.vocabulary.intervals import coverage
 
 K = 1024
 BUDGETS = (8 * K, 16 * K, 24 * K, 32 * K)

@@ -35,7 +35,7 @@ from pipelines.ingest.profiler_info import (
     read_profiler_metadata,
 )
 from pipelines.ingest.step_breakdown import assess, derive_breakdown
-from pipelines.intervals import assign_steps
+from pipelines.vocabulary.intervals import assign_steps
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 DB_GLOB = "ascend_pytorch_profiler*.db"

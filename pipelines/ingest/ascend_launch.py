@@ -2,9 +2,9 @@
 trace_view.json or the SQLite export), the rule docs/step_breakdown.md "Launch attribution"
 states for every reader.
 
-Device work is what chunk segmentation counts (`pipelines.device_work.work_slices`): the compute
-lane's kernels without stream waits, DMA copies and the transfers of HCCL ops; communication is
-the HCCL op slices (thread `Group <g> Communication`, one per hcom op). Each is anchored at the
+Device work is what chunk segmentation counts (`pipelines.vocabulary.device_work.work_slices`): the
+compute lane's kernels without stream waits, DMA copies and the transfers of HCCL ops; communication
+is the HCCL op slices (thread `Group <g> Communication`, one per hcom op). Each is anchored at the
 earliest host slice that a link joins it to (`launch_links.launch_anchors`: the trace's flow
 events `async_npu` / `HostToDevice` as the reader bound them, or the db's connection ids: TASK /
 COMMUNICATION_OP.connectionId = CANN_API.connectionId and the PYTORCH_API op's CONNECTION_IDS),
@@ -17,14 +17,40 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.device_work import work_slices
 from pipelines.ingest.launch_links import launch_anchors
 from pipelines.ingest.step_breakdown import derive_breakdown
-from pipelines.profiler_names import P2P_REGEX
+from pipelines.vocabulary.device_work import work_slices
+from pipelines.vocabulary.profiler_names import P2P_REGEX
 
 COMM_OP_THREAD = r" Communication$"
 """Thread of the HCCL op slices on the comm lane (`Group <hash> Communication`; the text export's
 HCCL lane and the SQLite reader name them so); `Plane N` threads hold their sub-tasks."""
+
+
+LAUNCH_LANES = ("compute", "comm", "host")
+LAUNCH_ARG_KEYS = tuple(dict.fromkeys(("Task Type", COMM_LINK_KEY, *LINK_KEYS, *LIST_KEYS.values())))
+"""The args keys launch attribution reads: the task type (which tasks are work,
+pipelines/device_work.py) and every launch link (pipelines/ingest/launch_links.py)."""
+LAUNCH_COLUMNS = ("lane", "thread", "name", "category", "start_ns", "dur_ns", "args")
+
+
+def launch_slices(slices: pl.LazyFrame) -> pl.LazyFrame:
+    """The slices launch attribution reads, for a trace too big for memory (a LazyFrame over the
+    streamed read's spill, pipelines/ingest/trace_view.py): the device lanes and the host slices
+    that carry a link, each with its args cut to LAUNCH_ARG_KEYS (a host slice without a link
+    key cannot be a launch anchor, and no other key is read). `launch_device_work` gives the
+    same anchors and work from these rows as from the whole trace; an elementwise plan that the
+    streaming engine runs a batch at a time."""
+    args = pl.col("args")
+    has_link = pl.any_horizontal(
+        args.str.contains(f'"{key}"', literal=True) for key in (*LINK_KEYS, *LIST_KEYS.values())
+    )
+    lane = pl.col("lane")
+    kept = slices.filter(lane.is_in(LAUNCH_LANES[:2]) | ((lane == "host") & has_link.fill_null(False)))
+    compact = pl.struct(
+        args.str.json_path_match(f"$['{key}']").alias(key) for key in LAUNCH_ARG_KEYS
+    ).struct.json_encode()
+    return kept.select(*LAUNCH_COLUMNS[:-1], compact.alias("args"))
 
 
 def launch_device_work(slices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

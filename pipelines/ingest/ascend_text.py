@@ -56,7 +56,7 @@ from pipelines.ingest.profiler_info import (
 )
 from pipelines.ingest.step_trace import StepTrace, read_step_trace_time
 from pipelines.ingest.trace_view import TraceView, read_trace_view
-from pipelines.profiler_names import (
+from pipelines.vocabulary.profiler_names import (
     COMMUNICATION,
     COMMUNICATION_MATRIX,
     KERNEL_DETAILS,

@@ -10,7 +10,7 @@ import re
 
 import polars as pl
 
-from pipelines.profiler_names import P2P_REGEX, RECEIVE_REGEX, double_hash
+from pipelines.vocabulary.profiler_names import P2P_REGEX, RECEIVE_REGEX, double_hash
 
 P2P_NAME = re.compile(P2P_REGEX)
 RECEIVE_NAME = re.compile(RECEIVE_REGEX)

@@ -9,7 +9,7 @@ Every Kineto schema since 2021 (docs/device_work.md): categories are matched cas
 kernel, `Memcpy` -> gpu_memcpy, `Memset` -> gpu_memset); `B`/`E` pairs become complete events.
 
 Lanes: cpu_op / user_annotation / python_function / cuda_runtime / cuda_driver -> host;
-kernel / gpu_memcpy / gpu_memset -> device work, classified by pipelines/device_work.py:
+kernel / gpu_memcpy / gpu_memset -> device work, classified by pipelines/vocabulary/device_work.py:
 communication (collective or p2p: NCCL, custom all-reduce, DeepEP, NVSHMEM ... by name, or a
 kernel launched inside `record_param_comms` / `nccl:*` / `c10d::*`) -> comm, the rest -> compute
 (memcpy and memset stay on the compute lane but are their own columns of the breakdown);
@@ -34,15 +34,15 @@ import msgspec
 import polars as pl
 
 from pipelines import memory
-from pipelines.device_work import COMM_CLASSES, COMM_HOST_RANGE, P2P, classify
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
 from pipelines.ingest.launch_links import launch_anchors
 from pipelines.ingest.step_breakdown import assess, derive_breakdown
 from pipelines.ingest.trace_view import quote_constants
-from pipelines.intervals import assign_steps
-from pipelines.profiler_names import CONVENTION_KEYS
+from pipelines.vocabulary.device_work import COMM_CLASSES, COMM_HOST_RANGE, P2P, classify
+from pipelines.vocabulary.intervals import assign_steps
+from pipelines.vocabulary.profiler_names import CONVENTION_KEYS
 
 # reason codes (quarantine.reason)
 EMPTY_FILE = "empty_file"
@@ -297,8 +297,9 @@ def _require_device_events(complete: pl.DataFrame, events: pl.DataFrame, name: s
 
 
 def _classified(complete: pl.DataFrame) -> pl.DataFrame:
-    """Device events classified (pipelines/device_work.py) onto the compute or comm lane, with
-    `anchor_ns`: the start of the host slice that launched each (null when not linked)."""
+    """Device events classified (pipelines/vocabulary/device_work.py) onto the compute or comm
+    lane, with `anchor_ns`: the start of the host slice that launched each (null when not
+    linked)."""
     device = complete.filter(pl.col("lane") == "device")
     host = complete.filter(pl.col("lane") == "host")
     anchors = launch_anchors(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.ingest.errors import QuarantineError
-from pipelines.profiler_names import CONVENTION_KEYS, double_hash
+from pipelines.vocabulary.profiler_names import CONVENTION_KEYS, double_hash
 
 _INFO_NAME = re.compile(r"^profiler_info(?:_(\d+))?\.json$")
 

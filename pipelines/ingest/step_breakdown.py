@@ -54,14 +54,14 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from pipelines.intervals import assign_steps, difference
-from pipelines.overlap import (
+from pipelines.vocabulary.intervals import assign_steps, difference
+from pipelines.vocabulary.overlap import (
     breakdown_rows,
     lane_coverage,
     lane_totals,
     overlap_lanes,
 )
-from pipelines.profiler_names import OVERLAP_COLUMNS, P2P_REGEX, RECEIVE_REGEX
+from pipelines.vocabulary.profiler_names import OVERLAP_COLUMNS, P2P_REGEX, RECEIVE_REGEX
 
 DEVICE_LANES = ("compute", "comm", "overlap")
 BREAKDOWN_COLUMNS = (

@@ -44,13 +44,14 @@ import polars as pl
 from pipelines import memory
 from pipelines.ingest import dropped as drop
 from pipelines.ingest import flows as flow_links
+from pipelines.ingest.ascend_launch import launch_slices
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.lookups import left_lookup
 from pipelines.ingest.units import us_text_to_ns_sql
-from pipelines.intervals import assign_steps
-from pipelines.profiler_names import PROFILER_STEP_PREFIX as STEP_PREFIX
-from pipelines.profiler_names import RECEIVE_REGEX
 from pipelines.store.duck import private_connection, scratch_connection, sql_string
+from pipelines.vocabulary.intervals import assign_steps
+from pipelines.vocabulary.profiler_names import PROFILER_STEP_PREFIX as STEP_PREFIX
+from pipelines.vocabulary.profiler_names import RECEIVE_REGEX
 
 LANE_BY_PROCESS = {
     "python": "host",
@@ -100,6 +101,9 @@ class TraceView:
     flows: dict[str, int] = field(default_factory=dict)  # flows.bind counts
     # streamed reads: the rows the derivations need (comm, overlap, compute receives), in memory
     derivable: pl.DataFrame | None = None
+    # streamed reads: the rows launch attribution needs (device lanes, linked host slices, args
+    # cut to the link keys: pipelines/ingest/ascend_launch.launch_slices), in memory
+    launch: pl.DataFrame | None = None
     # entries set aside one by one, each "traceEvents[i]: why" (a non-object, a duplicated key)
     set_aside: list[str] = field(default_factory=list)
 
@@ -624,17 +628,16 @@ def _lazy_steps(frame: pl.LazyFrame, steps: pl.DataFrame) -> pl.LazyFrame:
     )
 
 
-def _derivable(slices: pl.LazyFrame) -> pl.DataFrame:
-    """The rows a rank's derivations read (comm_ops, step_breakdown): the comm and overlap
-    lanes and the receive tasks of the compute lane, without args (a small share of a trace)."""
-    return (
-        slices.filter(
-            pl.col("lane").is_in(["comm", "overlap"])
-            | ((pl.col("lane") == "compute") & pl.col("name").str.contains(RECEIVE_REGEX))
-        )
-        .drop("args")
-        .collect()
-    )
+def _derivable(slices: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The rows a rank's derivations read, in one pass over the spill: (comm_ops, the Overlap
+    Analysis breakdown: the comm and overlap lanes and the receive tasks of the compute lane,
+    without args; launch attribution: `ascend_launch.launch_slices`, args cut to the link keys)."""
+    derivable = slices.filter(
+        pl.col("lane").is_in(["comm", "overlap"])
+        | ((pl.col("lane") == "compute") & pl.col("name").str.contains(RECEIVE_REGEX))
+    ).drop("args")
+    derived, launch = pl.collect_all([derivable, launch_slices(slices)])
+    return derived, launch
 
 
 def _is_empty(frame: pl.DataFrame | pl.LazyFrame) -> bool:
@@ -704,13 +707,14 @@ def _view(
     )
     if isinstance(slices, pl.LazyFrame):
         slices = _lazy_steps(slices, steps).select(SLICE_COLUMNS)
-        derivable = _derivable(slices)
+        derivable, launch = _derivable(slices)
     else:
         slices = assign_steps(slices.select((*SLICE_COLUMNS[:-2], "args")), steps)
-        slices, derivable = slices.select(SLICE_COLUMNS), None
+        slices, derivable, launch = slices.select(SLICE_COLUMNS), None, None
     return TraceView(
         slices=slices,
         derivable=derivable,
+        launch=launch,
         steps=steps,
         device_id=_device_id(meta, process),
         process_lanes=dict(zip(process["process_name"], process["lane"], strict=True)),

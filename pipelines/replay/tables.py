@@ -36,10 +36,10 @@ from typing import Any
 import polars as pl
 
 from pipelines.ingest.frames import SCHEMAS, conform
-from pipelines.overlap import WINDOW_COLUMNS
 from pipelines.replay.measured import Measured
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import P2P_GROUP_KIND, comm_ops, rank_ids, rank_overlap
+from pipelines.vocabulary.overlap import WINDOW_COLUMNS
 
 SOURCE = "sim"
 ORIGIN = "sim"

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.intervals import coverage
 from pipelines.sim.result import SimResult
+from pipelines.vocabulary.intervals import coverage
 
 RANK_COLUMNS = (
     "rank",

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipelines.intervals import assign_steps
-from pipelines.overlap import breakdown_rows
-from pipelines.overlap import overlap_lanes as derive_lanes
-from pipelines.profiler_names import P2P_REGEX, RECEIVE_REGEX, double_hash, group_suffix
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_shape import split_packed_steps
+from pipelines.vocabulary.intervals import assign_steps
+from pipelines.vocabulary.overlap import breakdown_rows
+from pipelines.vocabulary.overlap import overlap_lanes as derive_lanes
+from pipelines.vocabulary.profiler_names import P2P_REGEX, RECEIVE_REGEX, double_hash, group_suffix
 
 DEFAULT_EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z: t=0 of a simulated run
 BASE_OS_PID = 200_000

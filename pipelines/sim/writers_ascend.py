@@ -34,23 +34,6 @@ from typing import Any, Literal
 
 import polars as pl
 
-from pipelines.intervals import assign_steps
-from pipelines.profiler_names import (
-    ASCEND_PT_SUFFIX,
-    CONVENTION_KEYS,
-    HARDWARE_PROCESS,
-    HCCL_PROCESS,
-    KERNEL_DETAILS,
-    METADATA,
-    OUTPUT_DIR,
-    OVERLAP_LANES,
-    OVERLAP_PROCESS,
-    PROFILER_STEP_PREFIX,
-    PYTHON_PROCESS,
-    STEP_TRACE_TIME,
-    TRACE_VIEW,
-    profiler_info_name,
-)
 from pipelines.sim.kernel_mix import task_kernels
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import (
@@ -68,6 +51,23 @@ from pipelines.sim.trace_layout import (
     tp_ranks_of,
 )
 from pipelines.sim.trace_shape import LAUNCH_LATENCY_NS
+from pipelines.vocabulary.intervals import assign_steps
+from pipelines.vocabulary.profiler_names import (
+    ASCEND_PT_SUFFIX,
+    CONVENTION_KEYS,
+    HARDWARE_PROCESS,
+    HCCL_PROCESS,
+    KERNEL_DETAILS,
+    METADATA,
+    OUTPUT_DIR,
+    OVERLAP_LANES,
+    OVERLAP_PROCESS,
+    PROFILER_STEP_PREFIX,
+    PYTHON_PROCESS,
+    STEP_TRACE_TIME,
+    TRACE_VIEW,
+    profiler_info_name,
+)
 
 # process_sort_index values torch_npu uses for these lanes (observed, set B1)
 SORT_PYTHON, SORT_CANN, SORT_HARDWARE, SORT_HCCL, SORT_OVERLAP = 0, 1, 13, 15, 23

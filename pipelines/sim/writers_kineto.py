@@ -23,7 +23,6 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.profiler_names import CONVENTION_KEYS, PROFILER_STEP_PREFIX
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import (
     P2P_GROUP_KIND,
@@ -35,6 +34,7 @@ from pipelines.sim.trace_layout import (
     rank_ids,
     step_windows,
 )
+from pipelines.vocabulary.profiler_names import CONVENTION_KEYS, PROFILER_STEP_PREFIX
 
 COMPUTE_STREAM, NCCL_STREAM = 7, 20
 LAUNCH_NS = 4_000  # duration of the cudaLaunchKernel slice (capped by the range it sits in)

@@ -17,9 +17,9 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines.profiler_names import MARKER_NAME_SQL, PROFILER_STEP_PREFIX
 from pipelines.store.catalog import checked_name, relation_exists, table_columns
 from pipelines.store.relations import project_relations
+from pipelines.vocabulary.profiler_names import MARKER_NAME_SQL, PROFILER_STEP_PREFIX
 
 __all__ = ["relation_exists", "table_columns"]  # catalog lookups callers reach through here
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from pipelines.intervals import Coverage, coverage, group_ids
-from pipelines.profiler_names import COMMUNICATION_LANE, COMPUTING, FREE, NOT_OVERLAPPED
+from pipelines.vocabulary.intervals import Coverage, coverage, group_ids
+from pipelines.vocabulary.profiler_names import COMMUNICATION_LANE, COMPUTING, FREE, NOT_OVERLAPPED
 
 WINDOW_COLUMNS = ("window_start_ns", "window_end_ns")
 KINDS = ("compute", "comm", "p2p", "memcpy", "memset")
 """Kinds of device interval: memcpy and memset are neither computing nor communication (Kineto
-`gpu_memcpy` / `gpu_memset`, pipelines/device_work.py). Their time lies inside Free, as the Ascend
-profiler's DMA copies do (its Computing leaves them out): memcpy_ns / memset_ns are the union of
-each, a view into Free and the window, not a fifth part of it."""
+`gpu_memcpy` / `gpu_memset`, pipelines/vocabulary/device_work.py). Their time lies inside Free, as
+the Ascend profiler's DMA copies do (its Computing leaves them out): memcpy_ns / memset_ns are the
+union of each, a view into Free and the window, not a fifth part of it."""
 
 
 def _kind(cov: Coverage, name: str) -> np.ndarray:

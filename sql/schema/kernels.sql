@@ -24,4 +24,4 @@ comment on column kernels.dur_ns is 'duration (ns)';
 comment on column kernels.wait_ns is 'wait before the kernel (ns)';
 comment on column kernels.is_comm is 'true for communication rows';
 comment on column kernels.work_class is
-'compute, collective, p2p, memcpy, memset or other (pipelines/device_work.py, docs/device_work.md)';
+'compute, collective, p2p, memcpy, memset or other (pipelines/vocabulary/device_work.py, docs/device_work.md)';

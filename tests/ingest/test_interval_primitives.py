@@ -1,4 +1,4 @@
-"""pipelines/intervals.py against a one-point-per-ns bitmap on random interval sets."""
+"""pipelines/vocabulary/intervals.py against a one-point-per-ns bitmap on random interval sets."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.intervals import assign_steps, coverage, difference, length_by, union, union_by
+from pipelines.vocabulary.intervals import (
+    assign_steps,
+    coverage,
+    difference,
+    length_by,
+    union,
+    union_by,
+)
 
 
 def _bitmap(starts: np.ndarray, ends: np.ndarray, size: int) -> np.ndarray:

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 
 from pipelines.ingest.step_breakdown import derive_breakdown, overlap_lanes
-from pipelines.intervals import assign_steps
-from pipelines.intervals import union_by as union
+from pipelines.vocabulary.intervals import assign_steps
+from pipelines.vocabulary.intervals import union_by as union
 
 
 def _covered(points: np.ndarray, intervals: list[tuple[int, int]]) -> np.ndarray:

@@ -1,6 +1,6 @@
-"""sim/ simulates and writes traces: it imports no reader, warehouse or replay code, and the
-readers import nothing from sim/ or replay/ (shared names live in pipelines/profiler_names.py,
-the overlap derivation in pipelines/overlap.py)."""
+"""sim/ simulates and writes traces: it imports no reader, warehouse or replay code, and the readers
+import nothing from sim/ or replay/ (shared names live in pipelines/vocabulary/profiler_names.py,
+the overlap derivation in pipelines/vocabulary/overlap.py)."""
 
 from __future__ import annotations
 

@@ -6,12 +6,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.intervals import intersection as _overlap
-from pipelines.intervals import union as _merge
 from pipelines.sim.measured import FittedCost
 from pipelines.sim.metrics import ranks_frame, summarize
 from pipelines.sim.result import REQUEST_SCHEMA, TASK_SCHEMA, SimResult
 from pipelines.sim.run import simulate
+from pipelines.vocabulary.intervals import intersection as _overlap
+from pipelines.vocabulary.intervals import union as _merge
 
 
 def _mask(starts, ends, size=200) -> np.ndarray:

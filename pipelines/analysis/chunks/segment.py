@@ -21,15 +21,15 @@ import polars as pl
 import regex
 
 from pipelines.analysis.chunks.engine_forwards import ENGINE_FORWARD_RULE, forward_markers
-from pipelines.device_work import (  # noqa: F401  (the rule's constants, re-exported)
+from pipelines.ingest.frames import SCHEMAS, conform
+from pipelines.ingest.launch_links import LINK_KEYS, launch_anchors
+from pipelines.vocabulary.device_work import (  # noqa: F401  (the rule's constants, re-exported)
     COMM_LINK_KEY,
     EXCLUDED_DEVICE_CATEGORIES,
     NON_WORK_TASK_TYPES,
     work_slices,
 )
-from pipelines.ingest.frames import SCHEMAS, conform
-from pipelines.ingest.launch_links import LINK_KEYS, launch_anchors
-from pipelines.intervals import length_by
+from pipelines.vocabulary.intervals import length_by
 
 DEFAULT_MARKER_REGEX = (
     r"^chunk\["
