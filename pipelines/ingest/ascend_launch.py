@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.ingest.launch_links import launch_anchors
+from pipelines.ingest.launch_links import LINK_KEYS, LIST_KEYS, launch_anchors
 from pipelines.ingest.step_breakdown import derive_breakdown
-from pipelines.vocabulary.device_work import work_slices
+from pipelines.vocabulary.device_work import COMM_LINK_KEY, work_slices
 from pipelines.vocabulary.profiler_names import P2P_REGEX
 
 COMM_OP_THREAD = r" Communication$"
@@ -28,9 +28,11 @@ HCCL lane and the SQLite reader name them so); `Plane N` threads hold their sub-
 
 
 LAUNCH_LANES = ("compute", "comm", "host")
-LAUNCH_ARG_KEYS = tuple(dict.fromkeys(("Task Type", COMM_LINK_KEY, *LINK_KEYS, *LIST_KEYS.values())))
+LAUNCH_ARG_KEYS = tuple(
+    dict.fromkeys(("Task Type", COMM_LINK_KEY, *LINK_KEYS, *LIST_KEYS.values()))
+)
 """The args keys launch attribution reads: the task type (which tasks are work,
-pipelines/device_work.py) and every launch link (pipelines/ingest/launch_links.py)."""
+pipelines/vocabulary/device_work.py) and every launch link (pipelines/ingest/launch_links.py)."""
 LAUNCH_COLUMNS = ("lane", "thread", "name", "category", "start_ns", "dur_ns", "args")
 
 
@@ -46,7 +48,9 @@ def launch_slices(slices: pl.LazyFrame) -> pl.LazyFrame:
         args.str.contains(f'"{key}"', literal=True) for key in (*LINK_KEYS, *LIST_KEYS.values())
     )
     lane = pl.col("lane")
-    kept = slices.filter(lane.is_in(LAUNCH_LANES[:2]) | ((lane == "host") & has_link.fill_null(False)))
+    kept = slices.filter(
+        lane.is_in(LAUNCH_LANES[:2]) | ((lane == "host") & has_link.fill_null(False))
+    )
     compact = pl.struct(
         args.str.json_path_match(f"$['{key}']").alias(key) for key in LAUNCH_ARG_KEYS
     ).struct.json_encode()
