@@ -16,7 +16,7 @@ links in communication_matrix.json (group ranks, mapped to global ranks when the
 
 step_breakdown: the profiler's rows (step_trace_time.csv, origin='profiler') and ours
 (origin='derived': by launch from the trace's device tasks, HCCL ops and flows,
-pipelines/ingest/ascend_launch.py, with `launch_coverage`; else, for a streamed trace or one
+pipelines/ingest/ascend_launch.py, with `launch_coverage`, a streamed trace too; else, for one
 without flows, step_breakdown.from_trace over its Overlap Analysis lane; else from
 kernel_details intervals by their Step Id, launch_coverage null), the derived rows judged
 complete or not against the profiler's rows and the trace's ProfilerStep windows
@@ -220,7 +220,7 @@ def _breakdown(
     if trace is not None:
         derived = _launch_rows(trace)
     if (derived is None or derived.is_empty()) and trace is not None:
-        # no launch link in the trace (or a streamed read without args): the profiler's own
+        # no launch link in the trace: the profiler's own
         # rule, Overlap Analysis slices by the step their start lies in (launch_coverage null)
         derived = step_breakdown.from_trace(trace.for_derivations(), trace.steps)
     if (derived is None or derived.is_empty()) and kernels is not None:
@@ -235,12 +235,16 @@ def _breakdown(
 
 def _launch_rows(trace: TraceView) -> pl.DataFrame | None:
     """Derived rows by launch (pipelines/ingest/ascend_launch.py) from the trace's device tasks,
-    HCCL ops and their flows (`async_npu`, `HostToDevice`); None for a streamed read (its slices
-    stay on disk without args) or a trace whose device work has no flow. The trace's own Overlap
-    Analysis lane stays the timeline's overlap lane; the derived lanes are not added."""
-    if not isinstance(trace.slices, pl.DataFrame) or "args" not in trace.slices.columns:
+    HCCL ops and their flows (`async_npu`, `HostToDevice`); a streamed read gives the rows it
+    kept for this in memory (`TraceView.launch`, args cut to the link keys); None for a trace
+    whose device work has no flow. The trace's own Overlap Analysis lane stays the timeline's
+    overlap lane; the derived lanes are not added."""
+    if trace.launch is not None:
+        work = trace.launch
+    elif isinstance(trace.slices, pl.DataFrame) and "args" in trace.slices.columns:
+        work = trace.slices.filter(pl.col("lane").is_in(["compute", "comm", "host"]))
+    else:
         return None
-    work = trace.slices.filter(pl.col("lane").is_in(["compute", "comm", "host"]))
     derived = launch_breakdown(work, trace.steps)
     return None if derived is None else derived[1]
 

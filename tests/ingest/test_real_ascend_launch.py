@@ -38,7 +38,7 @@ import pytest
 
 from pipelines.analysis.chunks.chunk_store import extract_chunks
 from pipelines.analysis.chunks.segment import PROFILER_STEP_REGEX
-from pipelines.ingest import ascend_db, ascend_text
+from pipelines.ingest import ascend_db, ascend_text, trace_view
 from pipelines.ingest.load import ingest_paths
 
 pytestmark = pytest.mark.real
@@ -106,8 +106,10 @@ def _step_of(time: int, steps: list[tuple[int, int, int]]) -> int | None:
     return None
 
 
-def oracle_text(trace_path: Path) -> tuple[dict[int, dict[str, int]], int, int]:
-    """(figures per step, linked device events, unlinked device events) of a trace_view.json."""
+def oracle_text(trace_path: Path, by: str = "launch") -> tuple[dict[int, dict[str, int]], int, int]:
+    """(figures per step, linked device events, unlinked device events) of a trace_view.json;
+    by="start": every event in the step its own start lies in (the profiler's rule), to show
+    where the two rules part."""
     events = json.loads(trace_path.read_text())
     if isinstance(events, dict):
         events = events["traceEvents"]
@@ -163,33 +165,50 @@ def oracle_text(trace_path: Path) -> tuple[dict[int, dict[str, int]], int, int]:
             linked += 1
         else:  # no flow: the step its start lies in (the profiler's rule, the stated fallback)
             unlinked += 1
-        step = _step_of(min(launches) if launches else start, steps)
+        at = min(launches) if launches and by == "launch" else start
+        step = _step_of(at, steps)
         if step is not None:
             work[step].append((kind, start, end))
     return _figures(work), linked, unlinked
 
 
+_DB_WORK = """
+    with launch as (
+        select connectionId as cid, startNs as s from CANN_API
+        union all
+        select c.connectionId, cast(p.startNs as integer)
+        from PYTORCH_API p join CONNECTION_IDS c on c.id = p.connectionId
+    ), first_launch as (select cid, min(s) as s from launch group by cid)
+    select 'compute', t.startNs, t.endNs, l.s, n.value
+    from TASK t join COMPUTE_TASK_INFO c on c.globalTaskId = t.globalTaskId
+    left join STRING_IDS n on n.id = c.name
+    left join first_launch l on l.cid = t.connectionId
+    union all
+    select 'comm', o.startNs, o.endNs, l.s, n.value
+    from COMMUNICATION_OP o left join STRING_IDS n on n.id = o.opName
+    left join first_launch l on l.cid = o.connectionId
+"""
+
+
+def oracle_db_rows(db_path: Path) -> list[tuple[str, str, int, int | None]]:
+    """(kind, name, start, step by launch) of every kernel (TASK with COMPUTE_TASK_INFO) and
+    HCCL op (COMMUNICATION_OP) of a SQLite export: the step whose STEP_TIME window holds the
+    earliest CANN_API / PYTORCH_API start with the row's connection id, else its own start."""
+    with sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True) as con:
+        steps = [tuple(r) for r in con.execute("select id, startNs, endNs from STEP_TIME")]
+        rows = con.execute(_DB_WORK).fetchall()
+    return [
+        (kind, name, start, _step_of(start if launch is None else launch, steps))
+        for kind, start, _, launch, name in rows
+    ]
+
+
 def oracle_db(db_path: Path) -> dict[int, dict[str, int]]:
     with sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True) as con:
         steps = [tuple(r) for r in con.execute("select id, startNs, endNs from STEP_TIME")]
-        rows = con.execute(
-            """
-            with launch as (
-                select connectionId as cid, startNs as s from CANN_API
-                union all
-                select c.connectionId, cast(p.startNs as integer)
-                from PYTORCH_API p join CONNECTION_IDS c on c.id = p.connectionId
-            ), first_launch as (select cid, min(s) as s from launch group by cid)
-            select 'compute', t.startNs, t.endNs, l.s
-            from TASK t join COMPUTE_TASK_INFO c on c.globalTaskId = t.globalTaskId
-            left join first_launch l on l.cid = t.connectionId
-            union all
-            select 'comm', o.startNs, o.endNs, l.s
-            from COMMUNICATION_OP o left join first_launch l on l.cid = o.connectionId
-            """
-        ).fetchall()
+        rows = con.execute(_DB_WORK).fetchall()
     work: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
-    for kind, start, end, launch in rows:
+    for kind, start, end, launch, _ in rows:
         step = _step_of(start if launch is None else launch, steps)
         if step is not None:
             work[step].append((kind, start, end))
@@ -355,3 +374,93 @@ def test_profiler_steps_chunks_agree_with_the_derived_breakdown(
         assert rank == c_rank
         assert coverage >= 0.99
         assert busy == computing, (rank, busy, computing)  # one rule, the same figure
+
+
+# --- the streamed (on-disk) read and the per-row steps: the same launch rule --------------------
+
+
+STREAMED_RANKS = ("B0r0", "B0r1", "B1r0", "B1r1")
+
+
+def _read(folder: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool):
+    """read_rank on the in-memory or, forced as bench/probes.py does, the streamed path."""
+    monkeypatch.setattr(trace_view, "IN_MEMORY_PEAK_FACTOR", 1e12 if streamed else 1.6)
+    frames = ascend_text.read_rank(folder)
+    assert isinstance(frames.tables["slices"], pl.LazyFrame) is streamed
+    return frames
+
+
+def _derived_figures(frames) -> dict[int, dict]:
+    columns = (*FIGURES, "stage_ns", "launch_coverage", "complete")
+    return {step: {c: row[c] for c in columns} for step, row in _derived(frames).items()}
+
+
+def _split_at_the_lag(source: Path, folder: Path, step: int = 50) -> tuple[Path, Decimal]:
+    """A copy of a text rank whose ProfilerStep#<step> is cut in two (#step, #step+1) halfway
+    through the longest host-to-device lag of a `async_npu` flow launched before the step's last
+    launch: that task is launched in the first window and starts in the second, so the launch
+    rule and the start rule part on it.
+    step_trace_time.csv is removed (the profiler's figures were for the uncut step)."""
+    shutil.copytree(source, folder)
+    out = folder / "ASCEND_PROFILER_OUTPUT"
+    (out / "step_trace_time.csv").unlink()
+    trace = out / "trace_view.json"
+    events = json.loads(trace.read_text())
+    (window,) = [e for e in events if e.get("name") == f"ProfilerStep#{step}"]
+    begin, end = Decimal(window["ts"]), Decimal(window["ts"]) + Decimal(str(window["dur"]))
+    starts = {(e["cat"], str(e["id"])): Decimal(e["ts"]) for e in events if e.get("ph") == "s"}
+    lags = [
+        (Decimal(e["ts"]) - starts[(e["cat"], str(e["id"]))], starts[(e["cat"], str(e["id"]))])
+        for e in events
+        if e.get("ph") == "f" and e.get("cat") == "async_npu" and (e["cat"], str(e["id"])) in starts
+    ]
+    launches = sorted(launch for _, launch in lags if begin <= launch < end)
+    # the longest lag whose midpoint leaves work launched after it (the second step not empty)
+    lag, launch = max(
+        (lag, launch)
+        for lag, launch in lags
+        if begin <= launch < end and launch + lag / 2 < launches[-1]
+    )
+    cut = (launch + lag / 2).quantize(Decimal("0.001"))
+    second = dict(window, name=f"ProfilerStep#{step + 1}", ts=str(cut), dur=float(end - cut))
+    window["dur"] = float(cut - begin)
+    events.append(second)
+    trace.write_text(json.dumps(events))
+    return folder, lag
+
+
+@pytest.mark.parametrize("name", STREAMED_RANKS)
+def test_streamed_read_attributes_by_launch_as_in_memory(
+    real_dir: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace too big for memory (forced here) is attributed by launch, launch_coverage
+    filled, with the in-memory read's figures and the oracle's."""
+    folder = real_dir / TEXT_RANKS[name]
+    memory = _derived_figures(_read(folder, monkeypatch, streamed=False))
+    streamed_frames = _read(folder, monkeypatch, streamed=True)
+    streamed = _derived_figures(streamed_frames)
+    assert streamed == memory
+    assert all(row["launch_coverage"] is not None for row in streamed.values())
+    (trace,) = sorted(folder.rglob("trace_view.json"))
+    _agree(_derived(streamed_frames), oracle_text(trace)[0], name)
+
+
+@pytest.mark.parametrize("name", ["B0r0", "B1r0"])
+def test_a_step_cut_at_the_lag_is_attributed_by_launch_on_both_paths(
+    real_dir: Path, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two steps where one task is launched in the first and starts in the second: both read
+    paths give the oracle's launch figures, which differ from the start rule's."""
+    folder, lag = _split_at_the_lag(real_dir / TEXT_RANKS[name], tmp_path / "rank0_ascend_pt")
+    assert lag > 0
+    trace = folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    by_launch, _, _ = oracle_text(trace)
+    by_start, _, _ = oracle_text(trace, by="start")
+    assert sorted(by_launch) == [50, 51]
+    assert by_launch != by_start  # the cut separates the rules: the check can fail
+    memory_frames = _read(folder, monkeypatch, streamed=False)
+    streamed_frames = _read(folder, monkeypatch, streamed=True)
+    assert _derived_figures(streamed_frames) == _derived_figures(memory_frames)
+    for frames in (memory_frames, streamed_frames):
+        _agree(_derived(frames), by_launch, name)
+        assert all(r["launch_coverage"] >= 0.99 for r in _derived(frames).values())
