@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from pipelines.ingest import dropped as drop
-from pipelines.ingest.ascend_launch import launch_breakdown
+from pipelines.ingest.ascend_launch import launch_breakdown, launch_steps
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import RankFrames
 from pipelines.ingest.hccl import group_hash, is_p2p_expr, op_type_expr
@@ -126,6 +126,7 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
                 "dur_ns",
                 "wait_ns",
                 pl.lit(False).alias("is_comm"),
+                "connection_id",
             ),
             comm.select(
                 pl.col("op").alias("name"),
@@ -135,12 +136,14 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
                 "dur_ns",
                 pl.lit(None, dtype=pl.Int64).alias("wait_ns"),
                 pl.lit(True).alias("is_comm"),
+                "connection_id",
             ),
         ]
     ).sort("start_ns")
-    kernels = assign_steps(kernels, steps)
+    # each row in the step that launched it (connection ids), as the breakdown below counts it
+    kernels = _launch_steps(kernels, host, steps)
 
-    comm_ops = assign_steps(
+    comm_ops = _launch_steps(
         comm.select(
             "op",
             "op_type",
@@ -154,7 +157,9 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
             "wait_ns",
             "transit_ns",
             "sync_ns",
+            "connection_id",
         ),
+        host,
         steps,
     )
 
@@ -197,6 +202,15 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
         info=_info(con, columns, profiler_info, metadata, rank_folder),
         dropped=drop.merged(dropped, dropped_host),
     )
+
+
+def _launch_steps(rows: pl.DataFrame, host: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """Kernel or comm-op rows (with `connection_id`) stepped by launch (ascend_launch.launch_steps:
+    the CANN_API / PYTORCH_API call with the same connection id, else the row's start)."""
+    if host.is_empty():
+        return assign_steps(rows.drop("connection_id"), steps)
+    linked = rows.with_columns(pl.struct("connection_id").struct.json_encode().alias("args"))
+    return launch_steps(linked, host, steps).drop("args", "connection_id")
 
 
 # --- sqlite helpers ---------------------------------------------------------------------------

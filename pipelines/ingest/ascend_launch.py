@@ -20,6 +20,7 @@ import polars as pl
 from pipelines.ingest.launch_links import LINK_KEYS, LIST_KEYS, launch_anchors
 from pipelines.ingest.step_breakdown import derive_breakdown
 from pipelines.vocabulary.device_work import COMM_LINK_KEY, work_slices
+from pipelines.vocabulary.intervals import assign_steps
 from pipelines.vocabulary.profiler_names import P2P_REGEX
 
 COMM_OP_THREAD = r" Communication$"
@@ -81,6 +82,19 @@ def launch_device_work(slices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
         "anchor_ns",
     )
     return device, comm_ops
+
+
+def launch_steps(rows: pl.DataFrame, host: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """`rows` (device work: start_ns, args with its link keys) with its `step` by launch, the
+    rule `launch_breakdown` applies to the same work: the step whose host window holds the start
+    of the earliest host slice linked to the row (`host`: start_ns, args), else the step its own
+    start lies in (no link: the profiler's rule, the stated fallback). So a kernel's or an HCCL
+    op's row and the step breakdown put it in the same step."""
+    frame = rows.with_row_index("row_id")
+    anchors = launch_anchors(frame, host.with_row_index("row_id"))
+    at = pl.coalesce(pl.col("host_ns"), pl.col("start_ns").cast(pl.Int64)).alias("_at")
+    frame = frame.join(anchors, on="row_id", how="left", maintain_order="left")
+    return assign_steps(frame.with_columns(at), steps, at="_at").drop("row_id", "host_ns", "_at")
 
 
 def has_launch_links(device: pl.DataFrame) -> bool:

@@ -464,3 +464,53 @@ def test_a_step_cut_at_the_lag_is_attributed_by_launch_on_both_paths(
     for frames in (memory_frames, streamed_frames):
         _agree(_derived(frames), by_launch, name)
         assert all(r["launch_coverage"] >= 0.99 for r in _derived(frames).values())
+
+
+def _cut_db_at_the_lag(source: Path, folder: Path, step: int = 50) -> int:
+    """A copy of a SQLite rank whose STEP_TIME row <step> is cut in two (<step>, <step>+1)
+    halfway through the longest launch-to-start lag of a kernel or HCCL op launched before the
+    step's last launch (written with sqlite3); returns the lag in ns. Files are copied writable."""
+    shutil.copytree(source, folder, copy_function=shutil.copyfile)
+    db_path = ascend_db.find_db(folder)
+    with sqlite3.connect(db_path) as con:
+        ((begin, end),) = con.execute("select startNs, endNs from STEP_TIME where id = ?", (step,))
+        rows = con.execute(_DB_WORK).fetchall()
+        launches = sorted(launch for *_, launch, _ in rows if launch is not None)
+        lag, launch = max(
+            (start - launch, launch)
+            for _, start, _, launch, _ in rows
+            if launch is not None
+            and begin <= launch < end
+            and launch + (start - launch) // 2 < launches[-1]
+        )
+        cut = launch + lag // 2
+        con.execute("update STEP_TIME set endNs = ? where id = ?", (cut, step))
+        con.execute("insert into STEP_TIME values (?, ?, ?)", (step + 1, cut, end))
+    return lag
+
+
+@pytest.mark.parametrize("name", sorted(DB_RANKS))
+def test_db_rows_take_the_step_of_their_launch(real_dir: Path, tmp_path: Path, name: str) -> None:
+    """kernels and comm_ops of a SQLite export carry the step of their launch, as the breakdown
+    counts them: on set C with its step cut at a launch lag, every row's step equals the one
+    python's sqlite3 gives straight from the file, and the per-step figures the oracle's; by
+    start the rows would differ."""
+    folder = tmp_path / "rank_ascend_pt"
+    assert _cut_db_at_the_lag(real_dir / DB_RANKS[name], folder) > 0
+    db_path = ascend_db.find_db(folder)
+    oracle = oracle_db_rows(db_path)
+    frames = ascend_db.read_rank(folder)
+    kernels = frames.tables["kernels"]
+    ours = sorted(
+        ("comm" if comm else "compute", n, start, step)
+        for n, start, step, comm in kernels.select("name", "start_ns", "step", "is_comm").rows()
+    )
+    assert ours == sorted(oracle)
+    with sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True) as con:
+        steps = [tuple(r) for r in con.execute("select id, startNs, endNs from STEP_TIME")]
+    by_start = sorted((kind, n, start, _step_of(start, steps)) for kind, n, start, _ in oracle)
+    assert ours != by_start  # the cut parts the two rules on at least one row
+    ops = frames.tables["comm_ops"].select("op", "start_ns", "step").rows()
+    assert sorted(ops) == sorted((n, s, st) for kind, n, s, st in oracle if kind == "comm")
+    _agree(_derived(frames), oracle_db(db_path), name)
+    assert sorted(_derived(frames)) == [50, 51]
