@@ -60,7 +60,7 @@ def launch_slices(slices: pl.LazyFrame) -> pl.LazyFrame:
 
 def launch_device_work(slices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(device, comm_ops) of one rank for `derive_breakdown`: device = kind ('compute' | 'comm'),
-    start_ns, dur_ns, anchor_ns (null: no link); comm_ops = op, is_p2p, start_ns, dur_ns,
+    name, start_ns, dur_ns, anchor_ns (null: no link); comm_ops = op, is_p2p, start_ns, dur_ns,
     anchor_ns. `slices` are the rank's canonical slices with args."""
     frame = slices.with_columns(
         pl.lit(0, pl.Int32).alias("rank"), pl.col("start_ns").cast(pl.Int64)
@@ -73,7 +73,7 @@ def launch_device_work(slices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
     host = frame.filter(pl.col("lane") == "host")
     anchors = launch_anchors(work, host).rename({"host_ns": "anchor_ns"})
     work = work.join(anchors, on="row_id", how="left")
-    device = work.select("kind", "start_ns", pl.col("dur_ns").cast(pl.Int64), "anchor_ns")
+    device = work.select("kind", "name", "start_ns", pl.col("dur_ns").cast(pl.Int64), "anchor_ns")
     comm_ops = work.filter(pl.col("kind") == "comm").select(
         pl.col("name").alias("op"),
         pl.col("name").str.contains(P2P_REGEX).alias("is_p2p"),
@@ -102,12 +102,34 @@ def has_launch_links(device: pl.DataFrame) -> bool:
     return device.height > 0 and device.get_column("anchor_ns").is_not_null().any()
 
 
+def restep_by_launch(
+    rows: pl.DataFrame, device: pl.DataFrame, steps: pl.DataFrame, name: str = "name"
+) -> pl.DataFrame:
+    """`rows` (a reader's kernels or comm_ops: `name`, start_ns, step) with the step of the
+    device work they are (`device` of `launch_device_work`, matched on name and start): the step
+    of its launch, else of its start, as `launch_breakdown` counts it. A row that is no work of
+    the trace (a kernel_details.csv row the trace lacks) keeps its own step."""
+    if rows.is_empty() or device.is_empty() or steps.is_empty():
+        return rows
+    at = pl.coalesce(pl.col("anchor_ns"), pl.col("start_ns")).alias("_at")
+    key = device.select(pl.col("name").alias(name), "start_ns", at).unique(
+        [name, "start_ns"], keep="first"
+    )
+    joined = rows.join(key, on=[name, "start_ns"], how="left", maintain_order="left")
+    stepped = assign_steps(joined.rename({"step": "_own"}), steps, at="_at")
+    step = pl.when(pl.col("_at").is_null()).then(pl.col("_own")).otherwise(pl.col("step"))
+    return stepped.with_columns(step.cast(pl.Int32).alias("step")).select(rows.columns)
+
+
 def launch_breakdown(
-    slices: pl.DataFrame, steps: pl.DataFrame
+    slices: pl.DataFrame | None,
+    steps: pl.DataFrame,
+    work: tuple[pl.DataFrame, pl.DataFrame] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """(overlap slices, derived step_breakdown rows with launch_coverage) of one rank, None when
-    no device work in `slices` has a launch link."""
-    device, comm_ops = launch_device_work(slices)
+    no device work in `slices` has a launch link; `work`: `launch_device_work(slices)` when
+    the caller has it already."""
+    device, comm_ops = work if work is not None else launch_device_work(slices)
     if not has_launch_links(device):
         return None
     return derive_breakdown(device, steps, comm_ops, unlinked="start")

@@ -33,7 +33,12 @@ import polars as pl
 
 from pipelines.ingest import dropped as drop
 from pipelines.ingest import step_breakdown
-from pipelines.ingest.ascend_launch import launch_breakdown
+from pipelines.ingest.ascend_launch import (
+    has_launch_links,
+    launch_breakdown,
+    launch_device_work,
+    restep_by_launch,
+)
 from pipelines.ingest.communication import (
     peer_from_links,
     read_communication,
@@ -211,14 +216,17 @@ def build_comm_ops(
 
 
 def _breakdown(
-    trace: TraceView | None, kernels: KernelDetails | None, profiler: StepTrace | None
+    trace: TraceView | None,
+    kernels: KernelDetails | None,
+    profiler: StepTrace | None,
+    launch: tuple[pl.DataFrame, pl.DataFrame] | None,
 ) -> pl.DataFrame:
     frames = []
     if profiler is not None:
         frames.append(profiler.rows)
     derived = None
-    if trace is not None:
-        derived = _launch_rows(trace)
+    if trace is not None and launch is not None:
+        derived = launch_breakdown(None, trace.steps, work=launch)[1]
     if (derived is None or derived.is_empty()) and trace is not None:
         # no launch link in the trace: the profiler's own
         # rule, Overlap Analysis slices by the step their start lies in (launch_coverage null)
@@ -233,20 +241,34 @@ def _breakdown(
     return step_breakdown.assess(rows, trace.steps if trace is not None else None)
 
 
-def _launch_rows(trace: TraceView) -> pl.DataFrame | None:
-    """Derived rows by launch (pipelines/ingest/ascend_launch.py) from the trace's device tasks,
-    HCCL ops and their flows (`async_npu`, `HostToDevice`); a streamed read gives the rows it
-    kept for this in memory (`TraceView.launch`, args cut to the link keys); None for a trace
-    whose device work has no flow. The trace's own Overlap Analysis lane stays the timeline's
-    overlap lane; the derived lanes are not added."""
+def _launch_work(trace: TraceView | None) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The trace's device work with its launch anchors (pipelines/ingest/ascend_launch.py: device
+    tasks, HCCL ops and their flows `async_npu`, `HostToDevice`), None without a trace or when
+    no device work has a flow. A streamed read gives the rows it kept for this in memory
+    (`TraceView.launch`, args cut to the link keys). The derived rows by launch come from it;
+    the trace's own Overlap Analysis lane stays the timeline's overlap lane."""
+    if trace is None:
+        return None
     if trace.launch is not None:
-        work = trace.launch
+        rows = trace.launch
     elif isinstance(trace.slices, pl.DataFrame) and "args" in trace.slices.columns:
-        work = trace.slices.filter(pl.col("lane").is_in(["compute", "comm", "host"]))
+        rows = trace.slices.filter(pl.col("lane").is_in(["compute", "comm", "host"]))
     else:
         return None
-    derived = launch_breakdown(work, trace.steps)
-    return None if derived is None else derived[1]
+    work = launch_device_work(rows)
+    return work if has_launch_links(work[0]) else None
+
+
+def _restep(
+    rows: pl.DataFrame,
+    trace: TraceView | None,
+    launch: tuple[pl.DataFrame, pl.DataFrame] | None,
+    name: str = "name",
+) -> pl.DataFrame:
+    """Rows stepped by launch (ascend_launch.restep_by_launch) when the trace has launch links."""
+    if trace is None or launch is None:
+        return rows
+    return restep_by_launch(rows, launch[0], trace.steps, name=name)
 
 
 def _info(info: ProfilerInfo | None, metadata: ProfilerMetadata | None) -> dict[str, Any]:
@@ -310,12 +332,14 @@ def read_rank(rank_dir: Path) -> RankFrames:
     tables: dict[str, pl.DataFrame] = {}
     if trace is not None:
         tables["slices"] = trace.slices
+    # kernels and comm ops in the step that launched them, as the derived breakdown counts them
+    launch = _launch_work(trace)
     if kernels is not None:
-        tables["kernels"] = kernels.kernels
+        tables["kernels"] = _restep(kernels.kernels, trace, launch)
     comm_ops = build_comm_ops(rank, trace, kernels, communication, matrix, groups)
     if comm_ops.height:
-        tables["comm_ops"] = comm_ops
-    breakdown = _breakdown(trace, kernels, steps)
+        tables["comm_ops"] = _restep(comm_ops, trace, launch, name="op")
+    breakdown = _breakdown(trace, kernels, steps, launch)
     if breakdown.height:
         tables["step_breakdown"] = breakdown
     run_info = _info(info, metadata)

@@ -62,6 +62,7 @@ KERNEL_ONLY_RANKS = {
 }
 REL = 0.01
 FIGURES = ("computing_ns", "communication_ns", "free_ns")
+SPAN = ("start_ns", "dur_ns")
 
 
 # --- the oracle (standard library only) ---------------------------------------------------------
@@ -514,3 +515,31 @@ def test_db_rows_take_the_step_of_their_launch(real_dir: Path, tmp_path: Path, n
     assert sorted(ops) == sorted((n, s, st) for kind, n, s, st in oracle if kind == "comm")
     _agree(_derived(frames), oracle_db(db_path), name)
     assert sorted(_derived(frames)) == [50, 51]
+
+
+@pytest.mark.parametrize("name", ["B0r0", "B1r1"])
+def test_text_kernel_and_op_rows_take_the_step_of_their_launch(
+    real_dir: Path, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kernels (kernel_details.csv rows, matched to the trace's tasks) and comm_ops of a text
+    export sit in the step that launched them: with the step cut at a launch lag, the union of
+    each step's kernel rows and op rows is the oracle's computing and communication (by start,
+    one HCCL op and its kernels would move to the second step), on both read paths."""
+    folder, _ = _split_at_the_lag(real_dir / TEXT_RANKS[name], tmp_path / "rank0_ascend_pt")
+    trace = folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    oracle, _, _ = oracle_text(trace)
+    assert oracle != oracle_text(trace, by="start")[0]
+    for streamed in (False, True):
+        tables = _read(folder, monkeypatch, streamed=streamed).tables
+        kernels, ops = tables["kernels"], tables["comm_ops"]
+        assert set(kernels["step"]) == {50, 51}
+        for step, figures in oracle.items():
+            compute = kernels.filter((pl.col("step") == step) & ~pl.col("is_comm"))
+            comm = ops.filter(pl.col("step") == step)
+            ours = {
+                "computing_ns": _union([(s, s + d) for s, d in compute.select(*SPAN).rows()]),
+                "communication_ns": _union([(s, s + d) for s, d in comm.select(*SPAN).rows()]),
+            }
+            for column, value in ours.items():
+                gap = abs(value - figures[column])
+                assert gap <= REL * max(figures[column], 1) or gap <= 1_000, (step, column, gap)
