@@ -34,11 +34,17 @@ import msgspec
 import polars as pl
 
 from pipelines import memory
+from pipelines.ingest import gz
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
 from pipelines.ingest.launch_links import launch_anchors
-from pipelines.ingest.step_breakdown import assess, derive_breakdown
+from pipelines.ingest.step_breakdown import (
+    assess,
+    derive_breakdown,
+    launch_rule_applies,
+    steps_by_launch,
+)
 from pipelines.ingest.trace_view import quote_constants
 from pipelines.vocabulary.device_work import COMM_CLASSES, COMM_HOST_RANGE, P2P, classify
 from pipelines.vocabulary.intervals import assign_steps
@@ -151,11 +157,6 @@ def read_trace(path: Path) -> RankFrames:
     device_events = complete.filter(pl.col("lane").is_in(["compute", "comm"]))
     device_id = _device_id(device_events)
 
-    kernels = _kernels(device_events)
-    comm_ops = _comm_ops(device_events)
-    kernels = assign_steps(kernels, steps, at="anchor_ns").drop("anchor_ns")
-    comm_ops = assign_steps(comm_ops, steps, at="anchor_ns")
-
     device = device_events.select(
         pl.when(pl.col("lane") == "comm")
         .then(pl.lit("comm"))
@@ -167,6 +168,10 @@ def read_trace(path: Path) -> RankFrames:
         "dur_ns",
         "anchor_ns",
     )
+    # each kernel / op row in the step the breakdown counts it in (launch, docs/step_breakdown.md)
+    linked_rule = launch_rule_applies(device)
+    kernels = steps_by_launch(_kernels(device_events), steps, linked_rule).drop("anchor_ns")
+    comm_ops = steps_by_launch(_comm_ops(device_events), steps, linked_rule)
     overlap_slices, breakdown = derive_breakdown(device, steps, comm_ops, copies=True)
     comm_ops = comm_ops.drop("anchor_ns")
     breakdown = breakdown.with_columns(
@@ -368,9 +373,17 @@ def _raw_bytes(path: Path) -> bytes:
             raise QuarantineError(EMPTY_FILE, f"{path.name} is empty")
         return data
     try:
-        with gzip.open(path, "rb") as stream:
-            data = stream.read(cap + 1)
-    except (OSError, EOFError, zlib.error) as err:
+        try:
+            with gzip.open(path, "rb") as stream:
+                data = stream.read(cap + 1)
+        except gzip.BadGzipFile:
+            # bytes that are no gzip member after a whole stream: read the stream alone
+            found = gz.scan(path)
+            if not found.trailing:
+                raise
+            with gzip.open(gz.without_trailing(path, found.data_end), "rb") as stream:
+                data = stream.read(cap + 1)
+    except (OSError, EOFError, zlib.error, ValueError) as err:
         raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from err
     if len(data) > cap:
         raise _too_large(path, "inflates past that", cap)

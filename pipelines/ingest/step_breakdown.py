@@ -205,17 +205,13 @@ def derive_breakdown(
     launched in the step over device time assigned to it, complete = false below
     LAUNCH_COVERAGE_MIN)."""
 
-    linked_rule = unlinked == "auto" and "anchor_ns" in device.columns and _mostly_linked(device)
+    linked_rule = launch_rule_applies(device, unlinked)
 
     def anchored(frame: pl.DataFrame) -> pl.DataFrame:
         anchor = pl.col("anchor_ns") if "anchor_ns" in frame.columns else pl.lit(None, pl.Int64)
-        start = pl.col("start_ns").cast(pl.Int64)
         return frame.with_columns(
             anchor.cast(pl.Int64).is_not_null().alias("_linked"),
-            # launch rule: unlinked work (launched before the capture) belongs to no step
-            (
-                anchor.cast(pl.Int64) if linked_rule else pl.coalesce(anchor.cast(pl.Int64), start)
-            ).alias("_at"),
+            attribution_time(linked_rule, anchor).alias("_at"),
         )
 
     def spans(frame: pl.DataFrame, kind: pl.Expr) -> pl.DataFrame:
@@ -267,6 +263,27 @@ def derive_breakdown(
     work = assign_steps(device_spans, steps, at="_at").rename({"step": "_by_launch"})
     work = assign_steps(work, steps, at="start_ns").rename({"step": "_by_start"})
     return slices, _with_launch_coverage(breakdown, work, linked_rule)
+
+
+def launch_rule_applies(device: pl.DataFrame, unlinked: Literal["auto", "start"] = "auto") -> bool:
+    """Whether unlinked work of `device` (kind, start_ns, dur_ns, anchor_ns) belongs to no step
+    (`derive_breakdown`'s `unlinked`: "auto" and at least half the device time linked)."""
+    return unlinked == "auto" and "anchor_ns" in device.columns and _mostly_linked(device)
+
+
+def attribution_time(linked_rule: bool, anchor: pl.Expr | None = None) -> pl.Expr:
+    """The time whose step window a row of device work (start_ns, anchor_ns) belongs to: its
+    launch anchor; without one its own start, unless `linked_rule` (then null: no step). The
+    one rule of the derived breakdown and of the readers' per-row `step` (kernels, comm_ops)."""
+    anchor = (pl.col("anchor_ns") if anchor is None else anchor).cast(pl.Int64)
+    return anchor if linked_rule else pl.coalesce(anchor, pl.col("start_ns").cast(pl.Int64))
+
+
+def steps_by_launch(rows: pl.DataFrame, steps: pl.DataFrame, linked_rule: bool) -> pl.DataFrame:
+    """`rows` (start_ns, anchor_ns) with `step` by `attribution_time`, as `derive_breakdown`
+    assigns the same work (`linked_rule` = `launch_rule_applies` of the reader's device work)."""
+    at = rows.with_columns(attribution_time(linked_rule).alias("_at"))
+    return assign_steps(at, steps, at="_at").drop("_at")
 
 
 def _mostly_linked(device: pl.DataFrame) -> bool:
