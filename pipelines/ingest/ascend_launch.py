@@ -15,6 +15,8 @@ with the reason)."""
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from pipelines.ingest.launch_links import LINK_KEYS, LIST_KEYS, launch_anchors
@@ -35,27 +37,49 @@ LAUNCH_ARG_KEYS = tuple(
 """The args keys launch attribution reads: the task type (which tasks are work,
 pipelines/vocabulary/device_work.py) and every launch link (pipelines/ingest/launch_links.py)."""
 LAUNCH_COLUMNS = ("lane", "thread", "name", "category", "start_ns", "dur_ns", "args")
+_NULL_KEYS = "|".join(f'"{key}":null,?' for key in LAUNCH_ARG_KEYS)
 
 
-def launch_slices(slices: pl.LazyFrame) -> pl.LazyFrame:
-    """The slices launch attribution reads, for a trace too big for memory (a LazyFrame over the
-    streamed read's spill, pipelines/ingest/trace_view.py): the device lanes and the host slices
-    that carry a link, each with its args cut to LAUNCH_ARG_KEYS (a host slice without a link
-    key cannot be a launch anchor, and no other key is read). `launch_device_work` gives the
-    same anchors and work from these rows as from the whole trace; an elementwise plan that the
-    streaming engine runs a batch at a time."""
-    args = pl.col("args")
-    has_link = pl.any_horizontal(
-        args.str.contains(f'"{key}"', literal=True) for key in (*LINK_KEYS, *LIST_KEYS.values())
+LINK_KEY_REGEX = '"(?:' + "|".join(re.escape(k) for k in (*LINK_KEYS, *LIST_KEYS.values())) + ')"'
+"""args that name a launch link key (one pass over the args: an alternation of literals)."""
+
+
+def compact_args(args: pl.Expr) -> pl.Expr:
+    """`args` (JSON text) cut to the LAUNCH_ARG_KEYS it holds, as a JSON object of their values
+    (each parsed only where its key occurs; absent keys cost nothing)."""
+    return (
+        pl.struct(
+            pl.when(args.str.contains(f'"{key}"', literal=True))
+            .then(args.str.json_path_match(f"$['{key}']"))
+            .alias(key)
+            for key in LAUNCH_ARG_KEYS
+        )
+        .struct.json_encode()
+        .str.replace_all(_NULL_KEYS, "")
+        .str.replace(r",\}$", "}")
     )
+
+
+def launch_slices(slices: pl.LazyFrame | pl.DataFrame) -> pl.LazyFrame | pl.DataFrame:
+    """The slices launch attribution reads, for a trace too big for memory (the streamed read,
+    pipelines/ingest/trace_view.py): the device lanes and the host slices that carry a link,
+    each with its args cut to LAUNCH_ARG_KEYS (a host slice without a link key cannot be a
+    launch anchor, and no other key is read) and without the columns no step reads (a host
+    slice's thread, name and category, a compute task's thread). `launch_device_work` gives
+    the same anchors and work from these rows as from the whole trace."""
     lane = pl.col("lane")
-    kept = slices.filter(
-        lane.is_in(LAUNCH_LANES[:2]) | ((lane == "host") & has_link.fill_null(False))
+    has_link = pl.col("args").str.contains(LINK_KEY_REGEX).fill_null(False)
+    kept = slices.filter(lane.is_in(LAUNCH_LANES[:2]) | ((lane == "host") & has_link))
+    host = lane == "host"
+    return kept.select(
+        "lane",
+        pl.when(~host & (lane != "compute")).then(pl.col("thread")).alias("thread"),
+        pl.when(~host).then(pl.col("name")).alias("name"),
+        pl.when(~host).then(pl.col("category")).alias("category"),
+        "start_ns",
+        "dur_ns",
+        compact_args(pl.col("args")).alias("args"),
     )
-    compact = pl.struct(
-        args.str.json_path_match(f"$['{key}']").alias(key) for key in LAUNCH_ARG_KEYS
-    ).struct.json_encode()
-    return kept.select(*LAUNCH_COLUMNS[:-1], compact.alias("args"))
 
 
 def launch_device_work(slices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -44,7 +44,7 @@ import polars as pl
 from pipelines import memory
 from pipelines.ingest import dropped as drop
 from pipelines.ingest import flows as flow_links
-from pipelines.ingest.ascend_launch import launch_slices
+from pipelines.ingest.ascend_launch import LINK_KEY_REGEX, compact_args, launch_slices
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.lookups import left_lookup
 from pipelines.ingest.units import us_text_to_ns_sql
@@ -628,16 +628,54 @@ def _lazy_steps(frame: pl.LazyFrame, steps: pl.DataFrame) -> pl.LazyFrame:
     )
 
 
-def _derivable(slices: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The rows a rank's derivations read, in one pass over the spill: (comm_ops, the Overlap
-    Analysis breakdown: the comm and overlap lanes and the receive tasks of the compute lane,
-    without args; launch attribution: `ascend_launch.launch_slices`, args cut to the link keys)."""
-    derivable = slices.filter(
-        pl.col("lane").is_in(["comm", "overlap"])
-        | ((pl.col("lane") == "compute") & pl.col("name").str.contains(RECEIVE_REGEX))
-    ).drop("args")
-    derived, launch = pl.collect_all([derivable, launch_slices(slices)])
-    return derived, launch
+def _derivable(slices: pl.LazyFrame) -> pl.DataFrame:
+    """The rows a rank's derivations read (comm_ops, step_breakdown): the comm and overlap
+    lanes and the receive tasks of the compute lane, without args (a small share of a trace)."""
+    return (
+        slices.filter(
+            pl.col("lane").is_in(["comm", "overlap"])
+            | ((pl.col("lane") == "compute") & pl.col("name").str.contains(RECEIVE_REGEX))
+        )
+        .drop("args")
+        .collect()
+    )
+
+
+def _launch_rows(
+    raw: pl.LazyFrame, links: pl.DataFrame, process: pl.DataFrame, threads: pl.DataFrame
+) -> pl.DataFrame:
+    """The rows launch attribution reads (`ascend_launch.launch_slices`) of a streamed read, in
+    memory: the device lanes' slices and the host slices bound to a flow or naming a link key,
+    read from the spill a batch at a time with their args cut to the link keys (the raw plan,
+    before the flows are merged into the args and the lanes joined on: those joins would hold
+    every row's args), then the flows, lanes and threads joined on the few rows kept."""
+    lane_of = dict(zip(process["pid"], process["lane"], strict=True))
+    device = [pid for pid, lane in lane_of.items() if lane in ("compute", "comm")]
+    host = [pid for pid, lane in lane_of.items() if lane == "host"]
+    bound = pl.col(flow_links.ROW).is_in(links.get_column(flow_links.ROW).implode())
+    keyed = pl.col("args").str.contains(LINK_KEY_REGEX).fill_null(False)
+    rows = (
+        raw.filter(pl.col("pid").is_in(device) | (pl.col("pid").is_in(host) & (bound | keyed)))
+        .select(
+            flow_links.ROW,
+            "pid",
+            "tid",
+            "name",
+            "category",
+            "start_ns",
+            "dur_ns",
+            compact_args(pl.col("args")).alias("args"),
+        )
+        .collect(engine="streaming")
+    )
+    rows = flow_links.merge_links(rows, links)
+    rows = left_lookup(rows, process.select("pid", "lane"), "pid")
+    rows = left_lookup(
+        rows.with_columns((pl.col("pid") + "/" + pl.col("tid")).alias("key")),
+        threads.select("key", pl.col("value").alias("thread")),
+        "key",
+    ).with_columns(pl.col("thread").fill_null(pl.col("tid")))
+    return launch_slices(rows)
 
 
 def _is_empty(frame: pl.DataFrame | pl.LazyFrame) -> bool:
@@ -681,6 +719,7 @@ def _view(
     )
     lanes = dict(zip(process["pid"], process["lane"], strict=True))
     slices = slices.with_row_index(flow_links.ROW)
+    raw = slices
     links, flow_counts = flow_links.bind(slices.lazy(), flows)
     slices = flow_links.merge_links(slices, links)
     slices = left_lookup(slices, process.select("pid", "lane"), "pid")
@@ -707,7 +746,8 @@ def _view(
     )
     if isinstance(slices, pl.LazyFrame):
         slices = _lazy_steps(slices, steps).select(SLICE_COLUMNS)
-        derivable, launch = _derivable(slices)
+        derivable = _derivable(slices)
+        launch = _launch_rows(raw, links, process, threads)
     else:
         slices = assign_steps(slices.select((*SLICE_COLUMNS[:-2], "args")), steps)
         slices, derivable, launch = slices.select(SLICE_COLUMNS), None, None
