@@ -1,6 +1,6 @@
-"""The 95 % set of a change point's date (pipelines.analysis.changes.break_date: the
-likelihood-ratio set,
-Hansen 2000; Eo & Morley 2015)."""
+"""The 95 % set of a change point's date (pipelines.analysis.changes.break_date): the posterior
+set printed since 2026-12-04, and the likelihood-ratio set (Hansen 2000; Eo & Morley 2015) it
+replaced, which the bench still measures beside it."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,9 @@ from pipelines.analysis.changes.break_date import (
     break_date_interval,
     lr_cdf,
     lr_critical_value,
+    posterior_date_set,
     split_costs,
+    split_posterior,
 )
 from pipelines.analysis.changes.changepoints import detect_change_points
 
@@ -50,9 +52,8 @@ def test_split_costs_are_the_two_mean_residuals():
 @pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_step_of_one_and_a_half_sigma_is_dated_within_its_set():
     """60 nights, 2 % run noise, +3 % from night 40 (index 39): the detector's point and its set.
-    `tracereplay bench changepoints` (docs/regressions.md): holds night 40 in about 97 % of the
-    dated, median width 6-7 runs; 166 of these 200 have exactly one confirmed point (the
-    persistence over nightly re-scans leaves some pending)."""
+    `tracereplay bench changepoints` (docs/regressions.md): holds night 40 in about 95-96 % of
+    the dated, median width 6 runs; most of these 200 have exactly one confirmed point."""
     rng = np.random.default_rng(3)
     held = found = 0
     widths = []
@@ -67,9 +68,9 @@ def test_a_step_of_one_and_a_half_sigma_is_dated_within_its_set():
         found += 1
         held += cp.index_lo <= 39 <= cp.index_hi
         widths.append(cp.index_hi - cp.index_lo)
-    assert found >= 155
-    assert held / found >= 0.94
-    assert 4 <= np.median(widths) <= 12
+    assert found >= 175  # 166 under the persistence rule before 2026-12-04
+    assert 0.93 <= held / found <= 0.98
+    assert 4 <= np.median(widths) <= 7
 
 
 def test_a_clear_step_is_dated_to_a_night_or_two():
@@ -90,3 +91,52 @@ def test_the_set_holds_the_point_and_leaves_a_value_on_each_side():
     assert break_date_interval(np.zeros(10), np.ones(5)) == (10, 10)
     with pytest.raises(ValueError):
         break_date_interval(np.array([]), np.ones(3))
+
+
+def _mass_nearest(p: np.ndarray, level: float) -> int:
+    mass = np.cumsum(np.sort(p)[::-1])
+    return int(np.argmin(np.abs(mass - level))) + 1
+
+
+def test_the_posterior_set_of_a_clear_step_is_its_night():
+    z = np.r_[np.zeros(39), np.full(21, 0.03)] + np.random.default_rng(0).normal(0, 0.003, 60)
+    assert posterior_date_set(z, 39) == (39, 39)
+    # widened to hold the printed date, wherever that is
+    assert posterior_date_set(z, 30) == (30, 39)
+    with pytest.raises(ValueError):
+        posterior_date_set(z, 0)
+    with pytest.raises(ValueError):
+        posterior_date_set(z, 39, level=1.0)
+
+
+def test_the_posterior_set_takes_the_splits_whose_mass_is_nearest_the_level():
+    rng = np.random.default_rng(5)
+    sizes = []
+    for noise in (0.01, 0.02, 0.03):
+        z = rng.normal(0, noise, 60)
+        z[39:] += 0.03
+        k, p = split_posterior(z, 1)
+        take = _mass_nearest(p, 0.95)
+        chosen = k[np.argsort(-p, kind="stable")[:take]]
+        mode = int(k[np.argmax(p)])
+        assert posterior_date_set(z, mode) == (int(chosen.min()), int(chosen.max()))
+        sizes.append(take)
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]  # noisier: more splits
+
+
+@pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
+def test_the_set_of_a_three_sigma_step_is_not_over_sure_of_itself():
+    """1 % run noise, +3 % from night 40: the likelihood-ratio set held the night in 98.4 % of
+    2,000 (bench changepoints, 2026-12-04; over the 93-98 % of issue 33); the posterior set with
+    the mass nearest 95 % holds it in 93-98 % of these 1,000."""
+    rng = np.random.default_rng(11)
+    held = found = 0
+    for _ in range(1000):
+        y = np.exp(rng.normal(0, 0.01, 60))
+        y[39:] *= 1.03
+        points = [c for c in detect_change_points(y) if c.status == "confirmed"]
+        if len(points) == 1:
+            found += 1
+            held += points[0].index_lo <= 39 <= points[0].index_hi
+    assert found >= 990
+    assert 0.93 <= held / found <= 0.98

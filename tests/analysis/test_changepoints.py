@@ -144,8 +144,9 @@ def test_the_posterior_window_dates_a_clear_step_on_its_night():
 
 def test_a_point_only_the_latest_scan_finds_stays_pending():
     # a clean series (2 % noise, seed 860, found by search): this scan alone confirms a point at
-    # night 50 with p 0.001, which the scans one to three nights shorter did not find; p is not
-    # below max_pvalue / 25, so the point waits (pending) instead of raising an alarm
+    # night 50 with p 0.001, whose split the histories one to ten nights shorter do not hold
+    # (p > 0.1 near it; with 5-9 nights after it they cannot); p is not below max_pvalue / 25,
+    # so the point waits (pending) instead of raising an alarm
     from pipelines.analysis.changes.changepoints import scan_once
 
     y = np.exp(np.random.default_rng(860).normal(0, 0.02, 60))
@@ -153,3 +154,39 @@ def test_a_point_only_the_latest_scan_finds_stays_pending():
     assert raw.status == "confirmed" and raw.index == 50 and 0.0001 < raw.p_value <= 0.0025
     assert [(c.index, c.status) for c in detect_change_points(y)] == [(50, "pending")]
     assert detect_change_points(y, persist=1)[0].status == "confirmed"
+
+
+def test_a_real_step_still_stands_in_the_shorter_histories():
+    """+3 % at night 40 in 2 % noise (seed 21): p 0.00095 is above the fast lane (0.0001), so the
+    point must persist; each history one to ten nights shorter keeps a split within 2 nights of
+    it at p <= 0.1, and it is confirmed. Asked for p <= 1e-6 there, the same point is pending:
+    the rule can fail."""
+    from pipelines.analysis.changes.changepoints import persists, scan_once
+
+    y = np.exp(np.random.default_rng(21).normal(0, 0.02, 60))
+    y[39:] *= 1.03
+    found = scan_once(y)
+    (cp,) = found
+    assert cp.status == "confirmed" and 1e-4 < cp.p_value <= 0.0025
+    assert persists(y, cp, found, fast=1e-4)
+    assert [c.status for c in detect_change_points(y)] == ["confirmed"]
+    assert not persists(y, cp, found, fast=1e-4, persist_pvalue=1e-6)
+    assert [c.status for c in detect_change_points(y, persist_pvalue=1e-6)] == ["pending"]
+    # a point whose p is in the fast lane needs no earlier history
+    assert persists(y, cp, found, fast=cp.p_value, persist_pvalue=1e-6)
+
+
+def test_a_marginal_point_waits_until_the_shorter_histories_can_hold_it():
+    """The same step (seed 21) scanned night by night: the scans through nights 52-53 find it
+    (p 0.002 / 0.00085, 13-14 nights after it) but the history ten nights shorter leaves fewer
+    than 5 nights after it, where its split cannot be tested: pending. From night 54 (15 nights
+    after) it is confirmed: what persistence costs a marginal change (one with p <= 0.0001 is
+    confirmed after 5 nights)."""
+    from pipelines.analysis.changes.changepoints import scan_once
+
+    y = np.exp(np.random.default_rng(21).normal(0, 0.02, 60))
+    y[39:] *= 1.03
+    for m, status in ((52, "pending"), (53, "pending"), (54, "confirmed")):
+        (raw,) = scan_once(y[:m])
+        assert (raw.index, raw.status) == (39, "confirmed") and raw.p_value > 1e-4
+        assert [(c.index, c.status) for c in detect_change_points(y[:m])] == [(39, status)]

@@ -19,6 +19,9 @@ def test_a_step_of_six_sigma_is_found_and_dated_every_time():
     assert rates.covered == 20 and rates.missed == 0 and rates.clean_raised == 0
     assert rates.spiked_raised == 0  # a +10 % night at 0.5 % noise is screened out
     assert rates.median_width <= 2
+    # per draw against the posterior oracle: nothing missed, nothing dated elsewhere
+    assert rates.gate_posterior_within == rates.lr_covered == 20
+    assert rates.oracle_ok_missed == rates.oracle_ok_off == rates.date_differs == 0
 
 
 def test_a_step_of_three_quarters_of_a_sigma_is_often_missed():
@@ -26,6 +29,9 @@ def test_a_step_of_three_quarters_of_a_sigma_is_often_missed():
     assert rates.missed >= 10
     assert rates.within < rates.series
     assert rates.oracle_within < rates.series
+    # the oracle dates some of the series the detector misses, and some its gate fails
+    assert rates.oracle_ok_missed >= 1
+    assert rates.gate_posterior_within < rates.posterior_within
 
 
 def test_the_command_prints_json_per_noise_level(capsys):

@@ -19,19 +19,24 @@ DEFAULT_SPIKE_SIGMAS = 3.5
 """Robust sigmas off its neighbours' medians that make a single night a spike."""
 SPIKE_WINDOW = 3
 """Nights on each side a spike is judged against."""
-DEFAULT_PERSIST = 4
-"""A confirmed point must also be found by the scans of the histories one, two and three nights
-shorter (nightly re-scans: one scan's false alarm mostly vanishes the next night)..."""
+DEFAULT_PERSIST = 11
+"""A confirmed point must still stand in the histories one to ten nights shorter (nightly
+re-scans: one scan's false alarm mostly vanishes as nights are taken away): its segment there
+keeps a split within PERSIST_WINDOW nights of it with a searched-split p of at most
+PERSIST_PVALUE..."""
+PERSIST_PVALUE = 0.1
+"""... (a looser level than the gate's: the earlier histories are asked about this point only;
+so a point needs 5 + 10 nights after it, the last history's 5 included, to be confirmed)..."""
 FAST_CONFIRM_SHARE = 0.04
 """... unless its p is at most this share of the largest p (0.0001 at the default 0.0025)."""
 PERSIST_WINDOW = 2
-"""Nights by which an earlier scan's point may differ and still be the same point."""
+"""Nights by which an earlier history's split may differ from the point and still be it."""
 DEFAULT_FDR = 0.05
 """Benjamini-Hochberg level across the series of one scan: a confirmed regression with a larger
 q is listed but not counted (exit status 0)."""
 WITHDRAW_LOOKBACK = 30
 """Nightly scans re-run to find points confirmed then contradicted (withdrawn)."""
-RESCAN_CONFIRM_RATE = 0.018
+RESCAN_CONFIRM_RATE = 0.019
 """Share of clean series (2 % run noise) that some nightly scan over 90 nights confirms a point
 in, measured by `tracereplay bench changepoints` (docs/regressions.md §re-scans): what
 `tracereplay regressions` prints as the false alarms to expect from nightly use."""

@@ -10,13 +10,13 @@ points: its pooled t on log values, taken as the best of every split of the join
 pipelines.analysis.changes.split_null),
 must give p <= max_pvalue, and the segments' medians must differ by at least min_magnitude; the
 weakest failing point is dropped and the rest re-tested until all pass, and each survivor is
-moved to the best single split between its neighbours. Each point carries the 95 % set of its
-date (pipelines.analysis.changes.break_date, a likelihood-ratio set): the runs among which the
-first run
-after the change lies. A point with fewer than `confirm` runs after it is `pending`, never a
-regression, until later nights confirm it; a last point that only stands in for a change in the
-last runs (a segment keeps min_segment runs after its point) is left to the tail test, which
-reports it as pending.
+moved to the best single split between its neighbours, where it is tested, then dated by the
+posterior window of its split (pipelines.analysis.changes.break_date). Each point carries the
+95 % set of its date (break_date.posterior_date_set, from the same posterior): the runs among
+which the first run after the change lies. A point with fewer than `confirm` runs after it is
+`pending`, never a regression, until later nights confirm it; a last point that only stands in
+for a change in the last runs (a segment keeps min_segment runs after its point) is left to the
+tail test, which reports it as pending.
 
 Single-night spikes are screened out before any of this (`isolated_nights`): a night whose log
 value lies more than `spike_sigmas` robust sigmas from the median of the nights on each side of
@@ -29,7 +29,6 @@ change in the last nights needs every one of them shifted by at least the minimu
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -37,7 +36,7 @@ import ruptures
 from scipy import stats
 
 from pipelines.analysis.changes.break_date import (
-    break_date_interval,
+    posterior_date_set,
     posterior_window_date,
     split_costs,
 )
@@ -49,6 +48,7 @@ from pipelines.analysis.changes.changepoint_defaults import (
     DEFAULT_PERSIST,
     DEFAULT_SPIKE_SIGMAS,
     FAST_CONFIRM_SHARE,
+    PERSIST_PVALUE,
     PERSIST_WINDOW,
     SPIKE_WINDOW,
     TAIL_PVALUE,
@@ -62,7 +62,7 @@ class ChangePoint:
     """A change between index-1 and index of one series; magnitude relative (0.03 = +3 %)."""
 
     index: int  # first point after the change
-    index_lo: int  # earliest the first point after the change may be (95 % LR set)
+    index_lo: int  # earliest the first point after the change may be (95 % posterior set)
     index_hi: int  # latest it may be
     n_before: int
     n_after: int
@@ -231,7 +231,7 @@ def _describe(y, start, point, end, p, shift, status, seed) -> ChangePoint:
         else (math.nan, math.nan, "none")
     )
     z = _scale(y[start:end])
-    first, last = break_date_interval(z[: point - start], z[point - start :])
+    first, last = posterior_date_set(z, point - start)
     return ChangePoint(
         index=point,
         index_lo=start + first,
@@ -258,44 +258,81 @@ def detect_change_points(
     confirm: int = DEFAULT_CONFIRM,
     spike_sigmas: float = DEFAULT_SPIKE_SIGMAS,
     persist: int = DEFAULT_PERSIST,
+    persist_pvalue: float = PERSIST_PVALUE,
 ) -> list[ChangePoint]:
     """Change points of a series in run order (oldest first); ChangePoint.index counts every
     finite value, single-night spikes (`isolated_nights`) included, though they are not tested.
 
     A point is confirmed only when it has `confirm` runs after it and either its p is at most
-    max_pvalue * FAST_CONFIRM_SHARE or the scans of the `persist` - 1 histories before this one
-    (the same series without its last night, without its last two, ...) found it too
-    (`same_change`): nightly use re-scans a growing history, and a point that passes in
-    one scan only is mostly noise (docs/regressions.md §re-scans); otherwise it stays pending."""
+    max_pvalue * FAST_CONFIRM_SHARE or it `persists` over the `persist` - 1 histories before
+    this one (the same series without its last night, without its last two, ...): nightly use
+    re-scans a growing history, and a point that stands in one scan only is mostly noise
+    (docs/regressions.md §re-scans); otherwise it stays pending."""
     y = np.asarray(values, dtype=float)
     y = y[np.isfinite(y)]
-    args = (min_magnitude, max_pvalue, min_segment, confirm, spike_sigmas)
-    found = scan_once(y, *args)
+    found = scan_once(y, min_magnitude, max_pvalue, min_segment, confirm, spike_sigmas)
     fast = max_pvalue * FAST_CONFIRM_SHARE
-    doubtful = [cp.status == "confirmed" and cp.p_value > fast for cp in found]
-    if persist <= 1 or not any(doubtful):
-        return found
-    earlier = [searched_scan(y[: len(y) - d], *args) for d in range(1, persist)]
     return [
-        replace(cp, status="pending") if doubt and not persists(cp, earlier, fast) else cp
-        for cp, doubt in zip(found, doubtful, strict=True)
+        replace(cp, status="pending")
+        if cp.status == "confirmed"
+        and not persists(y, cp, found, fast, persist, persist_pvalue, min_segment, spike_sigmas)
+        else cp
+        for cp in found
     ]
 
 
-def persists(point: ChangePoint, earlier: Iterable[list[ChangePoint]], fast: float) -> bool:
-    """The persistence rule: a confirmed point stands when its p is at most `fast` or every
-    earlier scan (the histories one, two, ... nights shorter) found the same change."""
-    return point.p_value <= fast or all(_holds(point, scan) for scan in earlier)
+def persists(
+    y: np.ndarray,
+    point: ChangePoint,
+    found: list[ChangePoint],
+    fast: float,
+    persist: int = DEFAULT_PERSIST,
+    persist_pvalue: float = PERSIST_PVALUE,
+    min_segment: int = DEFAULT_MIN_SEGMENT,
+    spike_sigmas: float = DEFAULT_SPIKE_SIGMAS,
+) -> bool:
+    """The persistence rule, shared by detect_change_points and the nightly re-scan replay
+    (rescans.nightly_confirmations): a confirmed point of the scan of the finite values y
+    (`found`: that scan's points) stands when its p is at most `fast`, or when in each of the
+    `persist` - 1 histories one, two, ... nights shorter its segment (between its neighbours in
+    `found`, spikes of y screened out, as the detector saw it) still has a split within
+    PERSIST_WINDOW nights of it whose searched-split p is at most persist_pvalue. The earlier
+    histories are asked about this point only, at a looser level than the gate: a real change
+    stays significant as nights are taken away, a false alarm of one scan mostly does not
+    (docs/regressions.md §re-scans has the rules measured)."""
+    if persist <= 1 or point.p_value <= fast:
+        return True
+    kept = np.flatnonzero(~isolated_nights(y, spike_sigmas))
+    z = _scale(y[kept])
+    start = max((cp.index for cp in found if cp.index < point.index), default=0)
+    end = min((cp.index for cp in found if cp.index > point.index), default=len(y))
+    return all(
+        _near_split_p(z, kept, start, min(end, len(y) - d), point.index, min_segment)
+        <= persist_pvalue
+        for d in range(1, persist)
+    )
+
+
+def _near_split_p(
+    z: np.ndarray, at: np.ndarray, start: int, stop: int, index: int, min_segment: int
+) -> float:
+    """Searched-split p of the best split within PERSIST_WINDOW nights of `index` among the
+    values z whose night `at` lies in [start, stop) (1 when no such split exists)."""
+    inside = (at >= start) & (at < stop)
+    seg, nights = z[inside], at[inside]
+    if len(seg) < 2 * min_segment:
+        return 1.0
+    k, t = split_t(seg[None, :], min_segment)
+    near = np.abs(nights[k] - index) <= PERSIST_WINDOW
+    if not near.any():
+        return 1.0
+    return split_pvalue(float(t[0, near].max()), len(seg), min_segment)
 
 
 def same_change(a: ChangePoint, b: ChangePoint) -> bool:
     """Whether two scans' points are one change: their 95 % date sets, widened by PERSIST_WINDOW
     nights, overlap (a later scan may date it a few nights apart)."""
     return max(a.index_lo, b.index_lo) - PERSIST_WINDOW <= min(a.index_hi, b.index_hi)
-
-
-def _holds(point: ChangePoint, scan: list[ChangePoint]) -> bool:
-    return any(same_change(point, cp) for cp in scan)
 
 
 def scan_once(

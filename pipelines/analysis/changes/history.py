@@ -47,8 +47,8 @@ class HistoryChange:
     collected_before: str
     run_after: str
     collected_after: str
-    # the first run after the change lies between these two, at 95 % (the likelihood-ratio set
-    # of the break date, pipelines.analysis.changes.break_date): the runs to bisect
+    # the first run after the change lies between these two, at 95 % (the posterior set of the
+    # break date, break_date.posterior_date_set): the runs to bisect
     earliest_after_run: str
     earliest_after_at: str
     latest_after_run: str

@@ -8,9 +8,10 @@ stored state and gives the same answer to anyone who re-runs it:
   (no point whose date set, widened by 2 nights, meets theirs: contradicted by the nights
   since): reported with a line, not dropped in silence.
 
-The persistence rule of detect_change_points (a confirmed point must also be found in the scans
-one, two and three nights shorter, unless its p is small) is what keeps a clean series re-scanned
-every night for a quarter from confirming a point in more than about 2 % of series
+The persistence rule of detect_change_points (`changepoints.persists`: a confirmed point must
+still stand in the histories one to ten nights shorter, unless its p is small) is what keeps
+a clean series re-scanned every night for a quarter from confirming a point in more than about
+2 % of series
 (docs/regressions.md, `tracereplay bench changepoints`)."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pipelines.analysis.changes.changepoint_defaults import (
     DEFAULT_PERSIST,
     DEFAULT_SPIKE_SIGMAS,
     FAST_CONFIRM_SHARE,
+    PERSIST_PVALUE,
 )
 from pipelines.analysis.changes.changepoints import (
     ChangePoint,
@@ -54,6 +56,7 @@ def nightly_confirmations(
     confirm: int = DEFAULT_CONFIRM,
     spike_sigmas: float = DEFAULT_SPIKE_SIGMAS,
     persist: int = DEFAULT_PERSIST,
+    persist_pvalue: float = PERSIST_PVALUE,
 ) -> list[NightlyConfirmation]:
     """The confirmed points of every nightly scan of the finite values, from the history of
     `first` values (default 2 min_segment, the shortest that can hold a point) to all of them:
@@ -62,21 +65,16 @@ def nightly_confirmations(
     y = y[np.isfinite(y)]
     args = (min_magnitude, max_pvalue, min_segment, confirm, spike_sigmas)
     start = 2 * min_segment if first is None else max(1, first)
-    raw: dict[int, list[ChangePoint]] = {}
-
-    def scan(m: int) -> list[ChangePoint]:
-        if m not in raw:
-            raw[m] = searched_scan(y[:m], *args) if m > 0 else []
-        return raw[m]
-
     fast = max_pvalue * FAST_CONFIRM_SHARE
+    rule = (fast, persist, persist_pvalue, min_segment, spike_sigmas)
     out = []
     for m in range(start, len(y) + 1):
-        for cp in scan(m):
-            if cp.status != "confirmed":
-                continue
-            if persists(cp, (scan(m - d) for d in range(1, persist)), fast):
-                out.append(NightlyConfirmation(m, cp))
+        found = searched_scan(y[:m], *args)
+        out += [
+            NightlyConfirmation(m, cp)
+            for cp in found
+            if cp.status == "confirmed" and persists(y[:m], cp, found, *rule)
+        ]
     return out
 
 
