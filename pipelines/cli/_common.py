@@ -30,10 +30,11 @@ def number(
     low: float | None = None,
     high: float | None = None,
     above: float | None = None,
+    below: float | None = None,
     what: str = "a number",
 ) -> Callable[[str], int | float]:
-    """An argparse type: `kind` parsed from the text, finite, >= `low`, > `above`, <= `high`;
-    anything else is one clear line (exit 2), never NaN or inf reaching a statistic."""
+    """An argparse type: `kind` parsed from the text, finite, >= `low`, > `above`, <= `high`,
+    < `below`; anything else is one clear line (exit 2), never NaN or inf reaching a statistic."""
 
     def parse(text: str) -> int | float:
         try:
@@ -48,6 +49,8 @@ def number(
             raise argparse.ArgumentTypeError(f"{text!r}: {what} must be > {above:g}")
         if high is not None and value > high:
             raise argparse.ArgumentTypeError(f"{text!r}: {what} must be <= {high:g}")
+        if below is not None and value >= below:
+            raise argparse.ArgumentTypeError(f"{text!r}: {what} must be < {below:g}")
         return value
 
     parse.__name__ = what  # argparse names the type in its messages
@@ -60,6 +63,23 @@ percent = number(float, low=0, high=1000, what="a percentage")
 """A threshold in percent: finite, 0 to 1000."""
 finite_float = number(float, what="a finite number")
 """Any float option without a range of its own: NaN and inf refused."""
+positive_int = number(int, low=1, what="a whole number >= 1")
+"""A count that must be at least one (ranks, layers, threads, requests)."""
+count = number(int, low=0, what="a whole number >= 0")
+"""A count that may be zero (warm-up passes, a window, decode streams)."""
+seed = number(int, low=0, what="a seed >= 0")
+"""A random seed: numpy refuses negative seeds."""
+
+
+def day(text: str) -> str:
+    """A date option (YYYY-MM-DD): checked at the parser, kept as the text given."""
+    from datetime import date
+
+    try:
+        date.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+    return text.strip()
 
 
 def _check_parents(path: Path, text: str) -> None:

@@ -58,7 +58,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--preset", metavar="NAME", help="a simulator preset (see above)")
     source.add_argument("--run", metavar="RUN_ID", help="a stored run with chunks")
-    source.add_argument("--curve", metavar="A,B@C", help="tau_k = A + B k ms at chunk size C")
+    source.add_argument(
+        "--curve",
+        metavar="A,B@C",
+        type=_checked("curve"),
+        help="tau_k = A + B k ms at chunk size C",
+    )
     source.add_argument("--table", metavar="FILE", type=Path, help="a latency table")
     parser.add_argument(
         "--operator",
@@ -68,11 +73,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--seq-len",
         metavar="TOKENS",
+        type=_checked("tokens"),
         help="prompt length, e.g. 512K (default with --run: the run's seq_len)",
     )
     parser.add_argument(
         "--chunks",
         default="paper",
+        type=_checked("chunks"),
         metavar="LIST",
         help="chunk sizes: a list and lo:hi:step ranges, 'paper' (8K,16K,24K,32K, the VPP "
         "paper's budgets) or 'fine' (8K:32K:4K) (default: paper)",
@@ -119,6 +126,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_warehouse_option(parser)
     add_json_option(parser)
     parser.set_defaults(func=run)
+
+
+def _checked(kind: str):
+    """An argparse type that parses the text as `run` will (tokens, a chunk grid, a curve) and
+    keeps the text: a bad value is one `argument --X: ...` line at the parser (exit 2)."""
+
+    def check(text: str) -> str:
+        from pipelines.analysis.advice.grid import parse_chunk_grid, parse_tokens
+
+        try:
+            {"tokens": parse_tokens, "chunks": parse_chunk_grid, "curve": _curve}[kind](text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    check.__name__ = kind
+    return check
 
 
 def _fail(message: str) -> int:

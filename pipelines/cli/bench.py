@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option
+from pipelines.cli._common import add_json_option, number, positive_int
 from pipelines.cli._engine_bench import add_engine_bench
 
 if TYPE_CHECKING:
     from pipelines.bench.scale import IncrementalProbe
 
+_megabytes = number(float, above=0, what="a size in MB > 0")
 DEFAULT_CHANGEPOINT_NOISES = (0.007, 0.01, 0.015, 0.02, 0.03)
 """Run-to-run noise levels of `bench changepoints` (kept here: --help must not import numpy)."""
 
@@ -68,7 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ingest.add_argument(
-        "--size-mb", type=float, default=500.0, help="size of the generated trace (default 500)"
+        "--size-mb",
+        type=_megabytes,
+        default=500.0,
+        help="size of the generated trace (default 500)",
     )
     ingest.add_argument(
         "--workdir", metavar="DIR", help="where to generate (default: a new tmp dir)"
@@ -84,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ingest.add_argument(
         "--hta-mb",
-        type=float,
+        type=_megabytes,
         metavar="MB",
         help="give HTA only the first MB of events (default: all, unless that would take HTA"
         " more than 3 minutes at its expected ~7.5 MB/s)",
@@ -285,9 +289,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             " configurations); target ratio <= 1.5x. docs/lake.md"
         ),
     )
-    scale.add_argument("--ranks", type=int, default=1024, help="cluster size (default 1024)")
-    scale.add_argument("--small", type=int, default=10, help="runs in the small lake (10)")
-    scale.add_argument("--large", type=int, default=1000, help="runs in the large lake (1000)")
+    scale.add_argument(
+        "--ranks", type=positive_int, default=1024, help="cluster size (default 1024)"
+    )
+    scale.add_argument("--small", type=positive_int, default=10, help="runs in the small lake (10)")
+    scale.add_argument(
+        "--large", type=positive_int, default=1000, help="runs in the large lake (1000)"
+    )
     scale.add_argument(
         "--skip-cluster", action="store_true", help="only the incremental ingest and fit probes"
     )

@@ -17,7 +17,7 @@ from pipelines.analysis.changes.changepoint_defaults import (
     RESCAN_CONFIRM_RATE,
 )
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, percent, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, day, percent, store_of
 from pipelines.cli._format import MAX_WIDTH, render_table
 from pipelines.cli._report import fmt_p, fmt_pct, table
 from pipelines.labels import UNTAGGED, config_label, json_value
@@ -73,7 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="metric (repeatable; default ttft_ns makespan_ns throughput_tok_s, and for "
         "configurations whose runs have no chunks total_ns compute_ns exposed_comm_ns)",
     )
-    parser.add_argument("--since", metavar="DATE", help="only runs collected on or after DATE")
+    parser.add_argument(
+        "--since", metavar="DATE", type=day, help="only runs collected on or after DATE"
+    )
     parser.add_argument(
         "--min-magnitude",
         type=percent,

@@ -7,7 +7,13 @@ import json
 import sys
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, output_folder, store_of
+from pipelines.cli._common import (
+    add_json_option,
+    add_warehouse_option,
+    output_folder,
+    positive_int,
+    store_of,
+)
 
 DESCRIPTION = """\
 Take the chunks (tau_k per chunk and stage) measured in one ingested run, re-simulate its requests
@@ -53,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the model is a simulator preset) (default: auto)",
     )
     parser.add_argument(
-        "--vp", type=int, default=2, help="virtual stages per rank for vpp* (default: 2)"
+        "--vp", type=positive_int, default=2, help="virtual stages per rank for vpp* (default: 2)"
     )
     parser.add_argument(
         "--out",

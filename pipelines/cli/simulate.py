@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines import schedule_kinds
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, output_folder
+from pipelines.cli._common import add_json_option, count, number, output_folder, positive_int, seed
 from pipelines.cli._format import duration
 
 if TYPE_CHECKING:  # polars loads when a simulation runs, not when the parser is built
@@ -83,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--seq-len",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="TOKENS",
         help="prompt length of each long request in tokens (default: 32768 for single, "
@@ -91,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--chunk",
-        type=int,
+        type=count,
         default=None,
         metavar="TOKENS",
         help="chunk size in tokens; for single the per-step token budget including decodes, 0 "
@@ -100,37 +100,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--ranks",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="pipeline-parallel ranks (default: 1 for single, which allows only 1; 2 otherwise)",
     )
     parser.add_argument(
         "--vp",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="virtual stages per rank for vpp* schedules (default: 2 for vpp*, 1 otherwise)",
     )
     parser.add_argument(
         "--requests",
-        type=int,
+        type=positive_int,
         default=1,
         metavar="N",
         help="number of long requests (default: 1)",
     )
     parser.add_argument(
         "--arrival-gap",
-        type=float,
+        type=_non_negative,
         default=0.0,
         metavar="MS",
         help="milliseconds between the arrivals of consecutive long requests (default: 0, all "
         "at once; single: 100 ms when 0 and --requests > 1)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the noise (default: 0)")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="random seed of the noise (default: 0)"
+    )
     parser.add_argument(
         "--noise",
-        type=float,
+        type=_non_negative,
         default=0.0,
         metavar="SIGMA",
         help="sigma of a multiplicative log-normal noise on task durations (default: 0, exact)",
@@ -138,7 +140,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_disturbances(parser)
     parser.add_argument(
         "--cap",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="TOKENS",
         help="single only: per-request token cap per step (default: none)",
@@ -150,7 +152,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "order)",
     )
     parser.add_argument(
-        "--tp", type=int, default=None, help="tensor-parallel ranks per stage (default: preset's)"
+        "--tp",
+        type=positive_int,
+        default=None,
+        help="tensor-parallel ranks per stage (default: preset's)",
     )
     parser.add_argument(
         "--comm",
@@ -168,7 +173,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--pack-window",
-        type=int,
+        type=count,
         default=None,
         metavar="N",
         help="vpp_pack: stage-0 chunks of the next request packed into a drain (default: 4; "
@@ -202,7 +207,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--max-running",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="with --pack-requests: requests served per step at most, the fixed concurrency "
@@ -221,14 +226,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--decode-context",
-        type=int,
+        type=count,
         default=None,
         metavar="TOKENS",
         help="with --decode-streams: KV context of each decode stream (default: 4096)",
     )
     parser.add_argument(
         "--decode-groups",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="G",
         help="micro-batch groups the decode streams are split into, one per step in turn "
@@ -237,7 +242,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--length-mix",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="N requests with GSM8K-like prompt lengths (log-normal, median 1,024 tokens, cut "
@@ -298,6 +303,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 DEFAULT_OUTLIER_FACTOR = 2.0
 
 
+_non_negative = number(float, low=0, what="a number >= 0")
+_positive_float = number(float, above=0, what="a number > 0")
+_above_minus_100 = number(float, above=-100, what="a percentage > -100")
+_fraction = number(float, low=0, high=1, what="a fraction 0-1")
+_correlation = number(float, above=-1, below=1, what="a correlation in (-1, 1)")
+
+
 def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     """The disturbances real runs show beyond per-task noise (pipelines.sim.disturbance)."""
     group = parser.add_argument_group(
@@ -305,7 +317,7 @@ def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--run-noise",
-        type=float,
+        type=_non_negative,
         default=0.0,
         metavar="SIGMA",
         help="run-to-run noise: every task of the run x exp(SIGMA z), one z per run drawn from "
@@ -314,7 +326,7 @@ def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--slowdown",
-        type=float,
+        type=_above_minus_100,
         default=0.0,
         metavar="PCT",
         help="every compute task PCT %% slower from --slowdown-from on: a regression to inject "
@@ -322,7 +334,7 @@ def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--run-slowdown",
-        type=float,
+        type=_above_minus_100,
         default=0.0,
         metavar="PCT",
         help="every task of the run, communication included, PCT %% slower: TTFT grows by PCT "
@@ -330,7 +342,7 @@ def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--slowdown-from",
-        type=float,
+        type=_fraction,
         default=0.0,
         metavar="FRAC",
         help="where the slowdown starts, as a fraction of each stage's chunk sequence: 0 the "
@@ -338,7 +350,7 @@ def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--ar-rho",
-        type=float,
+        type=_correlation,
         default=0.0,
         metavar="RHO",
         help="AR(1) correlation of the compute tasks' --noise over each stage's chunk sequence, "
@@ -346,7 +358,7 @@ def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--outlier-chunk",
-        type=int,
+        type=count,
         default=None,
         metavar="K",
         help="chunk K of every request takes --outlier-factor x its time on every stage "
@@ -354,7 +366,7 @@ def _add_disturbances(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--outlier-factor",
-        type=float,
+        type=_positive_float,
         default=DEFAULT_OUTLIER_FACTOR,
         metavar="F",
         help="with --outlier-chunk: the factor (default: 2)",

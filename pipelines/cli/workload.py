@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option
+from pipelines.cli._common import add_json_option, count, number, positive_int, seed
 
 DESCRIPTION = """\
 Run chunked prefill of a small decoder-only transformer (random weights, GQA, KV cache) on two
@@ -35,26 +35,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--out runs/vpp-dense && tracereplay validate runs",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--layers", type=int, default=4, help="decoder layers (default: 4)")
-    parser.add_argument("--hidden", type=int, default=128, help="hidden size (default: 128)")
-    parser.add_argument("--heads", type=int, default=4, help="query heads (default: 4)")
-    parser.add_argument("--kv-heads", type=int, default=2, help="key/value heads, GQA (default: 2)")
     parser.add_argument(
-        "--seq-len", type=int, default=4096, help="prompt tokens per request (default: 4096)"
+        "--layers", type=positive_int, default=4, help="decoder layers (default: 4)"
     )
-    parser.add_argument("--chunk", type=int, default=512, help="chunk size (default: 512)")
-    parser.add_argument("--requests", type=int, default=1, help="requests (default: 1)")
+    parser.add_argument(
+        "--hidden", type=positive_int, default=128, help="hidden size (default: 128)"
+    )
+    parser.add_argument("--heads", type=positive_int, default=4, help="query heads (default: 4)")
+    parser.add_argument(
+        "--kv-heads", type=positive_int, default=2, help="key/value heads, GQA (default: 2)"
+    )
+    parser.add_argument(
+        "--seq-len",
+        type=positive_int,
+        default=4096,
+        help="prompt tokens per request (default: 4096)",
+    )
+    parser.add_argument("--chunk", type=positive_int, default=512, help="chunk size (default: 512)")
+    parser.add_argument("--requests", type=positive_int, default=1, help="requests (default: 1)")
     parser.add_argument("--schedule", choices=("cpp", "dcpp", "vpp"), default="cpp")
     parser.add_argument(
         "--dcpp-min-chunk",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="TOKENS",
         help="dcpp: smallest chunk (default: --chunk / 4)",
     )
     parser.add_argument(
         "--dcpp-smooth",
-        type=float,
+        type=number(float, above=0, high=1, what="a sigma in (0, 1]"),
         default=1.0,
         help="dcpp: smoothing sigma in (0, 1], s = C + sigma (x* - C) (default: 1.0)",
     )
@@ -63,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--attention", choices=("dense", "sparse"), default="dense")
     parser.add_argument(
-        "--top-k", type=int, default=1024, help="sparse: prefix keys kept (default: 1024)"
+        "--top-k", type=positive_int, default=1024, help="sparse: prefix keys kept (default: 1024)"
     )
     parser.add_argument(
         "--send",
@@ -72,11 +81,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="dist.send after each forward, or dist.isend waited at the end (default: blocking)",
     )
     parser.add_argument(
-        "--threads", type=int, default=1, help="intra-op threads per rank (default: 1)"
+        "--threads", type=positive_int, default=1, help="intra-op threads per rank (default: 1)"
     )
     parser.add_argument(
         "--repeats",
-        type=int,
+        type=positive_int,
         default=1,
         help="profiled passes over the requests, the pipeline drained between passes; pass p's "
         "request r is marked r<p*requests+r>, so the fit pools the passes per chunk index "
@@ -84,11 +93,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--warmup",
-        type=int,
+        type=count,
         default=1,
         help="passes run before the profiler starts, kept out of the trace (default: 1)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="weights and prompts (default: 0)")
+    parser.add_argument("--seed", type=seed, default=0, help="weights and prompts (default: 0)")
     parser.add_argument(
         "--profile-table",
         action="store_true",
