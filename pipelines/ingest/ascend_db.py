@@ -23,7 +23,7 @@ import polars as pl
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.ascend_launch import launch_breakdown, launch_steps
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.frames import RankFrames
+from pipelines.ingest.frames import Quarantined, RankFrames
 from pipelines.ingest.hccl import group_hash, is_p2p_expr, op_type_expr
 from pipelines.ingest.profiler_info import (
     ProfilerInfo,
@@ -109,9 +109,16 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
     steps = _steps(con, columns)
     # a task or host call with no start, no end or an end before its start is dropped and
     # counted (dropped.py), never kept as a negative duration
-    tasks, dropped = drop.screen(_tasks(con, columns))
-    host, dropped_host = drop.screen(_host_slices(con, columns))
-    comm = _comm_ops(con, columns, rank_folder / OUTPUT_DIR / ANALYSIS_DB, metadata)
+    tasks, dropped, bad_tasks = drop.screen_named(
+        _tasks(con, columns), "TASK globalTaskId {global_task_id}"
+    )
+    host, dropped_host, bad_host = drop.screen_named(
+        _host_slices(con, columns), "host call {name!r}"
+    )
+    comm, dropped_comm, bad_comm = drop.screen_named(
+        _comm_ops(con, columns, rank_folder / OUTPUT_DIR / ANALYSIS_DB, metadata),
+        "COMMUNICATION_OP opId {op_id}",
+    )
     if device_id is None and tasks.height:
         device_id = int(tasks.get_column("device_id").mode().sort()[0])
 
@@ -200,8 +207,20 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
             "step_breakdown": step_breakdown,
         },
         info=_info(con, columns, profiler_info, metadata, rank_folder),
-        dropped=drop.merged(dropped, dropped_host),
+        dropped=drop.merged(dropped, dropped_host, dropped_comm),
+        quarantined=_rows_set_aside(
+            db_path, [*bad_tasks, *bad_host, *bad_comm], dropped, dropped_host, dropped_comm
+        ),
     )
+
+
+def _rows_set_aside(db_path: Path, lines: list[str], *counts: dict[str, int]) -> list[Quarantined]:
+    """One quarantine row naming the rows dropped for a value (their task id or call), none
+    when nothing was dropped (docs/ingest_rules.md)."""
+    total = sum(sum(c.values()) for c in counts)
+    if not total:
+        return []
+    return [Quarantined.entries_set_aside(db_path, lines, total, reason="invalid_rows")]
 
 
 def _launch_steps(rows: pl.DataFrame, host: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
@@ -478,6 +497,7 @@ def _comm_ops(
         "alg": pl.String,
         "count": pl.Float64,
         "db_wait_ns": pl.Int64,
+        drop.DROPPED: pl.String,
     }
     if not _has(columns, "COMMUNICATION_OP"):
         ops = pl.DataFrame(schema=schema)
@@ -492,8 +512,9 @@ def _comm_ops(
         ops = _frame(
             con,
             f"""
-            select o.opId, n.value, o.startNs, o.endNs - o.startNs, o.connectionId, g.value,
-                   ot.value, {dtype}, a.value, o.count, {wait}
+            select o.opId, n.value, {_ns("o.startNs")}, {_ns("o.endNs")} - {_ns("o.startNs")},
+                   o.connectionId, g.value, ot.value, {dtype}, a.value, o.count, {wait},
+                   {_time_reason("o.startNs", "o.endNs")}
             from COMMUNICATION_OP o
             left join STRING_IDS n on n.id = o.opName
             left join STRING_IDS g on g.id = o.groupName

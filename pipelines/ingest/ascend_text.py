@@ -304,7 +304,15 @@ def read_rank(rank_dir: Path) -> RankFrames:
     trace_path = out / TRACE_VIEW if (out / TRACE_VIEW).is_file() else out / TRACE_VIEW_GZ
     trace = attempts.read(trace_path, read_trace_view)
     if trace is not None and trace.set_aside:
-        attempts.quarantined.append(Quarantined.entries_set_aside(trace_path, trace.set_aside))
+        invalid = any(line.startswith("traceEvents[") for line in trace.set_aside)
+        attempts.quarantined.append(
+            Quarantined.entries_set_aside(
+                trace_path,
+                trace.set_aside,
+                trace.set_aside_count,
+                reason="invalid_event" if invalid else "invalid_rows",
+            )
+        )
     kernels = attempts.read(out / KERNEL_DETAILS, read_kernel_details)
     if kernels is not None and kernels.set_aside:
         attempts.quarantined.append(

@@ -43,22 +43,41 @@ def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]
         raise QuarantineError("not_csv", f"{path.name} is binary (NUL bytes)")
     try:
         try:
-            relation = _read_csv(con, path)
+            columns = _parse(con, path, view, size)
         except duckdb.Error as exc:
-            if "sniffing" not in str(exc):
+            if "Invalid unicode" not in str(exc):
                 raise
-            # mixed line endings (one LF in a CRLF file) defeat DuckDB's dialect sniffer: read a
-            # copy whose every line ends in LF, the rows unchanged
-            relation = _read_csv(con, _one_line_ending(path))
-        columns = list(relation.columns)
-        if size <= PARSE_ONCE_BYTES:
-            con.register(view, relation.to_arrow_table())  # parsed (and checked) here, once
-        else:
-            con.register(view, relation)
-            con.sql(f"select count(*) from {view}").fetchone()  # force a full parse now
+            # a byte that is not UTF-8 (a name cell written in another code page): read a copy
+            # with such bytes as \xNN text, so the row keeps its times instead of the file failing
+            copy = _one_line_ending(path, errors="backslashreplace")
+            columns = _register(con, view, _read_csv(con, copy), size)
     except duckdb.Error as exc:
         raise QuarantineError("csv_parse_error", str(exc).splitlines()[0][:300]) from exc
     return [c.strip() for c in columns]
+
+
+def _parse(con: duckdb.DuckDBPyConnection, path: Path, view: str, size: int) -> list[str]:
+    try:
+        relation = _read_csv(con, path)
+    except duckdb.Error as exc:
+        if "sniffing" not in str(exc):
+            raise
+        # mixed line endings (one LF in a CRLF file) defeat DuckDB's dialect sniffer: read a
+        # copy whose every line ends in LF, the rows unchanged
+        relation = _read_csv(con, _one_line_ending(path))
+    return _register(con, view, relation, size)
+
+
+def _register(
+    con: duckdb.DuckDBPyConnection, view: str, relation: duckdb.DuckDBPyRelation, size: int
+) -> list[str]:
+    columns = list(relation.columns)
+    if size <= PARSE_ONCE_BYTES:
+        con.register(view, relation.to_arrow_table())  # parsed (and checked) here, once
+    else:
+        con.register(view, relation)
+        con.sql(f"select count(*) from {view}").fetchone()  # force a full parse now
+    return columns
 
 
 def _read_csv(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyRelation:
@@ -68,12 +87,13 @@ def _read_csv(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyRela
     )
 
 
-def _one_line_ending(path: Path) -> Path:
+def _one_line_ending(path: Path, errors: str = "surrogateescape") -> Path:
     """A copy of `path` in a spill folder with every line ending (CRLF, CR, LF) as LF, written
-    line by line (bounded memory); bytes that are not UTF-8 are kept as they were."""
+    line by line (bounded memory); bytes that are not UTF-8 are kept as they were, or with
+    errors="backslashreplace" written as `\\xNN` text."""
     copy = memory.new_spill_dir() / path.name
     with (
-        path.open(encoding="utf-8", errors="surrogateescape", newline=None) as source,
+        path.open(encoding="utf-8", errors=errors, newline=None) as source,
         copy.open("w", encoding="utf-8", errors="surrogateescape", newline="\n") as target,
     ):
         for line in source:

@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.ingest import gz
 from pipelines.ingest.ascend_text import METADATA, OUTPUT_DIR, TEXT_INPUTS
 from pipelines.ingest.frames import Quarantined
 from pipelines.ingest.latency_tables import sniff as sniff_latency_table
@@ -173,11 +174,25 @@ def sniff_kineto(path: Path) -> str | None:
             if found_events and found_category:
                 return None
             tail = window[-128:]
-    except (gzip.BadGzipFile, EOFError, zlib.error):
+    except gzip.BadGzipFile:
+        return _sniff_whole_stream(path)
+    except (EOFError, zlib.error):
         return "not_gzip"
     except OSError:
         return "unreadable"
     return "not_kineto" if found_events else "not_a_trace"
+
+
+def _sniff_whole_stream(path: Path) -> str | None:
+    """A .gz that gzip refused: when its members are whole and bytes that are no gzip member
+    follow them (padding, stray bytes), the members alone are sniffed (pipelines/ingest/gz)."""
+    try:
+        found = gz.scan(path)
+    except (EOFError, zlib.error, ValueError):
+        return "not_gzip"
+    if not found.trailing:
+        return "not_gzip"
+    return sniff_kineto(gz.without_trailing(path, found.data_end))
 
 
 def _chain(first: bytes, rest: Iterable[bytes]) -> Iterable[bytes]:

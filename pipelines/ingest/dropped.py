@@ -60,8 +60,29 @@ def split(frame: pl.DataFrame, column: str = DROPPED) -> tuple[pl.DataFrame, dic
 def screen(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
     """Drop and count rows of integer `start_ns` / `dur_ns` columns that no reader may keep:
     no start, no duration, a negative duration, an end past MAX_END_NS."""
+    return split(_with_reasons(frame))
+
+
+def screen_named(
+    frame: pl.DataFrame, where: str, shown: int = 100
+) -> tuple[pl.DataFrame, dict[str, int], list[str]]:
+    """`screen`, and one `<where>: reason` line for each of the first `shown` dropped rows
+    (`where` a str.format pattern over the row's columns, e.g. "TASK {global_task_id}"), in
+    the frame's order: what the file's quarantine row names."""
+    marked = _with_reasons(frame)
+    if DROPPED not in marked.columns:
+        return frame, {}, []
+    bad = marked.filter(pl.col(DROPPED).is_not_null()).head(shown)
+    lines = [f"{where.format(**row)}: {row[DROPPED]}" for row in bad.iter_rows(named=True)]
+    kept, counts = split(marked)
+    return kept, counts, lines
+
+
+def _with_reasons(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with its DROPPED column filled by the screen's rules (unchanged when there is
+    nothing to screen)."""
     if frame.is_empty() or "start_ns" not in frame.columns or "dur_ns" not in frame.columns:
-        return frame, {}
+        return frame
     start, dur = pl.col("start_ns"), pl.col("dur_ns")
     # a reason the reader found itself (a cell of the wrong type) comes first
     reason = (
@@ -76,7 +97,7 @@ def screen(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
         .when(start.cast(pl.Float64) + dur.cast(pl.Float64) >= MAX_END_NS)
         .then(pl.lit(DURATION_OUT_OF_RANGE))
     )
-    return split(frame.with_columns(reason.alias(DROPPED)))
+    return frame.with_columns(reason.alias(DROPPED))
 
 
 def merged(*counts: Mapping[str, int] | None) -> dict[str, int]:
@@ -97,3 +118,15 @@ def sql_reason(cases: Iterable[tuple[str, str]]) -> str:
     """A SQL CASE yielding the first reason whose condition holds, NULL when none does."""
     whens = " ".join(f"when {condition} then '{reason}'" for condition, reason in cases)
     return f"case {whens} end"
+
+
+ENTRY = "_entry"  # the column a reader fills with the row's position in its file (an int)
+
+
+def positions(frame: pl.DataFrame, label: str, column: str = DROPPED) -> list[str]:
+    """One `<label>[i]: reason` line per dropped row of `frame` (its `ENTRY` column is i), in
+    file order: what the quarantine row of the file names (docs/ingest_rules.md)."""
+    if column not in frame.columns or ENTRY not in frame.columns:
+        return []
+    bad = frame.filter(pl.col(column).is_not_null()).select(ENTRY, column).sort(ENTRY)
+    return [f"{label}[{i}]: {reason}" for i, reason in bad.iter_rows()]

@@ -38,9 +38,6 @@ from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import scratch_connection
 
 COMM_CORES = ("HCCL", "COMMUNICATION")
-_NOT_NUMBERS = (drop.UNPARSABLE_TIMESTAMP, drop.UNPARSABLE_DURATION, drop.NON_FINITE_DURATION)
-"""Reasons of cells that quarantined the whole file before (now their rows, with a quarantine
-row naming them)."""
 
 
 @dataclass
@@ -136,7 +133,8 @@ def read_kernel_details(path: Path) -> KernelDetails:
         ).pl()
     finally:
         con.close()
-    unusable = frame.with_row_index().filter(pl.col(drop.DROPPED).is_in(_NOT_NUMBERS))
+    # every dropped row is named by its line (not only the cells that are no number)
+    unusable = frame.with_row_index().filter(pl.col(drop.DROPPED).is_not_null())
     set_aside = [  # line 1 is the header
         f"line {index + 2}: {why}"
         for index, why in unusable.select("index", drop.DROPPED).head(3).iter_rows()

@@ -34,8 +34,8 @@ import msgspec
 import polars as pl
 
 from pipelines import memory
-from pipelines.ingest import gz
 from pipelines.ingest import dropped as drop
+from pipelines.ingest import gz
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
 from pipelines.ingest.launch_links import launch_anchors
@@ -126,15 +126,42 @@ class _Trace(msgspec.Struct):
     compute_device: str | None = None
 
 
+_ENTRY_INDEX = re.compile(r"^traceEvents\[(\d+)\]")
+
+
+def _entry_of(line: str) -> int:
+    match = _ENTRY_INDEX.match(line)
+    return int(match.group(1)) if match else -1
+
+
+def _entry_positions(kept: int, bad_events: list[str]) -> list[int]:
+    """The file positions of the `kept` decoded events: every index but the set-aside ones."""
+    skipped = {_entry_of(line) for line in bad_events}
+    positions: list[int] = []
+    index = 0
+    while len(positions) < kept:
+        if index not in skipped:
+            positions.append(index)
+        index += 1
+    return positions
+
+
 def read_trace(path: Path) -> RankFrames:
     """Read one Kineto trace file. Raises QuarantineError for unreadable input."""
     path = Path(path)
     trace, bad_events = _decode(_raw_bytes(path), path.name)
-    events, dropped = drop.split(_event_frame(trace))
+    frame = _event_frame(trace).with_columns(
+        pl.Series(drop.ENTRY, _entry_positions(len(trace.traceEvents or []), bad_events))
+    )
+    set_aside = sorted([*bad_events, *drop.positions(frame, "traceEvents")], key=_entry_of)
+    events, dropped = drop.split(frame)
+    events = events.drop(drop.ENTRY)
     quarantined = []
     if bad_events:
         dropped[drop.INVALID_EVENT] = dropped.get(drop.INVALID_EVENT, 0) + len(bad_events)
-        quarantined.append(Quarantined.entries_set_aside(path, bad_events))
+    if set_aside:
+        reason = drop.INVALID_EVENT if bad_events else "invalid_rows"
+        quarantined.append(Quarantined.entries_set_aside(path, set_aside, reason=reason))
     info = _info(trace, events)
     rank = _rank(trace, path)
 
@@ -463,11 +490,13 @@ def _decode_as(data: bytes, name: str) -> _Trace:
     return trace
 
 
-def _constant(value: str, attr: str) -> float:
-    """A NaN / Infinity / -Infinity that _decode quoted; any other text is not a chrome trace."""
-    if value not in ("NaN", "Infinity", "-Infinity"):
-        raise QuarantineError(INVALID_JSON, f"not a chrome trace: `{attr}` is text ({value!r})")
-    return float(value)
+_CONSTANTS = ("NaN", "Infinity", "-Infinity")
+
+
+def _constant(value: str) -> float:
+    """A NaN / Infinity / -Infinity that _decode quoted; any other text (`"abc"`) is NaN here and
+    its event is dropped as unparsable (the `_ts_text` / `_dur_text` columns say which)."""
+    return float(value) if value in _CONSTANTS else float("nan")
 
 
 def _event_frame(trace: _Trace) -> pl.DataFrame:
@@ -477,10 +506,14 @@ def _event_frame(trace: _Trace) -> pl.DataFrame:
     def column(attr: str) -> list[Any]:
         return list(map(attrgetter(attr), events))
 
+    text: dict[str, pl.Series] = {}
+
     def number(attr: str) -> pl.Series:
         values = column(attr)
+        is_text = [isinstance(v, str) and v not in _CONSTANTS for v in values]
+        text[attr] = pl.Series(f"_{attr}_text", is_text, dtype=pl.Boolean)
         if any(isinstance(v, str) for v in values):
-            values = [_constant(v, attr) if isinstance(v, str) else v for v in values]
+            values = [_constant(v) if isinstance(v, str) else v for v in values]
         return pl.Series(attr, values, dtype=pl.Float64, strict=False)
 
     ts, dur = number("ts"), number("dur")
@@ -515,18 +548,24 @@ def _event_frame(trace: _Trace) -> pl.DataFrame:
             "args": args.replace("", None),
             "_ts": ts,
             "_dur": dur,
+            "_ts_text": text["ts"],
+            "_dur_text": text["dur"],
         }
     )
     ts_us, dur_us = pl.col("_ts"), pl.col("_dur")
     reason = (
         pl.when(pl.col("ph") != "X")
         .then(None)
+        .when(pl.col("_ts_text"))
+        .then(pl.lit(drop.UNPARSABLE_TIMESTAMP))
         .when(ts_us.is_null())
         .then(pl.lit(drop.MISSING_TIMESTAMP))
         .when(~ts_us.is_finite())
         .then(pl.lit(drop.UNPARSABLE_TIMESTAMP))
         .when(pl.col("ts_ns").is_null())
         .then(pl.lit(drop.TIMESTAMP_OUT_OF_RANGE))
+        .when(pl.col("_dur_text"))
+        .then(pl.lit(drop.UNPARSABLE_DURATION))
         .when(dur_us.is_null())
         .then(pl.lit(drop.MISSING_DURATION))
         .when(~dur_us.is_finite())
@@ -543,7 +582,7 @@ def _event_frame(trace: _Trace) -> pl.DataFrame:
         .then(pl.col("dur_ns").fill_null(0))
         .otherwise(pl.col("dur_ns"))
         .alias("dur_ns"),
-    ).drop("_ts", "_dur")
+    ).drop("_ts", "_dur", "_ts_text", "_dur_text")
 
 
 # --- identity and metadata --------------------------------------------------------------------

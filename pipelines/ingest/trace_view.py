@@ -44,6 +44,7 @@ import polars as pl
 from pipelines import memory
 from pipelines.ingest import dropped as drop
 from pipelines.ingest import flows as flow_links
+from pipelines.ingest import gz
 from pipelines.ingest.ascend_launch import LINK_KEY_REGEX, compact_args, launch_slices
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.lookups import left_lookup
@@ -106,6 +107,9 @@ class TraceView:
     launch: pl.DataFrame | None = None
     # entries set aside one by one, each "traceEvents[i]: why" (a non-object, a duplicated key)
     set_aside: list[str] = field(default_factory=list)
+    # how many entries were set aside in all (the lines above are the first ones): the invalid
+    # entries and the complete events dropped for a value (docs/ingest_rules.md)
+    set_aside_count: int | None = None
 
     def lane(self, lane: str) -> pl.DataFrame:
         return self.for_derivations().filter(pl.col("lane") == lane)
@@ -133,6 +137,8 @@ def is_gzip(path: Path) -> bool:
 # head, tail and inflated bytes of the .gz files read so far, by (path, size, mtime): the sniff
 # inflates the whole stream to find its last byte, and the memory estimate needs the same count
 _INFLATED: dict[tuple[str, int, int], tuple[bytes, bytes, int]] = {}
+# where the gzip data of those files ends, when bytes that are no gzip member follow it
+_DATA_END: dict[tuple[str, int, int], int | None] = {}
 
 
 def _gz_key(path: Path) -> tuple[str, int, int]:
@@ -150,15 +156,29 @@ def _head_and_tail(path: Path) -> tuple[bytes, bytes]:
     key = _gz_key(path)
     if key in _INFLATED:
         return _INFLATED[key][:2]
-    with gzip.open(path, "rb") as handle:
-        head = handle.read(_SNIFF_BYTES)
-        tail = head[-256:]
-        inflated = len(head)
-        while block := handle.read(1 << 20):
-            inflated += len(block)
-            tail = (tail + block)[-256:]
-    _INFLATED[key] = (head, tail, inflated)
-    return head, tail
+    head = bytearray()
+    tail = b""
+
+    def keep(block: bytes) -> None:
+        nonlocal tail
+        if len(head) < _SNIFF_BYTES:
+            head.extend(block[: _SNIFF_BYTES - len(head)])
+        tail = (tail + block)[-256:]
+
+    found = gz.scan(path, keep)
+    _INFLATED[key] = (bytes(head), tail, found.inflated)
+    _DATA_END[key] = found.data_end if found.trailing else None
+    return bytes(head), tail
+
+
+def _whole_gzip(path: Path) -> Path:
+    """`path`, or for a .gz followed by bytes that are no gzip member (zero padding, stray
+    bytes) a copy cut where its gzip data ends, which DuckDB and gzip read (pipelines/ingest/gz)."""
+    if not is_gzip(path):
+        return path
+    _sniff(path)
+    end = _DATA_END.get(_gz_key(path))
+    return path if end is None else gz.without_trailing(path, end)
 
 
 def json_bytes(path: Path) -> int:
@@ -181,7 +201,7 @@ def sniff_json_form(path: Path) -> str:
 def _sniff(path: Path) -> tuple[str, bytes]:
     try:
         head, tail = _head_and_tail(path)
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+    except (gzip.BadGzipFile, EOFError, zlib.error, ValueError) as exc:
         raise QuarantineError("not_gzip", f"{path.name}: broken gzip data: {exc}") from exc
     except OSError as exc:
         raise QuarantineError("unreadable", str(exc)) from exc
@@ -246,6 +266,11 @@ def quote_constants(data: bytes) -> bytes:
     return _CONSTANTS.sub(lambda m: b'"' + m.group(1) + b'"' if m.group(1) else m.group(0), data)
 
 
+class _BadEntry(QuarantineError):
+    """msgspec refused one entry of the events list (not an object, a field of a type no event
+    has): the file is then read entry by entry, as after DuckDB refused one record."""
+
+
 def _decode_events(data: bytes, form: str) -> list[TraceEvent]:
     kind: Any = _Wrapped if form == "object" else list[TraceEvent]
     try:
@@ -257,6 +282,8 @@ def _decode_events(data: bytes, form: str) -> list[TraceEvent]:
                 raise
             decoded = msgspec.json.decode(quoted, type=kind)
     except msgspec.ValidationError as exc:
+        if re.search(r"at `\$(\.traceEvents)?\[\d+\]", str(exc)):
+            raise _BadEntry("invalid_trace", f"one entry is not a trace event: {exc}") from exc
         if form == "object":
             raise QuarantineError(
                 "invalid_trace", f"object form without a traceEvents list: {exc}"
@@ -373,6 +400,31 @@ def _ts_ns_sql(column: str) -> str:
     )
 
 
+_AT = "_dropped_at"  # a dropped event's own ts and dur text, to name it in the quarantine row
+_NAMED = 100  # dropped events named one by one (the count covers all of them)
+
+
+def _dropped_lines(frame: pl.DataFrame) -> list[str]:
+    """`event 'name' (pid P, tid T, ts .., dur ..): reason` for the first dropped complete
+    events of a scan, in file order."""
+    bad = frame.filter(pl.col(drop.DROPPED).is_not_null()).head(_NAMED)
+    return [
+        f"event {name!r} (pid {pid}, tid {tid}, {at}): {reason}"
+        for name, pid, tid, at, reason in bad.select(
+            "name", "pid", "tid", _AT, drop.DROPPED
+        ).iter_rows()
+    ]
+
+
+def _note_set_aside(view: TraceView, invalid: list[str], dropped_lines: list[str]) -> None:
+    """The quarantine lines of a read: invalid entries (counted as invalid_event) first, then
+    the events dropped for one value (counted under their own codes)."""
+    if invalid:
+        view.dropped[drop.INVALID_EVENT] = view.dropped.get(drop.INVALID_EVENT, 0) + len(invalid)
+    view.set_aside = [*invalid, *dropped_lines]
+    view.set_aside_count = sum(view.dropped.values()) if view.set_aside else None
+
+
 def _scan_sql() -> str:
     """The one pass over the file (relation `raw`): complete (X), metadata (M) and flow (s/f)
     events; counters (C) and everything else are dropped inside the scan (counters are as many
@@ -404,6 +456,9 @@ def _scan_sql() -> str:
                          and dur_us * 1000 < {drop.MAX_END_NS}
                     then round(dur_us * 1000)::bigint end as dur_ns,
                case when ph = 'X' then {reason} end as {drop.DROPPED},
+               case when ph = 'X' and ({reason}) is not null
+                    then 'ts ' || coalesce(ts::varchar, 'missing')
+                         || ', dur ' || coalesce(dur::varchar, 'missing') end as {_AT},
                case when ph in ('s', 'f') then id end as flow_id,
                case when ph in ('s', 'f') then bp end as bp,
                case when ph in ('X', 'M') then args::varchar end as args
@@ -449,6 +504,7 @@ def read_trace_view(path: Path, max_memory: int | str | None = None) -> TraceVie
     whose in-memory read would exceed it is streamed to an on-disk Parquet spill instead, and
     `slices` is then a LazyFrame over it (docs/bench_ingest.md, "Bounded memory")."""
     budget = memory.max_memory(max_memory)
+    path = _whole_gzip(path)
     limits = object_limits(budget)
     too_large = QuarantineError(
         "too_large",
@@ -531,8 +587,8 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
             raw = _raw_relation(con, path, max_object)
             con.register("raw", raw)
             events = _scan(con)
-        except duckdb.Error as exc:
-            if not _one_bad_record(exc):
+        except (duckdb.Error, _BadEntry) as exc:
+            if isinstance(exc, duckdb.Error) and not _one_bad_record(exc):
                 raise
             kept, set_aside = _entries_one_by_one(_file_bytes(path), _sniff(path)[0])
             con.register("raw", _events_relation(con, kept))
@@ -543,12 +599,13 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
         con.close()
     meta = _meta(events.filter(pl.col("ph") == "M"))
     flows = _flows(events)
-    slices, dropped = drop.split(events.filter(pl.col("ph") == "X"))
+    complete = events.filter(pl.col("ph") == "X")
     del events
+    dropped_lines = _dropped_lines(complete)
+    slices, dropped = drop.split(complete.drop(_AT))
+    del complete
     view = _view(path, meta, slices, dropped, flows)
-    if set_aside:
-        view.set_aside = set_aside
-        view.dropped[drop.INVALID_EVENT] = view.dropped.get(drop.INVALID_EVENT, 0) + len(set_aside)
+    _note_set_aside(view, set_aside, dropped_lines)
     return view
 
 
@@ -581,8 +638,15 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
         complete.filter(pl.col(drop.DROPPED).is_not_null()).group_by(drop.DROPPED).len().collect()
     )
     dropped = {str(r): int(n) for r, n in counts.iter_rows()}
-    slices = complete.filter(pl.col(drop.DROPPED).is_null()).drop(drop.DROPPED)
-    return _view(path, meta, slices, dropped, flows)
+    dropped_lines = (
+        _dropped_lines(complete.filter(pl.col(drop.DROPPED).is_not_null()).head(_NAMED).collect())
+        if dropped
+        else []
+    )
+    slices = complete.filter(pl.col(drop.DROPPED).is_null()).drop(drop.DROPPED, _AT)
+    view = _view(path, meta, slices, dropped, flows)
+    _note_set_aside(view, [], dropped_lines)
+    return view
 
 
 def _flows(events: pl.DataFrame | pl.LazyFrame):

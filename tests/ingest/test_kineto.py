@@ -265,5 +265,7 @@ def test_empty_and_invalid_json(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"traceEvents": [1, 2 3]}')
     assert _reason(bad) == "invalid_json"
+    # a ts that is text is one unparsable event (issue 36), not an invalid file: with nothing
+    # else in the trace no device event is left
     wrong = _write(tmp_path / "wrong.json", {"traceEvents": [{"ph": "X", "ts": "soon"}]})
-    assert _reason(wrong) == "invalid_json"
+    assert _reason(wrong) == "no_device_events"

@@ -128,10 +128,19 @@ def test_paths_are_never_patterns_cli(tmp_path: Path, capsys) -> None:
 def test_bad_value_drops_its_row_not_its_file(tmp_path: Path, warehouse, case: str) -> None:
     build, table, kept, dropped = DROPPED_CASES[case]
     good = good_run(tmp_path / "inputs")
-    given, _ = build(tmp_path / "inputs")
+    given, bad_file = build(tmp_path / "inputs")
     report = ingest_paths([given, good], warehouse, progress=False)
-    assert report.quarantined == [], report.quarantined
     (run,) = [r for r in report.runs if Path(r.origin) != good.resolve()]
+    # the dropped rows are named in one quarantine row of their file (issue 36 deliver 3)
+    named = report.quarantined
+    total = sum(dropped.values())
+    if total:
+        (row,) = named
+        assert row.reason == "invalid_rows" and Path(row.path).name == bad_file.name
+        assert row.detail.startswith(f"{total} entr"), row.detail
+        assert all(code in row.detail for code in dropped), row.detail
+    else:
+        assert named == [], named
     assert run.dropped == dropped and run.as_json()["dropped_rows"] == dropped
     stored = warehouse.execute("select dropped_rows from runs where run_id = ?", [run.run_id])
     assert stored.fetchone()[0] == (json.dumps(dropped, sort_keys=True) if dropped else None)
@@ -149,9 +158,14 @@ def test_cli_run_line_counts_dropped_rows(tmp_path: Path, capsys) -> None:
     given, _ = build(tmp_path / "inputs")
     good = good_run(tmp_path / "inputs")
     target = str(tmp_path / "w.duckdb")
-    assert main(["ingest", str(given), str(good), "--no-chunks", "--warehouse", target]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    # a dropped row is named in a quarantine row of its file: exit 2 (an input was quarantined)
+    assert main(["ingest", str(given), str(good), "--no-chunks", "--warehouse", target]) == 2
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
     assert sum("dropped=2" in line for line in lines) == 1
+    assert "invalid_rows: 2 entries set aside" in captured.err
+    assert "dur -5): negative_duration" in captured.err
+    # the same folder again: its stored run is unchanged (not read again), its counts reported
     assert main(["ingest", str(given), "--json", "--warehouse", target]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["runs"][0]["dropped_rows"] == {"missing_duration": 1, "negative_duration": 1}

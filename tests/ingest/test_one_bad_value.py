@@ -210,7 +210,10 @@ def test_sqlite_bad_value_costs_its_row(real_dir: Path, tmp_path: Path, case: st
     run, quarantined = _ingest(
         _db_variant(real_dir, tmp_path, statement, rank), tmp_path / "bad.duckdb"
     )
-    assert run.ranks == clean.ranks == 2 and quarantined == []
+    assert run.ranks == clean.ranks == 2
+    # the dropped row is named (task id or call) in one quarantine row of its database
+    assert [q.reason for q in quarantined] == (["invalid_rows"] if dropped else [])
+    assert all(code in quarantined[0].detail for code in dropped)
     assert run.dropped_rows == dropped
     assert clean.rows["kernels"] - run.rows["kernels"] <= 1
     # the bad row, and the overlap slices derived from it when it was communication

@@ -1,0 +1,202 @@
+"""Round four of the hostile-input campaign (issue 36): the classes it found failing, each as a
+case that failed before its fix.
+
+* a `.json.gz` with bytes after its gzip stream (zero padding, stray bytes) was quarantined
+  (`invalid_json` / `not_gzip`) though its JSON is whole: it loads every row;
+* a gzip stream that inflates a thousandfold is inflated one bounded block at a time;
+* a kernel_details.csv name cell with bytes that are not UTF-8 lost every kernel of the rank;
+* an object-form trace_view.json with one entry that is no object lost the whole file;
+* a Kineto event whose `ts` is text (`"abc"`) lost the whole file (`invalid_json`);
+* a trace event, a Kineto event or an SQLite row dropped for one value was counted but not
+  named: its file now has one quarantine row with the row's position and reason;
+* an SQLite COMMUNICATION_OP start that is text failed the rank (`read_error`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sqlite3
+import zlib
+from pathlib import Path
+
+import pytest
+
+from pipelines.ingest import gz
+from pipelines.ingest.load import ingest_paths
+from pipelines.sim.run import simulate
+from pipelines.sim.writers_ascend import write_ascend_pt
+from pipelines.sim.writers_kineto import write_kineto_trace
+from pipelines.store import FileStore
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("round4")
+    result = simulate([32768], "cpp", chunk_size=16384, pp=2)
+    write_kineto_trace(result, root / "kineto" / "run")
+    write_ascend_pt(result, root / "ascend" / "run")
+    return {"kineto": root / "kineto" / "run", "ascend": root / "ascend" / "run"}
+
+
+def _ingest(folder: Path, store: Path):
+    report = ingest_paths([folder], FileStore(store), progress=False)
+    (run,) = report.runs
+    return run, report.quarantined
+
+
+def _copy(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target)
+    return target
+
+
+def _gzip_in_place(path: Path, tail: bytes) -> Path:
+    packed = path.with_name(path.name + ".gz")
+    packed.write_bytes(gzip.compress(path.read_bytes()) + tail)
+    path.unlink()
+    return packed
+
+
+TAILS = {"zero padding": b"\0" * 4096, "stray bytes": b"garbage\n", "one newline": b"\n"}
+
+
+@pytest.mark.parametrize("tail", sorted(TAILS))
+@pytest.mark.parametrize("kind", ["ascend", "kineto"])
+def test_gzip_followed_by_other_bytes_loads_whole(
+    clean: dict[str, Path], tmp_path: Path, kind: str, tail: str
+) -> None:
+    base, _ = _ingest(clean[kind], tmp_path / "clean.duckdb")
+    folder = _copy(clean[kind], tmp_path / "padded")
+    pattern = "trace_view.json" if kind == "ascend" else "*.pt.trace.json"
+    for path in sorted(folder.rglob(pattern)):
+        _gzip_in_place(path, TAILS[tail])
+    run, quarantined = _ingest(folder, tmp_path / "padded.duckdb")
+    assert quarantined == []
+    assert run.rows == base.rows and run.dropped == {}
+
+
+def test_cut_gzip_is_still_quarantined(clean: dict[str, Path], tmp_path: Path) -> None:
+    folder = _copy(clean["ascend"], tmp_path / "cut")
+    packed = _gzip_in_place(sorted(folder.rglob("trace_view.json"))[0], b"")
+    packed.write_bytes(packed.read_bytes()[:-40])  # the stream's end and trailer gone
+    report = ingest_paths([folder], FileStore(tmp_path / "w.duckdb"), progress=False)
+    assert [q.reason for q in report.quarantined] == ["not_gzip"]
+
+
+def test_gzip_scan_finds_the_end_and_inflates_in_bounded_blocks(tmp_path: Path) -> None:
+    data = b"[" + b" " * (64 << 20) + b"]"  # 64 MiB that deflate to about 64 KB
+    path = tmp_path / "t.json.gz"
+    stream = gzip.compress(data)
+    path.write_bytes(stream + b"\0" * 100)
+    largest = 0
+
+    def block(chunk: bytes) -> None:
+        nonlocal largest
+        largest = max(largest, len(chunk))
+
+    found = gz.scan(path, block)
+    assert (found.inflated, found.data_end, found.trailing) == (len(data), len(stream), 100)
+    assert largest <= 1 << 20  # never the whole inflated stream at once
+    assert gzip.decompress(gz.without_trailing(path, found.data_end).read_bytes()) == data
+    two = tmp_path / "two.json.gz"  # two members, as `cat a.gz b.gz` makes: both read
+    two.write_bytes(gzip.compress(b"[1,") + gzip.compress(b"2]"))
+    assert gz.scan(two).inflated == 5 and gz.scan(two).trailing == 0
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(stream[:-8])
+    with pytest.raises((EOFError, zlib.error)):
+        gz.scan(broken)
+
+
+def test_non_utf8_name_cell_keeps_every_kernel(clean: dict[str, Path], tmp_path: Path) -> None:
+    base, _ = _ingest(clean["ascend"], tmp_path / "clean.duckdb")
+    folder = _copy(clean["ascend"], tmp_path / "latin1")
+    path = sorted(folder.rglob("kernel_details.csv"))[0]
+    lines = path.read_bytes().split(b"\n")
+    cells = lines[1].split(b",")
+    cells[4] += b"\xe9\xff"  # a name written in another code page
+    lines[1] = b",".join(cells)
+    path.write_bytes(b"\n".join(lines))
+    run, quarantined = _ingest(folder, tmp_path / "latin1.duckdb")
+    assert quarantined == [] and run.rows["kernels"] == base.rows["kernels"]
+
+
+def test_object_form_entry_that_is_no_object_costs_itself(
+    clean: dict[str, Path], tmp_path: Path
+) -> None:
+    base, _ = _ingest(clean["ascend"], tmp_path / "clean.duckdb")
+    folder = _copy(clean["ascend"], tmp_path / "object")
+    path = sorted(folder.rglob("trace_view.json"))[0]
+    events = json.loads(path.read_text())
+    index = next(i for i, e in enumerate(events) if e.get("ph") == "X")
+    events[index] = "not an event"
+    path.write_text(json.dumps({"traceEvents": events}))
+    run, quarantined = _ingest(folder, tmp_path / "object.duckdb")
+    assert run.rows["slices"] == base.rows["slices"] - 1
+    (row,) = quarantined
+    assert row.reason == "invalid_event" and f"traceEvents[{index}]: not an object" in row.detail
+
+
+def _kineto_kernel(events: list) -> int:
+    return next(i for i, e in enumerate(events) if e.get("cat") == "kernel")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code"),
+    [("ts", "abc", "unparsable_timestamp"), ("dur", "x", "unparsable_duration")],
+)
+def test_kineto_text_time_costs_its_event_and_is_named(
+    clean: dict[str, Path], tmp_path: Path, field: str, value: str, code: str
+) -> None:
+    base, _ = _ingest(clean["kineto"], tmp_path / "clean.duckdb")
+    folder = _copy(clean["kineto"], tmp_path / "text")
+    path = sorted(folder.glob("*rank0*.pt.trace.json"))[0]
+    doc = json.loads(path.read_text())
+    index = _kineto_kernel(doc["traceEvents"])
+    doc["traceEvents"][index][field] = value
+    path.write_text(json.dumps(doc))
+    run, quarantined = _ingest(folder, tmp_path / "text.duckdb")
+    assert run.rows["kernels"] == base.rows["kernels"] - 1 and run.dropped == {code: 1}
+    (row,) = quarantined
+    assert row.reason == "invalid_rows" and f"traceEvents[{index}]: {code}" in row.detail
+
+
+def test_trace_view_dropped_event_is_named(clean: dict[str, Path], tmp_path: Path) -> None:
+    base, _ = _ingest(clean["ascend"], tmp_path / "clean.duckdb")
+    folder = _copy(clean["ascend"], tmp_path / "ts")
+    path = sorted(folder.rglob("trace_view.json"))[0]
+    events = json.loads(path.read_text())
+    event = next(e for e in events if e.get("ph") == "X" and e.get("dur"))
+    event["ts"] = "soon"
+    path.write_text(json.dumps(events))
+    run, quarantined = _ingest(folder, tmp_path / "ts.duckdb")
+    assert run.dropped == {"unparsable_timestamp": 1}
+    assert run.rows["slices"] == base.rows["slices"] - 1
+    (row,) = quarantined
+    assert row.reason == "invalid_rows" and Path(row.path).name == "trace_view.json"
+    assert f"event {event['name']!r}" in row.detail and "ts soon" in row.detail
+
+
+DB_LEVEL1 = Path("msinsight/test/data/pytorch/db/level1")  # a real torch_npu SQLite export
+
+
+@pytest.mark.real
+def test_sqlite_comm_op_with_text_start_costs_the_op(real_dir: Path, tmp_path: Path) -> None:
+    clean_run, _ = _ingest(real_dir / DB_LEVEL1, tmp_path / "clean.duckdb")
+    folder = tmp_path / "db"
+    shutil.copytree(real_dir / DB_LEVEL1, folder)
+    con = sqlite3.connect(
+        folder / "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db"
+    )
+    op_id = con.execute("select opId from COMMUNICATION_OP order by startNs limit 1").fetchone()[0]
+    con.execute("update COMMUNICATION_OP set startNs = 'x' where opId = ?", [op_id])
+    con.commit()
+    con.close()
+    run, quarantined = _ingest(folder, tmp_path / "bad.duckdb")
+    assert run.ranks == clean_run.ranks == 2
+    assert run.rows["comm_ops"] == clean_run.rows["comm_ops"] - 1
+    # the op's own kernel row (its HCCL task) may go with it, nothing else
+    assert 0 <= clean_run.rows["kernels"] - run.rows["kernels"] <= 1
+    (row,) = quarantined
+    assert row.reason == "invalid_rows"
+    assert f"COMMUNICATION_OP opId {op_id}: unparsable_timestamp" in row.detail
