@@ -12,6 +12,8 @@ import pkgutil
 import sys
 from enum import IntEnum
 
+from pipelines.cli._common import lake_folder
+
 
 class ExitCode(IntEnum):
     """The exit status of every `tracereplay` command."""
@@ -54,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--lake",
         metavar="DIR",
+        type=lake_folder,
         help=(
             "keep the canonical tables as Parquet partitions under DIR (one folder per run, "
             "written by any number of processes at once) and read them through views; default "

@@ -103,6 +103,15 @@ def output_folder(text: str) -> Path:
     return path
 
 
+def lake_folder(text: str) -> str:
+    """A --lake value: a folder path (an empty one would fall back to the warehouse file without
+    a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; give a folder such as data/lake")
+    output_folder(text)
+    return text
+
+
 def output_file(text: str) -> Path:
     """An output file option: refused up front when the path is a folder or its folder cannot
     be made."""

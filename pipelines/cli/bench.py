@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, number, positive_int
+from pipelines.cli._common import add_json_option, number, output_folder, positive_int
 from pipelines.cli._engine_bench import add_engine_bench
 
 if TYPE_CHECKING:
@@ -75,7 +75,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="size of the generated trace (default 500)",
     )
     ingest.add_argument(
-        "--workdir", metavar="DIR", help="where to generate (default: a new tmp dir)"
+        "--workdir",
+        metavar="DIR",
+        type=output_folder,
+        help="where to generate (default: a new tmp dir)",
     )
     ingest.add_argument(
         "--keep", action="store_true", help="keep the generated files and warehouses"
@@ -299,7 +302,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     scale.add_argument(
         "--skip-cluster", action="store_true", help="only the incremental ingest and fit probes"
     )
-    scale.add_argument("--workdir", metavar="DIR", help="where to generate (default: a tmp dir)")
+    scale.add_argument(
+        "--workdir",
+        metavar="DIR",
+        type=output_folder,
+        help="where to generate (default: a tmp dir)",
+    )
     add_json_option(scale)
     scale.set_defaults(func=run_scale)
 

@@ -176,8 +176,12 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.analysis.comparison.schedule_table import compare_schedules
     from pipelines.selectors import SelectorError
 
+    store = store_of(args)
+    if not store.exists():  # the replays it stores must not create a mistyped warehouse
+        print(f"tracereplay schedules: no warehouse at {store.location}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     try:
-        with store_of(args).session(read_only=args.no_replay) as con:
+        with store.session(read_only=args.no_replay) as con:
             report = compare_schedules(
                 con, args.selector, replay=not args.no_replay, min_effect=args.min_effect / 100
             )

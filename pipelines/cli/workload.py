@@ -6,10 +6,16 @@ import argparse
 import importlib.util
 import json
 import sys
-from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, count, number, positive_int, seed
+from pipelines.cli._common import (
+    add_json_option,
+    count,
+    number,
+    output_folder,
+    positive_int,
+    seed,
+)
 
 DESCRIPTION = """\
 Run chunked prefill of a small decoder-only transformer (random weights, GQA, KV cache) on two
@@ -112,7 +118,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="C,C",
         help="--profile-table: chunk sizes, comma-separated (default: --chunk)",
     )
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="trace folder")
+    parser.add_argument(
+        "--out", type=output_folder, required=True, metavar="DIR", help="trace folder"
+    )
     add_json_option(parser)
     parser.set_defaults(func=run)
 
