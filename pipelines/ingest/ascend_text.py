@@ -321,6 +321,12 @@ def read_rank(rank_dir: Path) -> RankFrames:
             )
         )
     steps = attempts.read(out / STEP_TRACE_TIME, read_step_trace_time)
+    if steps is not None and steps.set_aside:
+        attempts.quarantined.append(
+            Quarantined.entries_set_aside(
+                out / STEP_TRACE_TIME, steps.set_aside, reason="invalid_rows"
+            )
+        )
     communication = attempts.read(out / COMMUNICATION, read_communication)
     matrix = attempts.read(out / COMMUNICATION_MATRIX, read_communication_matrix)
 

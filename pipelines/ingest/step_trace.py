@@ -7,7 +7,7 @@ An empty `Step` cell (no profiler schedule) becomes step NULL.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -38,6 +38,8 @@ class StepTrace:
     rows: pl.DataFrame
     device_id: int | None
     columns: tuple[str, ...]  # canonical columns this file actually had
+    # rows left out for a cell that is no number, each "line N: <column> is <text>"
+    set_aside: list[str] = field(default_factory=list)
 
 
 def read_step_trace_time(path: Path) -> StepTrace:
@@ -70,11 +72,24 @@ def read_step_trace_time(path: Path) -> StepTrace:
         (pl.col("text").is_not_null() & pl.col("ns").is_null())
         | (pl.col("step").is_null() & pl.col("step_text").is_not_null())
     )
-    if unparsable.height:
+    set_aside: list[str] = []
+    bad_rows = unparsable["row_no"].unique()
+    if len(bad_rows) and len(bad_rows) == cells["row_no"].n_unique():
         raise QuarantineError(
             "unparsable_rows",
-            f"{path.name}: {unparsable['row_no'].n_unique()} rows with cells that are not numbers",
+            f"{path.name}: {len(bad_rows)} rows with cells that are not numbers (every row)",
         )
+    if len(bad_rows):
+        # one bad cell costs its row (issue 36 deliver 3): the row is named, the rest loads
+        first = unparsable.sort("row_no").unique("row_no", keep="first", maintain_order=True)
+        set_aside = [
+            f"line {row_no + 1}: {COLUMN_HEADERS.get(key, 'Step') if ns is None else 'Step'}"
+            f" is {text if ns is None else step_text!r}"
+            for row_no, key, text, ns, step_text in first.select(
+                "row_no", "key", "text", "ns", "step_text"
+            ).iter_rows()
+        ]
+        cells = cells.filter(~pl.col("row_no").is_in(bad_rows.implode()))
     index = ["row_no", "step", "device_id"]
     rows = (
         cells.pivot(on="key", index=index, values="ns", aggregate_function=None)
@@ -91,4 +106,5 @@ def read_step_trace_time(path: Path) -> StepTrace:
         rows=rows,
         device_id=device_id,
         columns=tuple(k for k, v in present.items() if v is not None),
+        set_aside=set_aside,
     )

@@ -153,6 +153,18 @@ CASES: dict[str, tuple[Callable[[Path], tuple[Path, Path]], str]] = {
         _in_rank("step_trace_time.csv", (STEP_HEADER + "3,abc,1,1,1,1,1,0,1,1\n").encode()),
         "unparsable_rows",
     ),
+    # round four (issue 36): one bad cell beside a good row costs its row, named by its line
+    "step_trace_one_bad_row": (
+        _in_rank(
+            "step_trace_time.csv",
+            (
+                STEP_HEADER
+                + "3,abc,1,1,1,1,1,0,1,1\n"
+                + "4,100.0,60.0,40.0,100.0,0.0,110.25,100.0,-40.0,5.0\n"
+            ).encode(),
+        ),
+        "invalid_rows",
+    ),
     "communication_wrong_shape": (
         _in_rank("communication.json", b'{"hello": {"p2p": {}}}'),
         "invalid_communication",
