@@ -66,12 +66,19 @@ example: tracereplay ingest ~/prof/job_42 --tag model=qwen3-8b --tag schedule=vp
 
 
 def _parse_tags(raw: list[str]) -> dict[str, str]:
+    from pipelines.ingest.assemble import RUN_INT_KEYS  # imported on use: `--help` stays fast
+
     tags = {}
     for item in raw:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--tag expects key=value, got {item!r}")
-        tags[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        # a count fact (pp, chunk_size, ...) that is no whole number >= 1 was dropped without a
+        # word (`pp=nan` stored the run with pp NULL): refused like any bad argument
+        if key in RUN_INT_KEYS and not (value.isdigit() and int(value) >= 1):
+            raise ValueError(f"--tag {key}={value!r}: {key} must be a whole number >= 1")
+        tags[key] = value
     return tags
 
 

@@ -49,3 +49,16 @@ def test_output_folder_that_is_a_file_is_refused(
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 2 and "exists and is not a folder" in err[-1]
     assert path.read_text() == "x"
+
+
+@pytest.mark.parametrize("tag", ["pp=nan", "chunk_size=-5", "seq_len=inf", "tp=0", "vp=2.5"])
+def test_count_tag_that_is_no_whole_number_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tag: str
+) -> None:
+    """`--tag pp=nan` stored the run with pp NULL and exit 0 (round-four campaign): a count
+    fact must be a whole number >= 1, refused before anything is read or created."""
+    target = tmp_path / "w.duckdb"
+    assert main(["ingest", str(tmp_path), "--tag", tag, "--warehouse", str(target)]) == 2
+    key = tag.partition("=")[0]
+    assert f"{key} must be a whole number >= 1" in capsys.readouterr().err
+    assert not target.exists()
