@@ -61,7 +61,7 @@ def test_the_attribution_is_printed_once_for_metrics_that_moved_together(history
     assert "ttft_ns" in header and "makespan_ns" in header
     assert runs.startswith("last run before raw-night-12-") and "first after raw-night-13-" in runs
     # where the first run after it may lie, 95 %: a night or more around night 13
-    assert dated.startswith(("first run after it, 95 % LR set: ", "dated to that run"))
+    assert dated.startswith(("first run after it, 95 % set: ", "dated to that run"))
     assert max(len(line) for line in out.splitlines()) <= 120
 
 

@@ -14,6 +14,7 @@ from pipelines.analysis.changes.changepoint_defaults import (
     DEFAULT_MIN_MAGNITUDE,
     DEFAULT_PERSIST,
     DEFAULT_SPIKE_SIGMAS,
+    PERSIST_PVALUE,
     RESCAN_CONFIRM_RATE,
 )
 from pipelines.cli import ExitCode
@@ -32,12 +33,13 @@ largest t of a segment without a change: p <= {DEFAULT_MAX_PVALUE:g}, the search
 their medians differ by at least --min-magnitude (default {DEFAULT_MIN_MAGNITUDE:.1%}), so
 noise raises nothing; a single night far off the nights on both sides of it (a spike) is left
 out before any test (docs/regressions.md). A point with fewer than {DEFAULT_CONFIRM} runs after
-it is `pending` until later nights confirm it, and so is one the scans of the {
+it is `pending` until later nights confirm it, and so is one whose split does not still stand
+(p <= {PERSIST_PVALUE:g} within 2 nights of it) in each of the histories one to {
         DEFAULT_PERSIST - 1
-    } histories one to {DEFAULT_PERSIST - 1} nights shorter did not all find (unless its p is
-25x smaller): nightly use re-scans. A point is dated by the centre of the 5-night window
-holding the most posterior probability of its split, with the 95 % likelihood-ratio set of its
-date: the runs among which the first run after the change lies (the runs to bisect). Each
+    } nights shorter (unless its p is 25x smaller): nightly use re-scans. A point is dated by the
+centre of the 5-night window holding the most posterior probability of its split, with the 95 %
+posterior set of its date: the runs among which the first run after the change lies (the runs
+to bisect). Each
 point's q is Benjamini-Hochberg's across the series scanned; a confirmed regression with q >
 {DEFAULT_FDR:g} is listed, not counted. Points a recent nightly scan confirmed and this one
 contradicts are listed as withdrawn. Runs without a model fact share one history, labelled
@@ -233,14 +235,14 @@ def _print_untagged(runs: int) -> None:
 
 
 def _date_interval(members: list) -> str:
-    """Where the first run after the change may lie (95 % likelihood-ratio set), widest over the
+    """Where the first run after the change may lie (95 % posterior set), widest over the
     metrics of one block: the runs to bisect."""
     first = min(members, key=lambda ch: ch.earliest_after_at)
     last = max(members, key=lambda ch: ch.latest_after_at)
     if first.earliest_after_run == last.latest_after_run:
-        return "dated to that run (95 % likelihood-ratio set of the date)"
+        return "dated to that run (95 % posterior set of the date)"
     return (
-        f"first run after it, 95 % LR set: {first.earliest_after_at[:10]} … "
+        f"first run after it, 95 % set: {first.earliest_after_at[:10]} … "
         f"{last.latest_after_at[:10]}\n  from {first.earliest_after_run} to {last.latest_after_run}"
     )
 

@@ -41,7 +41,7 @@ def test_regressions_reports_the_one_step_with_attribution(history, capsys):
     assert row["earliest_after_at"] <= row["collected_after"] <= row["latest_after_at"]
     assert row["attribution"]["ops"][0]["op"] == "MatMulV3"
     main(["regressions", "--warehouse", str(history), "--metric", "ttft_ns"])
-    said = "dated to that run" if earliest == latest else "first run after it, 95 % LR set"
+    said = "dated to that run" if earliest == latest else "first run after it, 95 % set"
     assert said in capsys.readouterr().out
     assert row["attribution"]["tau_moved"] == "intercept"
 
