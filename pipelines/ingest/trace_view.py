@@ -230,7 +230,7 @@ def _sniff(path: Path) -> tuple[str, bytes]:
 class TraceEvent(msgspec.Struct, omit_defaults=True):
     """The event fields the readers use; args stay undecoded (docs/stack.md §6)."""
 
-    name: Any = None
+    name: str | None = None  # an object or a number is no event name: the entry is set aside
     ph: Any = None
     pid: Any = None
     tid: Any = None
@@ -431,6 +431,8 @@ def _scan_sql() -> str:
     as the complete events in Level1+ exports)."""
     reason = drop.sql_reason(
         [
+            # a name that is an object or a list (DuckDB reads it into the VARCHAR as JSON text)
+            ("left(name, 1) in ('{', '[') and json_valid(name)", drop.INVALID_EVENT),
             ("ts is null", drop.MISSING_TIMESTAMP),
             ("start_ns is null and isfinite(try_cast(ts as double))", drop.TIMESTAMP_OUT_OF_RANGE),
             ("start_ns is null", drop.UNPARSABLE_TIMESTAMP),

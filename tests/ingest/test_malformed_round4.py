@@ -223,3 +223,21 @@ def test_step_trace_bad_cell_costs_its_row(clean: dict[str, Path], tmp_path: Pat
     finally:
         con.close()
     assert steps == [(2,)]
+
+
+@pytest.mark.parametrize("form", ["array", "object"])
+def test_trace_view_name_that_is_an_object_costs_its_event(
+    clean: dict[str, Path], tmp_path: Path, form: str
+) -> None:
+    """A complete event whose name is a JSON object was kept under the object's text (DuckDB
+    reads it into the VARCHAR column) or its Python repr (msgspec): now it is set aside."""
+    base, _ = _ingest(clean["ascend"], tmp_path / "clean.duckdb")
+    folder = _copy(clean["ascend"], tmp_path / form)
+    path = sorted(folder.rglob("trace_view.json"))[0]
+    events = json.loads(path.read_text())
+    next(e for e in events if e.get("ph") == "X" and e.get("dur"))["name"] = {"x": 1}
+    path.write_text(json.dumps(events if form == "array" else {"traceEvents": events}))
+    run, quarantined = _ingest(folder, tmp_path / f"{form}.duckdb")
+    assert run.rows["slices"] == base.rows["slices"] - 1
+    (row,) = quarantined
+    assert row.reason in ("invalid_rows", "invalid_event") and "1 entry set aside" in row.detail
