@@ -20,7 +20,15 @@ from typing import Any, TypeVar
 import duckdb
 import polars as pl
 
-from pipelines.ingest.csv_text import as_int_sql, open_csv, pick, quoted, require, trimmed
+from pipelines.ingest.csv_text import (
+    MISSING,
+    as_int_sql,
+    open_csv,
+    pick,
+    quoted,
+    require,
+    trimmed,
+)
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RunFrames
 from pipelines.ingest.hccl import is_p2p_op, op_type
@@ -63,7 +71,16 @@ def read_cluster(cluster_dir: Path, *, with_comm_ops: bool = True) -> RunFrames:
             quarantined.append(err.quarantined(path))
             return None
 
-    table = attempt(STEP_TRACE_FILE, read_cluster_step_trace)
+    read = attempt(STEP_TRACE_FILE, read_cluster_step_trace_rows)
+    table = None
+    if read is not None:
+        table, set_aside = read
+        if set_aside:
+            quarantined.append(
+                Quarantined.entries_set_aside(
+                    cluster_dir / STEP_TRACE_FILE, set_aside, reason="invalid_rows"
+                )
+            )
     groups = attempt(GROUP_FILE, read_communication_group) or []
     comm = attempt(COMMUNICATION_FILE, read_cluster_communication) if with_comm_ops else None
     if table is None and not groups and comm is None:
@@ -109,7 +126,15 @@ def read_cluster(cluster_dir: Path, *, with_comm_ops: bool = True) -> RunFrames:
 def read_cluster_step_trace(path: Path) -> pl.DataFrame:
     """cluster_step_trace_time.csv -> columns type ('rank' | 'stage'), index (the raw Index),
     rank (rank rows), pp_index (when the file has one), step and the step_breakdown *_ns
-    columns (µs converted exactly to ns)."""
+    columns (µs converted exactly to ns); rows with a bad cell left out
+    (read_cluster_step_trace_rows)."""
+    return read_cluster_step_trace_rows(path)[0]
+
+
+def read_cluster_step_trace_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
+    """The table of read_cluster_step_trace and one `line N: why` per row left out: a time cell
+    that is no number (it was read as NULL without a word), a rank row whose Index is no rank,
+    a Step that is no integer (one bad cell costs its row: issue 36)."""
     con = duckdb.connect()
     try:
         headers = open_csv(con, path, "cst")
@@ -121,23 +146,49 @@ def read_cluster_step_trace(path: Path) -> pl.DataFrame:
             f"{as_int_sql(found['index'])} as rank",
             f"{as_int_sql(pick(headers, 'PP Index'))} as pp_index",
         ]
+        missing = ", ".join(f"'{m}'" for m in MISSING)
+        checks = [
+            f"case when {trimmed(found['step'])} not in ({missing})"
+            f" and {as_int_sql(found['step'])} is null then 'Step' end"
+        ]
         for column, header in COLUMN_HEADERS.items():
             name = pick(headers, header)
             value = us_text_to_ns_sql(quoted(name)) if name else "null::bigint"
             selects.append(f"{value} as {column}")
-        frame = con.sql(f"select {', '.join(selects)} from cst").pl()
+            if name:
+                checks.append(
+                    f"case when {trimmed(name)} not in ({missing}) and {value} is null"
+                    f" then '{header}' end"
+                )
+        bad = f"coalesce({', '.join(checks)})"
+        frame = con.sql(
+            f"select {', '.join(selects)}, {bad} as _bad_cell,"
+            f" row_number() over () + 1 as _line from cst"
+        ).pl()
     finally:
         con.close()
+    frame = frame.with_columns(
+        pl.when((pl.col("type") == "rank") & pl.col("rank").is_null())
+        .then(pl.lit("Index"))
+        .otherwise(pl.col("_bad_cell"))
+        .alias("_bad_cell")
+    )
+    bad_rows = frame.filter(pl.col("_bad_cell").is_not_null())
+    set_aside = [
+        f"line {line}: {cell} is no number"
+        for line, cell in bad_rows.select("_line", "_bad_cell").iter_rows()
+    ]
+    if bad_rows.height and bad_rows.height == frame.height:
+        raise QuarantineError(INVALID_CLUSTER_CSV, f"{path.name}: every row has a bad cell")
+    frame = frame.filter(pl.col("_bad_cell").is_null()).drop("_bad_cell", "_line")
     unknown = frame.filter(~pl.col("type").is_in(["rank", "stage"]))
     if unknown.height:
         raise QuarantineError(
             INVALID_CLUSTER_CSV, f"{path.name}: unknown Type {unknown.get_column('type')[0]!r}"
         )
-    if frame.filter((pl.col("type") == "rank") & pl.col("rank").is_null()).height:
-        raise QuarantineError(INVALID_CLUSTER_CSV, f"{path.name}: rank row without a rank Index")
     return frame.with_columns(
         pl.when(pl.col("type") == "rank").then(pl.col("rank")).alias("rank"),
-    )
+    ), set_aside
 
 
 def stage_ranks(table: pl.DataFrame) -> list[tuple[int, ...]]:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.ingest import gz
+from pipelines.ingest.cluster import read_cluster_step_trace_rows
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
@@ -241,3 +242,28 @@ def test_trace_view_name_that_is_an_object_costs_its_event(
     assert run.rows["slices"] == base.rows["slices"] - 1
     (row,) = quarantined
     assert row.reason in ("invalid_rows", "invalid_event") and "1 entry set aside" in row.detail
+
+
+CLUSTER_SET = Path("msinsight/server/src/test/test_data/cluster_analysis_output")
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(("column", "value"), [("Computing", "abc"), ("Index", "x")])
+def test_cluster_step_trace_bad_cell_costs_its_row(
+    real_dir: Path, tmp_path: Path, column: str, value: str
+) -> None:
+    """cluster_step_trace_time.csv: a time cell that is no number was kept as NULL without a
+    word, and a rank row whose Index is no rank lost the whole file; now the row is set aside
+    and named, the other rows load."""
+    source = real_dir / CLUSTER_SET / "cluster_step_trace_time.csv"
+    clean_table, clean_lines = read_cluster_step_trace_rows(source)
+    lines = source.read_text(encoding="utf-8-sig").splitlines()
+    header = lines[0].split(",")
+    cells = lines[3].split(",")
+    cells[header.index(column)] = value
+    lines[3] = ",".join(cells)
+    path = tmp_path / "cluster_step_trace_time.csv"
+    path.write_text("\n".join(lines) + "\n")
+    table, set_aside = read_cluster_step_trace_rows(path)
+    assert clean_lines == [] and table.height == clean_table.height - 1
+    assert set_aside == [f"line 4: {column} is no number"]
