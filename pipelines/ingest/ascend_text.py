@@ -41,8 +41,8 @@ from pipelines.ingest.ascend_launch import (
 )
 from pipelines.ingest.communication import (
     peer_from_links,
-    read_communication,
     read_communication_matrix,
+    read_communication_rows,
 )
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames
@@ -327,7 +327,14 @@ def read_rank(rank_dir: Path) -> RankFrames:
                 out / STEP_TRACE_TIME, steps.set_aside, reason="invalid_rows"
             )
         )
-    communication = attempts.read(out / COMMUNICATION, read_communication)
+    communication = None
+    read = attempts.read(out / COMMUNICATION, read_communication_rows)
+    if read is not None:
+        communication, set_aside = read
+        if set_aside:
+            attempts.quarantined.append(
+                Quarantined.entries_set_aside(out / COMMUNICATION, set_aside, reason="invalid_rows")
+            )
     matrix = attempts.read(out / COMMUNICATION_MATRIX, read_communication_matrix)
 
     rank = info.rank if info is not None else None

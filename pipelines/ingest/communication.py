@@ -15,6 +15,7 @@ Link ranks are ranks inside the op's group. Used here only to find the peer of P
 from __future__ import annotations
 
 import re
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -94,15 +95,55 @@ def _sections(data: Any, path: Path) -> list[tuple[int | None, str, dict[str, An
     return out
 
 
+_TIME_FIELDS = (
+    "Start Timestamp(us)",
+    "Elapse Time(ms)",
+    "Wait Time(ms)",
+    "Transit Time(ms)",
+    "Synchronization Time(ms)",
+)
+
+
+def _bad_time(times: Any) -> str | None:
+    """Why an op's `Communication Time Info` cannot be used, None when it can: not an object,
+    or a time that is given but no finite number >= 0 ('abc', -1, NaN)."""
+    if not isinstance(times, dict):
+        return f"Communication Time Info is {type(times).__name__}, not an object"
+    for field in _TIME_FIELDS:
+        value = times.get(field)
+        if value is None:
+            continue
+        try:
+            number = Decimal(str(value).strip())
+        except (InvalidOperation, ValueError):
+            return f"{field} is {value!r}"
+        if not number.is_finite() or number < 0:
+            return f"{field} is {value!r}"
+    return None
+
+
 def read_communication(path: Path) -> pl.DataFrame:
-    """One row per communication op of communication.json (Total Op Info skipped)."""
+    """One row per communication op of communication.json (Total Op Info skipped); an op with a
+    bad time is left out (read_communication_rows)."""
+    return read_communication_rows(path)[0]
+
+
+def read_communication_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
+    """read_communication's rows and one `<step> <op>: why` line per op left out for a time
+    that is no finite number >= 0: one bad value costs its op (issue 36), where it was read as
+    a missing time without a word (or failed the file when the info was no object)."""
     rows = []
+    set_aside: list[str] = []
     for step, kind, ops in _sections(load_json_file(path), path):
         for key, info in ops.items():
             if key == "Total Op Info" or not isinstance(info, dict):
                 continue
             op, group = _split_key(key)
             times = info.get("Communication Time Info") or {}
+            why = _bad_time(times)
+            if why is not None:
+                set_aside.append(f"step {step} {kind} {key!r}: {why}")
+                continue
             rows.append(
                 {
                     "step": step,
@@ -117,7 +158,7 @@ def read_communication(path: Path) -> pl.DataFrame:
                     "bytes": _bytes(info.get("Communication Bandwidth Info") or {}),
                 }
             )
-    return pl.DataFrame(rows, schema=OP_SCHEMA)
+    return pl.DataFrame(rows, schema=OP_SCHEMA), set_aside
 
 
 def read_communication_matrix(path: Path) -> pl.DataFrame:

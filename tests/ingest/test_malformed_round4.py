@@ -25,6 +25,7 @@ import pytest
 
 from pipelines.ingest import gz
 from pipelines.ingest.cluster import read_cluster_step_trace_rows
+from pipelines.ingest.communication import read_communication_rows
 from pipelines.ingest.load import ingest_paths
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
@@ -267,3 +268,30 @@ def test_cluster_step_trace_bad_cell_costs_its_row(
     table, set_aside = read_cluster_step_trace_rows(path)
     assert clean_lines == [] and table.height == clean_table.height - 1
     assert set_aside == [f"line 4: {column} is no number"]
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda op: op["Communication Time Info"].update({"Elapse Time(ms)": "abc"}), "'abc'"),
+        (lambda op: op["Communication Time Info"].update({"Wait Time(ms)": -1}), "-1"),
+        (lambda op: op.update({"Communication Time Info": [1, 2]}), "list, not an object"),
+    ],
+    ids=["elapse text", "wait negative", "info a list"],
+)
+def test_communication_bad_time_costs_its_op(real_dir: Path, tmp_path: Path, change, why) -> None:
+    """communication.json: a time that is no finite number >= 0 was read as a missing time
+    without a word ('abc', -1), or failed the file with AttributeError (info a list)."""
+    source = real_dir / "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
+    folder = _copy(source, tmp_path / "rank0_ascend_pt")
+    path = folder / "ASCEND_PROFILER_OUTPUT" / "communication.json"
+    clean_table, clean_lines = read_communication_rows(path)
+    doc = json.loads(path.read_text())
+    ops = next(iter(doc.values()))["collective"]
+    key = next(iter(ops))
+    change(ops[key])
+    path.write_text(json.dumps(doc))
+    table, set_aside = read_communication_rows(path)
+    assert clean_lines == [] and table.height == clean_table.height - 1 and len(set_aside) == 1
+    assert key in set_aside[0] and why in set_aside[0]
