@@ -48,6 +48,7 @@ from pipelines.analysis.changes.changepoint_defaults import (
     DEFAULT_PERSIST,
     DEFAULT_SPIKE_SIGMAS,
     FAST_CONFIRM_SHARE,
+    PERSIST_MIN_BEFORE,
     PERSIST_PVALUE,
     PERSIST_WINDOW,
     SPIKE_WINDOW,
@@ -296,12 +297,15 @@ def persists(
     (`found`: that scan's points) stands when its p is at most `fast`, or when in each of the
     `persist` - 1 histories one, two, ... nights shorter its segment (between its neighbours in
     `found`, spikes of y screened out, as the detector saw it) still has a split within
-    PERSIST_WINDOW nights of it whose searched-split p is at most persist_pvalue. The earlier
+    PERSIST_WINDOW nights of it whose searched-split p is at most persist_pvalue, and it has at
+    least PERSIST_MIN_BEFORE tested nights before it in its segment. The earlier
     histories are asked about this point only, at a looser level than the gate: a real change
     stays significant as nights are taken away, a false alarm of one scan mostly does not
     (docs/regressions.md §re-scans has the rules measured)."""
     if persist <= 1 or point.p_value <= fast:
         return True
+    if point.n_before < PERSIST_MIN_BEFORE:
+        return False
     kept = np.flatnonzero(~isolated_nights(y, spike_sigmas))
     z = _scale(y[kept])
     start = max((cp.index for cp in found if cp.index < point.index), default=0)
