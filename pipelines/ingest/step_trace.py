@@ -74,11 +74,6 @@ def read_step_trace_time(path: Path) -> StepTrace:
     )
     set_aside: list[str] = []
     bad_rows = unparsable["row_no"].unique()
-    if len(bad_rows) and len(bad_rows) == cells["row_no"].n_unique():
-        raise QuarantineError(
-            "unparsable_rows",
-            f"{path.name}: {len(bad_rows)} rows with cells that are not numbers (every row)",
-        )
     if len(bad_rows):
         # one bad cell costs its row (issue 36 deliver 3): the row is named, the rest loads
         first = unparsable.sort("row_no").unique("row_no", keep="first", maintain_order=True)
@@ -89,6 +84,12 @@ def read_step_trace_time(path: Path) -> StepTrace:
                 "row_no", "key", "text", "ns", "step_text"
             ).iter_rows()
         ]
+    if len(bad_rows) and len(bad_rows) == cells["row_no"].n_unique():
+        raise QuarantineError(
+            "unparsable_rows",
+            f"{path.name}: every row has a cell that is not a number: {'; '.join(set_aside[:3])}",
+        )
+    if len(bad_rows):
         cells = cells.filter(~pl.col("row_no").is_in(bad_rows.implode()))
     index = ["row_no", "step", "device_id"]
     rows = (
