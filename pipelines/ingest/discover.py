@@ -301,7 +301,10 @@ class _Walk:
         name = path.name
         lowered = name.lower()
         if not _is_regular(path):  # never opened: a FIFO would block the read forever
-            if explicit or _is_known_name(name) or (in_rank and lowered.endswith(DATA_SUFFIXES)):
+            # a broken link with a data file's name anywhere is named too: a trace whose target
+            # is gone was skipped without a word (issue 36 deliver 5)
+            data_like = lowered.endswith(DATA_SUFFIXES)
+            if explicit or _is_known_name(name) or (data_like and (in_rank or path.is_symlink())):
                 self.quarantine(path, "not_a_file", f"{name} is {_kind(path)}, not a file")
             return
         if PROFILER_INFO.match(name):

@@ -295,3 +295,15 @@ def test_communication_bad_time_costs_its_op(real_dir: Path, tmp_path: Path, cha
     table, set_aside = read_communication_rows(path)
     assert clean_lines == [] and table.height == clean_table.height - 1 and len(set_aside) == 1
     assert key in set_aside[0] and why in set_aside[0]
+
+
+def test_broken_link_to_a_trace_is_named(clean: dict[str, Path], tmp_path: Path) -> None:
+    """A `*.pt.trace.json` link whose target is gone was skipped without a word; it is
+    quarantined `not_a_file` (a broken link) and the run's other traces load."""
+    base, _ = _ingest(clean["kineto"], tmp_path / "clean.duckdb")
+    folder = _copy(clean["kineto"], tmp_path / "linked")
+    (folder / "gone.pt.trace.json").symlink_to(tmp_path / "nowhere.json")
+    run, quarantined = _ingest(folder, tmp_path / "linked.duckdb")
+    assert run.rows == base.rows
+    (row,) = quarantined
+    assert row.reason == "not_a_file" and "a broken link" in row.detail
