@@ -193,18 +193,18 @@ def test_a_marginal_point_waits_until_the_shorter_histories_can_hold_it():
 
 
 def test_a_marginal_point_with_few_nights_before_it_waits():
-    """+3 % from night 8 of 40 (seed 3): the scan finds it (p 0.0027, 7 nights before it) and it
+    """+3 % from night 8 of 40 (seed 10): the scan finds it (p 0.00055, 7 nights before it) and it
     persists in the shorter histories, but a point whose p is above the fast lane needs 10
     tested nights before it (PERSIST_MIN_BEFORE): the false alarms that survive persistence
     come mostly from young histories. Pending; with 10 nights required of nothing, confirmed."""
     from pipelines.analysis.changes import changepoints
     from pipelines.analysis.changes.changepoints import scan_once
 
-    y = np.exp(np.random.default_rng(3).normal(0, 0.02, 40))
+    y = np.exp(np.random.default_rng(10).normal(0, 0.02, 40))
     y[7:] *= 1.03
     (raw,) = scan_once(y)
     assert (raw.index, raw.n_before, raw.status) == (7, 7, "confirmed")
-    assert 0.00014 < raw.p_value <= 0.0035
+    assert 0.0001 < raw.p_value <= 0.0025
     assert [(c.index, c.status) for c in detect_change_points(y)] == [(7, "pending")]
     saved = changepoints.PERSIST_MIN_BEFORE
     try:
