@@ -68,8 +68,11 @@ def read_step_trace_time(path: Path) -> StepTrace:
         ).pl()
     finally:
         con.close()
+    # every column is a duration: a negative one is as impossible as text (none in the real sets)
+    negative = pl.col("ns") < 0
     unparsable = cells.filter(
         (pl.col("text").is_not_null() & pl.col("ns").is_null())
+        | negative
         | (pl.col("step").is_null() & pl.col("step_text").is_not_null())
     )
     set_aside: list[str] = []
@@ -78,8 +81,13 @@ def read_step_trace_time(path: Path) -> StepTrace:
         # one bad cell costs its row (issue 36 deliver 3): the row is named, the rest loads
         first = unparsable.sort("row_no").unique("row_no", keep="first", maintain_order=True)
         set_aside = [
-            f"line {row_no + 1}: {COLUMN_HEADERS.get(key, 'Step') if ns is None else 'Step'}"
-            f" is {text if ns is None else step_text!r}"
+            f"line {row_no + 1}: "
+            + (
+                f"{COLUMN_HEADERS[key]} is a negative time ({text})"
+                if ns is not None and ns < 0
+                else f"{COLUMN_HEADERS.get(key, 'Step') if ns is None else 'Step'}"
+                f" is {text if ns is None else step_text!r}"
+            )
             for row_no, key, text, ns, step_text in first.select(
                 "row_no", "key", "text", "ns", "step_text"
             ).iter_rows()

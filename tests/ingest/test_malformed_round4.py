@@ -204,19 +204,26 @@ def test_sqlite_comm_op_with_text_start_costs_the_op(real_dir: Path, tmp_path: P
     assert f"COMMUNICATION_OP opId {op_id}: unparsable_timestamp" in row.detail
 
 
-def test_step_trace_bad_cell_costs_its_row(clean: dict[str, Path], tmp_path: Path) -> None:
-    """step_trace_time.csv quarantined the whole file for one text cell; now the row is named
-    and the file's other rows load (a file whose every row is bad is still unparsable_rows)."""
+@pytest.mark.parametrize(
+    ("cell", "named"),
+    [("abc", "line 2: Computing is 'abc'"), ("-5", "line 2: Computing is a negative time (-5)")],
+)
+def test_step_trace_bad_cell_costs_its_row(
+    clean: dict[str, Path], tmp_path: Path, cell: str, named: str
+) -> None:
+    """step_trace_time.csv quarantined the whole file for one text cell (and stored a negative
+    duration as it came); now the row is named and the file's other rows load (a file whose
+    every row is bad is still unparsable_rows)."""
     folder = _copy(clean["ascend"], tmp_path / "steps")
     path = sorted(folder.rglob("step_trace_time.csv"))[0]
     header, row = path.read_text().splitlines()[:2]
     cells = row.split(",")
-    bad = ",".join([cells[0], "abc", *cells[2:]])
+    bad = ",".join([cells[0], cell, *cells[2:]])
     good = ",".join(["2", *cells[1:]])
     path.write_text(f"{header}\n{bad}\n{good}\n")
     report = ingest_paths([folder], FileStore(tmp_path / "w.duckdb"), progress=False)
     (row_q,) = report.quarantined
-    assert row_q.reason == "invalid_rows" and "line 2: Computing is 'abc'" in row_q.detail
+    assert row_q.reason == "invalid_rows" and named in row_q.detail
     con = FileStore(tmp_path / "w.duckdb").open(read_only=True)
     try:
         steps = con.execute(
