@@ -20,7 +20,7 @@ UNPARSABLE_DURATION = "unparsable_duration"  # a duration that is not a number
 NON_FINITE_DURATION = "non_finite_duration"  # NaN, Infinity, -Infinity
 NEGATIVE_DURATION = "negative_duration"
 DURATION_OUT_OF_RANGE = "duration_out_of_range"  # start + duration past MAX_END_NS
-INVALID_STEP = "invalid_step"  # a Step Id that is not an integer (e.g. 3.5)
+INVALID_STEP = "invalid_step"  # a Step Id that is not an integer (e.g. 3.5) or is negative
 UNPARSABLE_WAIT = "unparsable_wait"  # a wait cell that is neither missing nor a number
 INVALID_EVENT = "invalid_event"  # a trace event that is not an object of the format's fields
 

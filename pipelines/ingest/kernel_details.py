@@ -98,6 +98,7 @@ def read_kernel_details(path: Path) -> KernelDetails:
                 ("dur_ns < 0", drop.NEGATIVE_DURATION),
                 (f"start_ns::double + dur_ns >= {drop.MAX_END_NS}", drop.DURATION_OUT_OF_RANGE),
                 ("step_text is not null and step is null", drop.INVALID_STEP),
+                ("step < 0", drop.INVALID_STEP),  # ProfilerStep numbers start at 0
                 (
                     f"wait_text is not null and (wait_ns is null"
                     f" or not regexp_matches(wait_text, '{NUMBER}'))",

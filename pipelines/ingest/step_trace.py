@@ -30,6 +30,17 @@ COLUMN_HEADERS = {
     "preparing_ns": "Preparing",
 }
 
+DURATION_KEYS = (
+    "computing_ns",
+    "comm_not_overlapped_ns",
+    "overlapped_ns",
+    "communication_ns",
+    "free_ns",
+    "stage_ns",
+    "bubble_ns",
+)
+"""Columns that are durations of their own (a negative value is impossible)."""
+
 
 @dataclass
 class StepTrace:
@@ -68,8 +79,10 @@ def read_step_trace_time(path: Path) -> StepTrace:
         ).pl()
     finally:
         con.close()
-    # every column is a duration: a negative one is as impossible as text (none in the real sets)
-    negative = pl.col("ns") < 0
+    # the profiler's own durations: a negative one is as impossible as text (none in the real
+    # sets). Not "Exclude Receive" (not-overlapped comm minus the receive wait: below zero when
+    # the wait is longer) nor Preparing, both differences
+    negative = (pl.col("ns") < 0) & pl.col("key").is_in(DURATION_KEYS)
     unparsable = cells.filter(
         (pl.col("text").is_not_null() & pl.col("ns").is_null())
         | negative

@@ -337,6 +337,15 @@ DROPPED_CASES: dict[str, tuple[Callable[[Path], tuple[Path, Path]], str, int, di
         3,
         {"invalid_step": 1},
     ),
+    "kernel_step_negative": (  # ProfilerStep numbers start at 0: -1 is no step
+        _in_rank(
+            "kernel_details.csv",
+            (GOOD_KERNELS + "-1,z,Z,AI_CORE,1700000000000300.000\t,1.0,0,8\n").encode(),
+        ),
+        "kernels",
+        3,
+        {"invalid_step": 1},
+    ),
     "kineto_dur_nan": (_kineto_with("NaN"), "kernels", 2, {"non_finite_duration": 1}),
 }
 
