@@ -67,13 +67,18 @@ def test_the_attribution_is_printed_once_for_metrics_that_moved_together(history
 
 def test_simulate_rejects_what_it_cannot_draw(tmp_path: Path, capsys) -> None:
     assert main(["simulate", "--ar-rho", "0.5"]) == 2  # correlates --noise, which is 0
-    assert main(["simulate", "--ar-rho", "1.5", "--noise", "0.03"]) == 2
+    with pytest.raises(SystemExit) as refused:  # refused by the parser: out of (-1, 1)
+        main(["simulate", "--ar-rho", "1.5", "--noise", "0.03"])
+    assert refused.value.code == 2
+    assert "--ar-rho: '1.5': a correlation in (-1, 1) must be < 1" in capsys.readouterr().err
     assert main(["simulate", "--schedule", "single", "--run-noise", "0.02"]) == 2
     assert main(["simulate", "--slowdown", "3", "--slowdown-from", "0.5", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["disturbance"] == "x1.03 from 50% of the run"
     assert main(["simulate", "--run-slowdown", "3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["disturbance"] == "whole run x1.03"
-    assert main(["simulate", "--run-slowdown", "-100"]) == 2
+    with pytest.raises(SystemExit) as refused:  # a run cannot take -100 % of its time
+        main(["simulate", "--run-slowdown", "-100"])
+    assert refused.value.code == 2 and "--run-slowdown: '-100'" in capsys.readouterr().err
     assert main(["simulate", "--outlier-factor", "3"]) == 2  # which chunk?
     assert main(["simulate", "--slowdown-from", "0.5"]) == 2  # which slowdown?
