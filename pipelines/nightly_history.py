@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from pipelines.sim.costs import StageCost
+from pipelines.sim.cost_models import StageCost
 
 NANOS_PER_S = 1_000_000_000
 

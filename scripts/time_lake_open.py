@@ -2,7 +2,7 @@
 
     uv run python scripts/time_lake_open.py [--runs 1000] [--repeat 5] [--work DIR]
 
-Builds a lake of --runs runs from one real torch_npu rank (pipelines.bench.cluster.DEFAULT_RANK,
+Builds a lake of --runs runs from one real torch_npu rank (pipelines.bench.rank_copies.DEFAULT_RANK,
 ingested once, then its partition files linked under new run ids as `tracereplay bench scale`
 does), then prints, each the median of --repeat:
 
@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.bench.cluster import DEFAULT_RANK, replicate_rank
+from pipelines.bench.rank_copies import DEFAULT_RANK, replicate_rank
 from pipelines.bench.scale import _history
 from pipelines.cli import main as cli_main
 from pipelines.ingest.load import ingest_paths

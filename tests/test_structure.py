@@ -37,11 +37,11 @@ PACKAGES = ("pipelines", "dashboards")
 
 # -- layers ------------------------------------------------------------------------------------
 # The top-level parts of the project, lowest first. An import may name its own layer or one below.
-LAYERS: dict[str, int] = {
+LAYERS: dict[str, float] = {
     # leaves: shared vocabulary and settings, no project imports above them
     "pipelines": 0,
     "pipelines.paths": 0,
-    "pipelines.memory": 0,
+    "pipelines.memory_budget": 0,
     "pipelines.vocabulary": 0,  # profiler names, device-work classes, intervals, overlap
     "pipelines.schedule_kinds": 0,
     "pipelines.labels": 0,
@@ -49,7 +49,17 @@ LAYERS: dict[str, int] = {
     # storage and the simulator: neither knows readers, analysis or applications
     "pipelines.store": 1,
     "pipelines.sim": 1,
-    # readers, checks, selection, the simulated campaign
+    # ingest, in three tiers: the canonical frames and the errors and units every reader shares;
+    # step attribution from canonical rows (reads no file); the format readers; then the run
+    # spine at `pipelines.ingest` itself (discover, assemble, load, per-rank), which calls them
+    "pipelines.ingest.frames": 1.5,
+    "pipelines.ingest.errors": 1.5,
+    "pipelines.ingest.dropped": 1.5,
+    "pipelines.ingest.units": 1.5,
+    "pipelines.ingest.lookups": 1.5,
+    "pipelines.ingest.steps": 1.6,
+    "pipelines.ingest.readers": 1.7,
+    # the run spine, checks, selection, the simulated campaign
     "pipelines.ingest": 2,
     "pipelines.quality": 2,
     "pipelines.selectors": 2,
@@ -71,7 +81,7 @@ LAYERS: dict[str, int] = {
 STORE_MAY_IMPORT = (
     "pipelines.store",
     "pipelines.paths",
-    "pipelines.memory",
+    "pipelines.memory_budget",
     "pipelines.vocabulary.profiler_names",
 )
 ABOVE_THE_STORE = ("pipelines.ingest", "pipelines.analysis", "pipelines.cli", "pipelines.defs")
@@ -359,13 +369,13 @@ _AGGREGATE = re.compile(r"\bgroup\s+by\b|\bsum\s*\(|\bcount\s*\(|\bavg\s*\(|\bjo
 # start, whitespace collapsed) or "*" for every statement of the file.
 AGGREGATES_ALLOWED: dict[str, tuple[str, ...]] = {
     # the profiler's own SQLite exports and other input files: inputs, not the store
-    "pipelines/ingest/ascend_db.py": ("*",),
-    "pipelines/ingest/csv_text.py": ("select count(*) from",),
-    "pipelines/bench/probes.py": ("select count(*) from events",),
+    "pipelines/ingest/readers/ascend_db.py": ("*",),
+    "pipelines/ingest/readers/csv_text.py": ("select count(*) from",),
+    "pipelines/bench/ingest_children.py": ("select count(*) from events",),
     # the data-check runner: counts and samples the rows a sql/quality/ check returns, and
     # compares DuckDB's catalog with the declared schema, sizes the GX suites' batches by the
     # rows each checked run holds (docs/quality.md)
-    "pipelines/quality/probes.py": (
+    "pipelines/quality/check_queries.py": (
         "select count(*) from checked_runs",
         "select run_id, count(*) from {} where run_id in (select checked_runs.run_id",
         "select count(*) over () as failing_rows",
@@ -632,3 +642,29 @@ def test_the_text_scans_find_what_they_look_for(tmp_path: Path) -> None:
     ]
     docs = _package(tmp_path, {"README.md": "", "docs/a.md": "x\nas in Seed 001 we saw\n"})
     assert seed_mentions(docs) == ["docs/a.md:2"]
+
+
+def reused_module_names(root: Path) -> dict[str, list[str]]:
+    """Library module names used in two packages (a command's module under `cli/`, a page's under
+    `dashboards/` and Dagster's per-area `assets` / `checks` under `defs/` mirror what they serve
+    and are left out)."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((root / "pipelines").rglob("*.py")):
+        rel = path.relative_to(root)
+        if path.stem in ("__init__", "__main__") or rel.parts[1] in ("cli", "defs"):
+            continue
+        seen.setdefault(path.stem, []).append(str(rel))
+    return {name: paths for name, paths in seen.items() if len(paths) > 1}
+
+
+def test_no_library_module_name_means_two_things() -> None:
+    assert reused_module_names(PROJECT_ROOT) == {}
+
+
+def test_a_reused_module_name_is_found(tmp_path: Path) -> None:
+    for rel in ("pipelines/sim/costs.py", "pipelines/replay/costs.py", "pipelines/cli/costs.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    assert reused_module_names(tmp_path) == {
+        "costs": ["pipelines/replay/costs.py", "pipelines/sim/costs.py"]
+    }

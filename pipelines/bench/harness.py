@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.bench.probes import RESULT_PREFIX
+from pipelines.bench.ingest_children import RESULT_PREFIX
 
 MB = 1_000_000
 

@@ -46,7 +46,7 @@ from pipelines.bench.generate import (
     to_kineto,
 )
 from pipelines.bench.harness import Measurement, measure, median_of
-from pipelines.memory import DEFAULT_MAX_MEMORY, ENV_MAX_MEMORY, ENV_SPILL_DIR
+from pipelines.memory_budget import DEFAULT_MAX_MEMORY, ENV_MAX_MEMORY, ENV_SPILL_DIR
 
 HTA_PYTHON_ENV = "TRACEREPLAY_HTA_PYTHON"
 HTA_PROBE = Path(__file__).with_name("hta_probe.py")
@@ -61,8 +61,9 @@ WALL_RATIO_BOUND = 1.0  # ours_cli wall / duckdb_mem wall (issue 37: <= 1.0)
 WALL_RATIO_GOAL = 0.5
 # Shapes of the generated trace, as (flow ids, chunk markers): the export's flow/connection ids
 # shifted per copy (the project generator), or kept in every copy (one id then binds an event of
-# every copy: issue 36's hostile shape, paired in time order by pipelines/ingest/flows.py); with
-# markers, one chunk marker per copy, so `tracereplay ingest` segments the run (issue 37 item 1).
+# every copy: issue 36's hostile shape, paired in time order by pipelines/ingest/steps/flows.py);
+# with markers, one chunk marker per copy, so `tracereplay ingest` segments the run (issue 37
+# item 1).
 SHAPES = {
     "generator": ("renumbered", False),
     "repeated-ids": ("repeated", False),
@@ -312,7 +313,7 @@ def hta_slice_mb(file_mb: float, requested: float | None) -> float | None:
 
 
 def _probe_command(kind: str, *args: Path) -> list[str]:
-    return [sys.executable, "-m", "pipelines.bench.probes", kind, *map(str, args)]
+    return [sys.executable, "-m", "pipelines.bench.ingest_children", kind, *map(str, args)]
 
 
 def run_ingest_bench(

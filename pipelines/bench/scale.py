@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.analysis.tau.fit_store import fit_and_store
-from pipelines.bench.cluster import DEFAULT_RANK, replicate_rank
+from pipelines.bench.rank_copies import DEFAULT_RANK, replicate_rank
 from pipelines.ingest import per_rank
 from pipelines.ingest.load import ingest_paths
 from pipelines.paths import LAKE_ENV

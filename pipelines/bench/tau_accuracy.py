@@ -42,9 +42,9 @@ from statsmodels.stats.proportion import proportion_confint
 
 from pipelines.analysis.tau.curves import fit_curves
 from pipelines.analysis.tau.fits import balance_residual, fit_curve, vpp_bubble_ratio
-from pipelines.replay.costs import TabulatedCost
 from pipelines.replay.tables import chunks_frame
-from pipelines.sim.measured import FittedCost
+from pipelines.replay.tabulated_cost import TabulatedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 

@@ -30,10 +30,10 @@ import polars as pl
 from pipelines.analysis.tau.curves import fit_curves
 from pipelines.analysis.tau.verdict_policy import FLAGGED_VERDICTS
 from pipelines.bench.tau_accuracy import rate, wilson
-from pipelines.replay.costs import TabulatedCost
 from pipelines.replay.tables import chunks_frame
+from pipelines.replay.tabulated_cost import TabulatedCost
 from pipelines.sim.disturbance import Disturbance, draw_onset
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.run import simulate
 
 K = 1024

@@ -322,14 +322,14 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def run_ingest(args: argparse.Namespace) -> int:
     from pipelines.bench.ingest_bench import run_ingest_bench
-    from pipelines.bench.report import format_report
+    from pipelines.bench.ingest_report import format_report
 
     if args.size_mb <= 0 or (args.hta_mb is not None and args.hta_mb <= 0) or args.repeat < 1:
         print("tracereplay bench ingest: sizes and --repeat must be positive", file=sys.stderr)
         return ExitCode.BAD_INPUT
 
     from pipelines.bench.ingest_bench import ALL_PATHS, DEFAULT_PATHS, OURS_PATHS, SHAPES
-    from pipelines.memory import max_memory
+    from pipelines.memory_budget import max_memory
 
     paths = tuple(p.strip() for p in args.paths.split(",")) if args.paths else DEFAULT_PATHS
     unknown = sorted(set(paths) - set(ALL_PATHS))

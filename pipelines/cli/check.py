@@ -17,12 +17,13 @@ from pipelines.cli._common import (
 )
 
 DESCRIPTION = """\
-Run the data-check suites (pipelines/quality/catalog.py, docs/quality.md) over the warehouse, or
-over the runs SEL selects (docs/selectors.md; replays=yes to include simulated reruns; without
-SEL every run is checked, replays and orphaned rows included), the canonical tables and the
-marts. Column rules are Great Expectations suites (pipelines/quality/suites/*.json, GX's
-built-in expectation types) validated by GX on batches DuckDB hands over; invariants across
-tables are DuckDB queries (sql/quality/<table>/<name>.sql) whose failing counts GX judges.
+Run the data-check suites (pipelines/quality/check_catalog.py, docs/quality.md) over the
+warehouse, or over the runs SEL selects (docs/selectors.md; replays=yes to include simulated
+reruns; without SEL every run is checked, replays and orphaned rows included), the canonical
+tables and the marts. Column rules are Great Expectations suites
+(pipelines/quality/suites/*.json, GX's built-in expectation types) validated by GX on batches
+DuckDB hands over; invariants across tables are DuckDB queries
+(sql/quality/<table>/<name>.sql) whose failing counts GX judges.
 Prints one line per expectation (table, expectation, severity, result, failing rows, example
 rows); --html DIR writes GX's Data Docs validation pages and an index (offline: no script, no
 CDN), --junit a JUnit XML file with one test case per expectation. Exit status 0 when every
@@ -60,14 +61,14 @@ def _write(path: str, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.quality.checks import run_checks
-    from pipelines.quality.report import (
+    from pipelines.quality.check_report import (
         as_dict,
         format_failures,
         format_table,
         summary_line,
         to_junit,
     )
+    from pipelines.quality.checks import run_checks
     from pipelines.selectors import SelectorError, parse_selector, require_runs
 
     store = store_of(args)

@@ -113,7 +113,7 @@ def _regressions_json(check) -> dict | None:
 
 
 def report_json(report) -> dict:
-    from pipelines.quality import report as quality_report
+    from pipelines.quality import check_report as quality_report
 
     config = report.config
     curves = report.curves.to_dicts() if report.curves is not None else []
@@ -153,7 +153,7 @@ def exit_code(report) -> ExitCode:
 
 def _print_text(report) -> None:
     from pipelines.cli.fit import format_table
-    from pipelines.quality.report import format_failures, summary_line
+    from pipelines.quality.check_report import format_failures, summary_line
 
     config = report.config
     print(format_table(report.curves))

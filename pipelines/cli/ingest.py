@@ -179,10 +179,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"tracereplay ingest: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     if args.max_memory is not None:
-        from pipelines import memory
+        from pipelines import memory_budget
 
         try:
-            os.environ[memory.ENV_MAX_MEMORY] = str(memory.parse_size(args.max_memory))
+            os.environ[memory_budget.ENV_MAX_MEMORY] = str(
+                memory_budget.parse_size(args.max_memory)
+            )
         except ValueError as exc:
             print(f"tracereplay ingest: --max-memory: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT

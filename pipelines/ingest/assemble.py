@@ -28,12 +28,12 @@ from typing import Any
 
 import polars as pl
 
-from pipelines import memory
+from pipelines import memory_budget
 from pipelines.ingest.discover import RankInput, RunInput
 from pipelines.ingest.dropped import merged as merged_counts
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames, RunFrames, stored_path
-from pipelines.ingest.step_breakdown import assess
+from pipelines.ingest.steps.step_breakdown import assess
 
 RUN_INT_KEYS = ("chunk_size", "seq_len", "tp", "pp", "vp", "dp", "world_size")
 RUN_TEXT_KEYS = ("model", "schedule", "hardware", "attention")
@@ -160,12 +160,12 @@ def run_stem(origin: Path) -> str:
 
 def _reader(module: str, function: str) -> Callable[..., Any]:
     try:
-        mod = importlib.import_module(f"pipelines.ingest.{module}")
+        mod = importlib.import_module(f"pipelines.ingest.readers.{module}")
     except ModuleNotFoundError as exc:
-        raise ReaderMissing(f"pipelines.ingest.{module} is not available") from exc
+        raise ReaderMissing(f"pipelines.ingest.readers.{module} is not available") from exc
     func = getattr(mod, function, None)
     if func is None:
-        raise ReaderMissing(f"pipelines.ingest.{module}.{function} is not available")
+        raise ReaderMissing(f"pipelines.ingest.readers.{module}.{function} is not available")
     return func
 
 
@@ -311,9 +311,9 @@ class RunAssembler:
 
     def read(self) -> None:
         """Run every reader this run needs. Read one after another, each rank gets the budget
-        its predecessors' frames left (pipelines.memory.hold): the budget is per run."""
+        its predecessors' frames left (pipelines.memory_budget.hold): the budget is per run."""
 
-        memory.release_held()
+        memory_budget.release_held()
         if self._ranks_side_by_side():
             for result in list(_RANK_READERS.map(self._read_rank, self.run.ranks)):
                 self._keep(*result)
@@ -322,7 +322,7 @@ class RunAssembler:
                 frames, quarantined, skipped = self._read_rank(rank)
                 self._keep(frames, quarantined, skipped)
                 if isinstance(frames, RankFrames):
-                    memory.hold(_in_memory_bytes(frames))
+                    memory_budget.hold(_in_memory_bytes(frames))
         for path in self.run.kineto_files:
             self._read_with(path, "kineto", "read_trace")
         for folder in self.run.cluster_dirs:
@@ -338,7 +338,7 @@ class RunAssembler:
             size = sum(p.stat().st_size for rank in self.run.ranks for p in rank.files)
         except OSError:
             return False  # the serial path reports the unreadable file
-        return size <= memory.max_memory() // PARALLEL_RANKS_MAX_SHARE
+        return size <= memory_budget.max_memory() // PARALLEL_RANKS_MAX_SHARE
 
     def _read_rank(
         self, rank: RankInput

@@ -15,7 +15,7 @@
   beside rank folders belongs to their run, and alone (no rank data) it is listed as ignored with
   the reason (`Discovery.ignored_reasons`): a layout with nothing measured is not a run.
 * Operator-latency tables (Vidur's attention.csv / mlp.csv, the generic tokens / prefix / time
-  CSV or Parquet: pipelines.ingest.latency_tables, recognised by their header) are `tables`.
+  CSV or Parquet: pipelines.ingest.readers.latency_tables, recognised by their header) are `tables`.
 * Quarantined: corrupt .db files, .json.gz that is not gzip, json/csv/db in a profiler layout that
   is none of the above, paths that do not exist, and folders given on the command line that hold
   no profiler output at all (`not_profiler_output`). Known by-products that no reader needs
@@ -34,11 +34,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.ingest import gz
-from pipelines.ingest.ascend_text import METADATA, OUTPUT_DIR, TEXT_INPUTS
 from pipelines.ingest.frames import Quarantined
-from pipelines.ingest.latency_tables import sniff as sniff_latency_table
-from pipelines.ingest.profiler_info import rank_from_file_name
+from pipelines.ingest.readers import gz
+from pipelines.ingest.readers.ascend_text import METADATA, OUTPUT_DIR, TEXT_INPUTS
+from pipelines.ingest.readers.latency_tables import sniff as sniff_latency_table
+from pipelines.ingest.readers.profiler_info import rank_from_file_name
 
 PROFILER_INFO = re.compile(r"^profiler_info(_\d+)?\.json$")
 DB_EXPORT = re.compile(r"^ascend_pytorch_profiler(_\d+)?\.db$")
@@ -185,7 +185,8 @@ def sniff_kineto(path: Path) -> str | None:
 
 def _sniff_whole_stream(path: Path) -> str | None:
     """A .gz that gzip refused: when its members are whole and bytes that are no gzip member
-    follow them (padding, stray bytes), the members alone are sniffed (pipelines/ingest/gz)."""
+    follow them (padding, stray bytes), the members alone are sniffed
+    (pipelines/ingest/readers/gz)."""
     try:
         found = gz.scan(path)
     except (EOFError, zlib.error, ValueError):

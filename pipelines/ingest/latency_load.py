@@ -1,4 +1,4 @@
-"""Store one operator-latency table (pipelines.ingest.latency_tables) in `latency_points`.
+"""Store one operator-latency table (pipelines.ingest.readers.latency_tables) in `latency_points`.
 
 A table's id is `lt-` + the first 16 hex digits of the sha256 of its resolved path (so a path
 maps to one id in either store backend, and the store's per-id scan finds what it held). The same
@@ -15,7 +15,7 @@ from typing import Any
 
 from pipelines.ingest.assemble import file_sha256
 from pipelines.ingest.frames import Quarantined, stored_path
-from pipelines.ingest.latency_tables import read_table, table_id_of
+from pipelines.ingest.readers.latency_tables import read_table, table_id_of
 from pipelines.store import Session
 
 TABLE = "latency_points"

@@ -31,8 +31,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import memory
-from pipelines.ingest.ascend_text import OUTPUT_DIR
+from pipelines import memory_budget
 from pipelines.ingest.assemble import (
     FileDigest,
     apply_tags,
@@ -44,6 +43,7 @@ from pipelines.ingest.assemble import (
 from pipelines.ingest.discover import CLUSTER_DIR, Discovery, RunInput, discover
 from pipelines.ingest.frames import Quarantined, RunFrames, stored_path
 from pipelines.ingest.latency_load import TableReport, ingest_table
+from pipelines.ingest.readers.ascend_text import OUTPUT_DIR
 from pipelines.store import Session, Store, StoreError
 from pipelines.store.base import HeldSession, WriteSessions
 
@@ -548,7 +548,7 @@ def _ingest(
                 stage = "write" if isinstance(exc, duckdb.Error) else "read"
                 state.quarantine([_failure(run, exc, stage)])
             finally:
-                memory.release_spills()  # a streamed trace's spill, once its run is written
+                memory_budget.release_spills()  # a streamed trace's spill, once its run is written
             if bar is not None:
                 bar.advance(bar.task_ids[0], sizes[id(run)])
     finally:

@@ -37,7 +37,7 @@ from pipelines.ingest.assemble import (
 )
 from pipelines.ingest.discover import RankInput, RunInput, discover
 from pipelines.ingest.frames import SCHEMAS
-from pipelines.memory import release_spills
+from pipelines.memory_budget import release_spills
 from pipelines.store import LakeStore, parquet_lake
 
 RANK_FILE_TABLES = ("ranks", *RANK_TABLES)

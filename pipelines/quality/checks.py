@@ -16,9 +16,9 @@ from typing import Any
 
 import duckdb
 
-from pipelines.quality.catalog import EXPECTATIONS, TABLES, Expectation, Kind, Severity
+from pipelines.quality.check_catalog import EXPECTATIONS, TABLES, Expectation, Kind, Severity
+from pipelines.quality.check_queries import SAMPLE_ROWS, Probe, probe, select_runs
 from pipelines.quality.gx_suites import BATCH_ROWS, start_import, validate, wait_for_import
-from pipelines.quality.probes import SAMPLE_ROWS, Probe, probe, select_runs
 from pipelines.quality.suite_files import suite_files
 
 

@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pipelines.quality.check_report import result_label, summary_line
 from pipelines.quality.checks import CheckReport, CheckResult
 from pipelines.quality.gx_suites import with_notes
-from pipelines.quality.report import result_label, summary_line
 from pipelines.quality.suite_files import suite_files
 
 _EXTERNAL = re.compile(

@@ -26,8 +26,8 @@ from typing import Any
 
 import duckdb
 
-from pipelines.quality.catalog import Expectation
-from pipelines.quality.probes import (
+from pipelines.quality.check_catalog import Expectation
+from pipelines.quality.check_queries import (
     Probe,
     batches_by_run,
     fetch_batch,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import duckdb
 
-from pipelines.quality.catalog import expectation
-from pipelines.quality.probes import probe, select_runs
+from pipelines.quality.check_catalog import expectation
+from pipelines.quality.check_queries import probe, select_runs
 
 SANITY_CHECKS = (
     "slices.plausible_span",

@@ -14,10 +14,10 @@ from typing import Any
 import polars as pl
 
 from pipelines import schedule_kinds
-from pipelines.replay.costs import TabulatedCost
+from pipelines.replay.tabulated_cost import TabulatedCost
 from pipelines.sim.comm import CollectiveModel, CommModel
-from pipelines.sim.costs import StageCost
-from pipelines.sim.measured import DEFAULT_LAYERS, FittedCost, Overheads
+from pipelines.sim.cost_models import StageCost
+from pipelines.sim.fitted_cost import DEFAULT_LAYERS, FittedCost, Overheads
 from pipelines.sim.result import SimResult
 from pipelines.sim.run import simulate
 

@@ -20,7 +20,7 @@ import polars as pl
 
 from pipelines import schedule_kinds
 from pipelines.analysis.chunks.chunk_store import extract_chunks
-from pipelines.replay.measured import Measured
+from pipelines.replay.measured_run import Measured
 from pipelines.replay.options import COMM_CHOICES, COSTS, REPLAY_SCHEDULES, SCHEDULE_CHOICES
 from pipelines.replay.rerun import replay
 from pipelines.replay.tables import SOURCE, rerun_tables

@@ -36,7 +36,7 @@ from typing import Any
 import polars as pl
 
 from pipelines.ingest.frames import SCHEMAS, conform
-from pipelines.replay.measured import Measured
+from pipelines.replay.measured_run import Measured
 from pipelines.sim.result import SimResult
 from pipelines.sim.trace_layout import P2P_GROUP_KIND, comm_ops, rank_ids, rank_overlap
 from pipelines.vocabulary.overlap import WINDOW_COLUMNS

@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.sim.chunking import DcppConfig, QuadraticFit, next_chunk
-from pipelines.sim.costs import StageCost
+from pipelines.sim.cost_models import StageCost
 
 Piece = tuple[int, int, int]  # (request index, tokens, prefix tokens)
 

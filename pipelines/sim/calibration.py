@@ -27,13 +27,13 @@ import numpy as np
 
 from pipelines.sim import presets
 from pipelines.sim.chunking import DcppConfig
-from pipelines.sim.costs import LayeredCost
-from pipelines.sim.engine import evaluate
+from pipelines.sim.cost_models import LayeredCost
+from pipelines.sim.event_graph import evaluate
 from pipelines.sim.layout import fold_back_layout
 from pipelines.sim.metrics import summarize
 from pipelines.sim.result import SimResult
 from pipelines.sim.run import _release, collective_parts, prepare, simulate, stage_durations
-from pipelines.sim.schedules import COMPUTE, ChunkedRequest, build_plan, rank_orders
+from pipelines.sim.task_order import COMPUTE, ChunkedRequest, build_plan, rank_orders
 from pipelines.sim.timeline import request_table, task_table
 
 K = 1024

@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from pipelines.sim.batching import fixed_ns
-from pipelines.sim.costs import StageCost
-from pipelines.sim.engine import DeadlockError, build_graph
-from pipelines.sim.schedules import COMPUTE, Plan, Task
+from pipelines.sim.cost_models import StageCost
+from pipelines.sim.event_graph import DeadlockError, build_graph
+from pipelines.sim.task_order import COMPUTE, Plan, Task
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pipelines.sim.schedules import COMPUTE, Plan
+from pipelines.sim.task_order import COMPUTE, Plan
 
 
 @dataclass(frozen=True)

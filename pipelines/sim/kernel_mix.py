@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.sim import presets
-from pipelines.sim.costs import LayeredCost
+from pipelines.sim.cost_models import LayeredCost
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipelines.sim.comm import CollectiveModel, CommModel, activation_comm
-from pipelines.sim.costs import LayeredCost, RooflineStageCost, StageCost
-from pipelines.sim.measured import Overheads
+from pipelines.sim.cost_models import LayeredCost, RooflineStageCost, StageCost
+from pipelines.sim.fitted_cost import Overheads
 from pipelines.sim.roofline import H100_SXM, LLAMA3_8B
 
 

@@ -32,13 +32,13 @@ from pipelines.sim.chunking import (
     profile,
 )
 from pipelines.sim.comm import CollectiveModel, CommModel
-from pipelines.sim.costs import StageCost
+from pipelines.sim.cost_models import StageCost
 from pipelines.sim.decode import DecodeLoad, attach, decode_ns, itl_metrics
 from pipelines.sim.disturbance import Disturbance, disturbed_durations
-from pipelines.sim.engine import evaluate
+from pipelines.sim.event_graph import evaluate
 from pipelines.sim.layout import StageLayout, fold_back_layout
 from pipelines.sim.result import REQUEST_SCHEMA, SimResult
-from pipelines.sim.schedules import (
+from pipelines.sim.task_order import (
     COMPUTE,
     DEFAULT_PACK_WINDOW,
     SCHEDULES,

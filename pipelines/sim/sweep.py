@@ -22,7 +22,7 @@ from pipelines import schedule_kinds
 from pipelines.sim import presets
 from pipelines.sim.chunking import DcppConfig
 from pipelines.sim.comm import CommModel
-from pipelines.sim.engine import evaluate
+from pipelines.sim.event_graph import evaluate
 from pipelines.sim.layout import StageLayout, fold_back_layout
 from pipelines.sim.run import (
     _chunk_requests,
@@ -33,7 +33,7 @@ from pipelines.sim.run import (
     requests_frame,
     stage_durations,
 )
-from pipelines.sim.schedules import (
+from pipelines.sim.task_order import (
     COMPUTE,
     DEFAULT_PACK_WINDOW,
     RECV,

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.sim.result import REQUEST_SCHEMA, TASK_SCHEMA
-from pipelines.sim.schedules import COMPUTE, RECV, SEND, TRANSFER, Plan
+from pipelines.sim.task_order import COMPUTE, RECV, SEND, TRANSFER, Plan
 
 
 def _rows(plan: Plan, select: np.ndarray, kind: str, rank, start, end) -> pl.DataFrame:

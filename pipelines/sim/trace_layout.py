@@ -13,7 +13,7 @@ Conventions shared by the Ascend, Kineto and Chrome writers:
   ProfilerStep#N that holds them;
 - a send and a recv are the two ends of one transfer when they belong to the same request and
   chunk and the recv's virtual stage follows the send's (sends carry the producing stage, recvs
-  the consuming one, as pipelines/sim/schedules.py writes them);
+  the consuming one, as pipelines/sim/task_order.py writes them);
 - overlap lanes follow the Ascend profiler (ascend_formats §3.5, §4): device events belong to the
   step whose window holds their start; per step, Computing = union of compute tasks,
   Communication = union of comm ops, Communication(Not Overlapped) = Communication minus

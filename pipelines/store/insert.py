@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import duckdb
 import polars as pl
 
-from pipelines import memory
+from pipelines import memory_budget
 from pipelines.store.catalog import database_path, setting, table_columns
 from pipelines.store.duck import sql_string
 from pipelines.store.schema import canonical_tables
@@ -64,7 +64,7 @@ def memory_limited(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
         return
     old = setting(con, "memory_limit")
-    con.execute(f"set memory_limit = '{memory.duckdb_limit_mib()}MiB'")
+    con.execute(f"set memory_limit = '{memory_budget.duckdb_limit_mib()}MiB'")
     try:
         yield
     finally:
@@ -78,7 +78,7 @@ def _insert_lazy(con: duckdb.DuckDBPyConnection, table: str, frame: pl.LazyFrame
     instead kept every batch in the transaction's local storage until commit: a 4 GB trace's
     insert grew by 2.5 GB (docs/bench_ingest.md "Where the streamed RSS grows")."""
     check_columns(con, table, frame.collect_schema().names())
-    path = memory.new_spill_dir() / f"{table}.parquet"
+    path = memory_budget.new_spill_dir() / f"{table}.parquet"
     frame.sink_parquet(path)
     with memory_limited(con):
         (rows,) = con.execute(

@@ -175,7 +175,7 @@ EXCLUDED_DEVICE_CATEGORIES = ("gpu_user_annotation", "gpu_memcpy", "gpu_memset",
 """Compute-lane slices that are not work: annotations (Kineto mirrors user ranges on the GPU),
 memory copies / memsets (their own breakdown columns) and Ascend db tasks that are not kernels
 (no COMPUTE_TASK_INFO row: stream waits and records, copies, profiling markers; the SQLite
-reader gives them this category, pipelines/ingest/ascend_db.py)."""
+reader gives them this category, pipelines/ingest/readers/ascend_db.py)."""
 
 NON_WORK_TASK_TYPES = (
     "Notify Wait",
@@ -200,7 +200,7 @@ def work_slices(frame: pl.DataFrame, include_comm: bool = False) -> pl.DataFrame
     are work: compute-lane kernels (annotations, copies, stream waits and the transfers of HCCL
     ops left out), plus the comm lane when `include_comm`. The one rule of chunk segmentation
     (pipelines/analysis/chunks/segment.py) and the Ascend launch-attributed step breakdown
-    (pipelines/ingest/ascend_launch.py), so the two agree."""
+    (pipelines/ingest/steps/ascend_launch.py), so the two agree."""
     compute = frame.filter(pl.col("lane") == "compute")
     if "category" in compute.columns:
         compute = compute.filter(

@@ -6,7 +6,7 @@ compute, Free = the gaps inside the group's device window [first start, last end
 step_breakdown row they sum to (bubble = Σ `hcom_receive*` durations, stage = window − bubble,
 preparing = window start − host step start). The rule follows the Ascend profiler (torch_npu
 trace step parser / msprof overlap analysis, docs/step_breakdown.md); the readers derive rows
-with it where a trace has no lanes to sum (pipelines/ingest/step_breakdown.py), and the trace
+with it where a trace has no lanes to sum (pipelines/ingest/steps/step_breakdown.py), and the trace
 writers draw the lanes and write step_trace_time.csv with it (pipelines/sim/trace_layout.py), so
 a written trace reads back to the numbers it was written with.
 """

@@ -15,7 +15,7 @@ def run_workload(cfg: WorkloadConfig, out: Path) -> tuple[list[Path], float]:
     and the wall time in s."""
     import torch.multiprocessing as mp
 
-    from pipelines.workload.engine import run_rank, trace_name
+    from pipelines.workload.rank_process import run_rank, trace_name
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,8 @@ and VPP, the DCPP rule for DCPP. A measured DCPP run's chunk sizes came from its
 timings, so re-chunking it replays another sequence. `replay_sequence` replays the sequence the
 run executed: each request (arrival = its first chunk start) with the tokens of its stage-0
 chunks in order, on the run's ranks with one stage each (CPP's program order), the measured tau
-as cost (pipelines.replay.costs.TabulatedCost, what `tracereplay replay` uses, with the host
-time per call charged on every call), free transfers; it returns what `tracereplay replay`
+as cost (pipelines.replay.tabulated_cost.TabulatedCost, what `tracereplay replay` uses, with the
+host time per call charged on every call), free transfers; it returns what `tracereplay replay`
 reports (pipelines.sim.metrics.summarize): mean TTFT, bubble ratio, steps.
 
 `rule_chunks` is the other half of the agreement check: the simulator's DCPP rule
@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.replay.costs import TabulatedCost
+from pipelines.replay.tabulated_cost import TabulatedCost
 from pipelines.sim.chunking import DcppConfig, DynamicChunker, QuadraticFit
-from pipelines.sim.engine import evaluate
+from pipelines.sim.event_graph import evaluate
 from pipelines.sim.layout import fold_back_layout
 from pipelines.sim.metrics import summarize
 from pipelines.sim.result import SimResult
 from pipelines.sim.run import _release, stage_durations
-from pipelines.sim.schedules import ChunkedRequest, build_plan, rank_orders
+from pipelines.sim.task_order import ChunkedRequest, build_plan, rank_orders
 from pipelines.sim.timeline import request_table, task_table
 
 

@@ -19,9 +19,9 @@ from pipelines.analysis.advice import (
     remainder_note,
     table_source,
 )
+from pipelines.analysis.advice.advisor import margin_draws, sweep_grid, trend
 from pipelines.analysis.advice.grid import FINE_GRID, PAPER_GRID, chunk_count, parse_tokens
-from pipelines.analysis.advice.sweep import margin_draws, sweep_grid, trend
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 

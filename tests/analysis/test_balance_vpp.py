@@ -15,9 +15,9 @@ from pipelines.analysis.tau.fits import (
     fit_curve,
     vpp_bubble_ratio,
 )
-from pipelines.replay.costs import TabulatedCost
 from pipelines.replay.tables import chunks_frame
-from pipelines.sim.measured import FittedCost
+from pipelines.replay.tabulated_cost import TabulatedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import bubble_ratio_exact, summarize
 from pipelines.sim.run import simulate
 

@@ -211,7 +211,7 @@ def test_ttft_saving_is_the_simulated_makespan_ratio() -> None:
     """tau_k = 120 + 40 k ms at 16K chunks (no per-call cost, so VPP's four stage calls per
     chunk do the same work as CPP's two), 8 chunks, free transfers: 1 - makespan(VPP) /
     makespan(CPP) of the two simulated runs equals ttft_saving of their exact bubble ratios."""
-    from pipelines.sim.measured import FittedCost
+    from pipelines.sim.fitted_cost import FittedCost
 
     cost = FittedCost.from_tau_line(120e6, 40e6, CHUNK)
     runs = {

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from pipelines.cli import main
-from pipelines.ingest.step_trace import COLUMN_HEADERS
+from pipelines.ingest.readers.step_trace import COLUMN_HEADERS
 
 B1 = "msinsight/test/data/pytorch/text/level1"
 NIGHTS, STEP_AT, STEP = 12, 6, 0.08

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from pipelines.analysis.chunks.segment import PROFILER_STEP_REGEX, segment_chunks
-from pipelines.ingest.ascend_text import read_rank
+from pipelines.ingest.readers.ascend_text import read_rank
 
 TEXT = "msinsight/test/data/pytorch/text"
 
@@ -40,7 +40,7 @@ def test_profiler_step_busy_time_equals_the_profilers_computing(real_dir, level,
 
 @pytest.mark.real
 def test_kineto_profiler_steps_link_every_kernel_by_correlation(real_dir) -> None:
-    from pipelines.ingest.kineto import read_trace
+    from pipelines.ingest.readers.kineto import read_trace
 
     frames = read_trace(
         real_dir / "kineto/HolisticTraceAnalysis/tests/data/trace_filter/sampled_rank-0.json.gz"

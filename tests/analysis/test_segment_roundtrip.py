@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from pipelines.analysis.chunks.segment import segment_chunks
-from pipelines.ingest.ascend_text import read_rank
-from pipelines.ingest.kineto import read_trace
+from pipelines.ingest.readers.ascend_text import read_rank
+from pipelines.ingest.readers.kineto import read_trace
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt

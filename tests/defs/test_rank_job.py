@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines.bench.cluster import replicate_rank
+from pipelines.bench.rank_copies import replicate_rank
 from pipelines.ingest import per_rank
 from pipelines.store import LakeStore
 from pipelines.store.schema import CANONICAL_TABLES

@@ -24,7 +24,7 @@ from test_real_ascend_launch import (
     oracle_text,
 )
 
-from pipelines.ingest import ascend_db, ascend_text, kineto, trace_view
+from pipelines.ingest.readers import ascend_db, ascend_text, kineto, trace_view
 
 HERE = Path(__file__).resolve().parent
 R = HERE.parents[1].parent / "shared" / "traces" / "real"

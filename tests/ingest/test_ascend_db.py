@@ -11,11 +11,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.ingest.ascend_db import read_rank
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, conform
-from pipelines.ingest.hccl import strip_group_digits
-from pipelines.ingest.kernel_details import read_kernel_details
+from pipelines.ingest.readers.ascend_db import read_rank
+from pipelines.ingest.readers.hccl import strip_group_digits
+from pipelines.ingest.readers.kernel_details import read_kernel_details
 
 pytestmark = pytest.mark.real
 

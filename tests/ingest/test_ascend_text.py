@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.ingest.ascend_text import read_rank
+from pipelines.ingest.readers.ascend_text import read_rank
 
 SET_A = "msinsight/test/st/level2"
 SET_D = "msinsight/server/src/test/test_data"

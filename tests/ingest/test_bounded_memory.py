@@ -10,9 +10,9 @@ import duckdb
 import polars as pl
 import pytest
 
-from pipelines import memory
+from pipelines import memory_budget
 from pipelines.ingest.load import ingest_paths
-from pipelines.ingest.trace_view import read_trace_view, streams
+from pipelines.ingest.readers.trace_view import read_trace_view, streams
 from pipelines.store import open_store
 
 B1_RANK0 = "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
@@ -25,26 +25,26 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def test_parse_size() -> None:
-    assert memory.parse_size("2GiB") == 2 << 30
-    assert memory.parse_size("1500MB") == 1_500_000_000
-    assert memory.parse_size("512 mib") == 512 << 20
-    assert memory.parse_size("4096") == 4096
+    assert memory_budget.parse_size("2GiB") == 2 << 30
+    assert memory_budget.parse_size("1500MB") == 1_500_000_000
+    assert memory_budget.parse_size("512 mib") == 512 << 20
+    assert memory_budget.parse_size("4096") == 4096
     for bad in ("two gigs", "-1GB", "0", "3 parsecs"):
         with pytest.raises(ValueError):
-            memory.parse_size(bad)
+            memory_budget.parse_size(bad)
 
 
 def test_budget_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(memory.ENV_MAX_MEMORY, raising=False)
-    assert memory.max_memory() == memory.DEFAULT_MAX_MEMORY
-    monkeypatch.setenv(memory.ENV_MAX_MEMORY, "300MB")
-    assert memory.max_memory() == 300_000_000
-    assert memory.max_memory("1GiB") == 1 << 30
+    monkeypatch.delenv(memory_budget.ENV_MAX_MEMORY, raising=False)
+    assert memory_budget.max_memory() == memory_budget.DEFAULT_MAX_MEMORY
+    monkeypatch.setenv(memory_budget.ENV_MAX_MEMORY, "300MB")
+    assert memory_budget.max_memory() == 300_000_000
+    assert memory_budget.max_memory("1GiB") == 1 << 30
 
 
 def test_streamed_read_equals_in_memory_read(real_dir: Path) -> None:
     path = real_dir / B1_RANK0 / TRACE
-    assert not streams(path, memory.DEFAULT_MAX_MEMORY)
+    assert not streams(path, memory_budget.DEFAULT_MAX_MEMORY)
     assert streams(path, TINY)
     eager = read_trace_view(path)
     streamed = read_trace_view(path, max_memory=TINY)
@@ -62,7 +62,7 @@ def test_streamed_read_equals_in_memory_read(real_dir: Path) -> None:
         for lane in ("comm", "overlap"):
             assert _sorted(streamed.lane(lane)).equals(_sorted(eager.lane(lane).drop("args")))
     finally:
-        memory.release_spills()
+        memory_budget.release_spills()
 
 
 # Polars' physical-plan graph colours a node that its streaming engine hands to the in-memory
@@ -83,7 +83,7 @@ def test_streamed_slices_plan_has_no_in_memory_fallback(real_dir: Path) -> None:
         lookup = pl.col("lane").replace_strict({"host": "h"}, default="other")
         assert _fallbacks(streamed.slices.with_columns(lookup.alias("lane_code"))) == 1
     finally:
-        memory.release_spills()
+        memory_budget.release_spills()
 
 
 def _counts(path: Path) -> dict[str, int]:
@@ -101,10 +101,10 @@ def test_streamed_ingest_stores_the_same_rows(
     rank = tmp_path / "run" / "rank0_ascend_pt"
     shutil.copytree(real_dir / B1_RANK0, rank)
     spill = tmp_path / "spill"
-    monkeypatch.setenv(memory.ENV_SPILL_DIR, str(spill))
+    monkeypatch.setenv(memory_budget.ENV_SPILL_DIR, str(spill))
     results = {}
     for label, budget in (("in_memory", "2GiB"), ("streamed", str(TINY))):
-        monkeypatch.setenv(memory.ENV_MAX_MEMORY, budget)
+        monkeypatch.setenv(memory_budget.ENV_MAX_MEMORY, budget)
         db = tmp_path / f"{label}.duckdb"
         con = open_store(db).open()
         report = ingest_paths([rank], con, progress=False)
@@ -133,7 +133,7 @@ def test_an_entry_too_large_for_the_budget_is_a_clear_quarantine(real_dir, tmp_p
     it), quarantined as too_large with the budget named under one that does not; before, the
     retry read any entry up to 1 GiB whatever the budget (a 768 MiB string took 3.3 GB)."""
     from pipelines.ingest.errors import QuarantineError
-    from pipelines.ingest.trace_view import big_entry_peak_bytes
+    from pipelines.ingest.readers.trace_view import big_entry_peak_bytes
 
     path = _with_long_string(real_dir, tmp_path, 20)
     small = 160 << 20
@@ -152,10 +152,10 @@ def test_the_budget_is_per_run_each_rank_gets_what_the_others_left(
     """Ranks read one after another: the second rank's trace is read under the budget minus
     what the first rank's frames hold, not under the whole budget again."""
     import pipelines.ingest.assemble as assemble
-    import pipelines.ingest.trace_view as trace_view
+    import pipelines.ingest.readers.trace_view as trace_view
 
     monkeypatch.setattr(assemble, "RANK_READ_WORKERS", 1)  # one after another
-    monkeypatch.setenv(memory.ENV_MAX_MEMORY, "512MiB")
+    monkeypatch.setenv(memory_budget.ENV_MAX_MEMORY, "512MiB")
     seen: list[int] = []
     real_streams = trace_view.streams
 
@@ -168,4 +168,4 @@ def test_the_budget_is_per_run_each_rank_gets_what_the_others_left(
     (run,) = ingest_paths([folder], open_store(str(tmp_path / "w.duckdb")), progress=False).runs
     assert run.ranks == 2 and len(seen) == 2
     assert seen[0] == 512 << 20 and 0 < seen[0] - seen[1] < 256 << 20
-    assert memory.max_memory() == 512 << 20  # released once the run is written
+    assert memory_budget.max_memory() == 512 << 20  # released once the run is written

@@ -8,13 +8,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.ingest.cluster import (
+from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.frames import conform
+from pipelines.ingest.readers.cluster import (
     read_cluster,
     read_cluster_step_trace,
     stage_ranks,
 )
-from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.frames import conform
 
 SET_E = "msinsight/server/src/test/test_data/cluster_analysis_output"
 SET_G = "msprof-analyze/test/resource/advisor/cluster_analysis_output"

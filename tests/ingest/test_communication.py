@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.ingest.communication import read_communication, read_communication_matrix
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.hccl import is_p2p_op, op_group_suffix, op_type
+from pipelines.ingest.readers.communication import read_communication, read_communication_matrix
+from pipelines.ingest.readers.hccl import is_p2p_op, op_group_suffix, op_type
 
 SET_A = "msinsight/test/st/level2/rank_2_ascend_pt/ASCEND_PROFILER_OUTPUT"
 SET_D = "msinsight/server/src/test/test_data/test_rank_0/ASCEND_PROFILER_OUTPUT"

@@ -9,10 +9,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines import memory
+from pipelines import memory_budget
 from pipelines.analysis.chunks.segment import segment_chunks
-from pipelines.ingest.flows import FLOW_LINKS_KEY
-from pipelines.ingest.trace_view import read_trace_view
+from pipelines.ingest.readers.trace_view import read_trace_view
+from pipelines.ingest.steps.flows import FLOW_LINKS_KEY
 
 B1_RANK0 = "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
 TRACE = "ASCEND_PROFILER_OUTPUT/trace_view.json"
@@ -76,7 +76,7 @@ def test_binding_points(synthetic: Path, budget) -> None:
     try:
         slices = trace.slices if isinstance(trace.slices, pl.DataFrame) else trace.slices.collect()
     finally:
-        memory.release_spills()
+        memory_budget.release_spills()
     assert _links(slices) == {
         "outer": ["async_npu:1736408883700059821"],
         "k_enclosing": ["async_npu:1736408883700059821"],
@@ -113,7 +113,7 @@ def test_b1_torch_to_npu_flows_link_every_launched_task(real_dir: Path, budget) 
     try:
         slices = trace.slices if isinstance(trace.slices, pl.DataFrame) else trace.slices.collect()
     finally:
-        memory.release_spills()
+        memory_budget.release_spills()
     assert trace.flows == {"flows": 606, "linked": 606, "unbound_ends": 0}
     torch_to_npu = slices.filter(pl.col("args").str.contains('"async_npu:'))
     device = torch_to_npu.filter(pl.col("lane") != "host")
@@ -137,7 +137,7 @@ def test_b1_torch_to_npu_flows_link_every_launched_task(real_dir: Path, budget) 
 def test_a_reused_flow_id_pairs_its_ends_in_time_order() -> None:
     # one id for three flows (a trace repeated with its ids, as a 2 GB bench trace was built):
     # the i-th start pairs with the i-th finish, never every start with every finish
-    from pipelines.ingest.flows import FLOW_SCHEMA, ROW, bind
+    from pipelines.ingest.steps.flows import FLOW_SCHEMA, ROW, bind
 
     slices = pl.DataFrame(
         {

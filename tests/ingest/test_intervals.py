@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from pipelines.ingest.step_breakdown import derive_breakdown, overlap_lanes
+from pipelines.ingest.steps.step_breakdown import derive_breakdown, overlap_lanes
 from pipelines.vocabulary.intervals import assign_steps
 from pipelines.vocabulary.intervals import union_by as union
 

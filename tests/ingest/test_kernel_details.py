@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.kernel_details import read_kernel_details
+from pipelines.ingest.readers.kernel_details import read_kernel_details
 
 OUT = "ASCEND_PROFILER_OUTPUT/kernel_details.csv"
 B0 = f"msinsight/test/data/pytorch/text/level0/rank0_ascend_pt/{OUT}"

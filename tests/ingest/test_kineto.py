@@ -13,7 +13,7 @@ import pytest
 
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import conform
-from pipelines.ingest.kineto import read_trace
+from pipelines.ingest.readers.kineto import read_trace
 
 KINETO = "kineto/HolisticTraceAnalysis/tests/data"
 SAMPLED = f"{KINETO}/trace_filter/sampled_rank-0.json.gz"

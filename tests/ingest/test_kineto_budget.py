@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import memory
+from pipelines import memory_budget
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.kineto import largest_trace_bytes, read_trace
+from pipelines.ingest.readers.kineto import largest_trace_bytes, read_trace
 
 EVENT = b'{"ph":"X","name":"k","cat":"kernel","pid":0,"tid":7,"ts":1,"dur":2}'
 
@@ -22,7 +22,7 @@ def _trace(events: int) -> bytes:
 def test_a_gz_that_inflates_past_the_budget_is_refused_after_reading_only_that(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(memory.ENV_MAX_MEMORY, "220MiB")  # a cap of ~3.6 MB of JSON
+    monkeypatch.setenv(memory_budget.ENV_MAX_MEMORY, "220MiB")  # a cap of ~3.6 MB of JSON
     cap = largest_trace_bytes()
     assert 1 << 20 < cap < 8 << 20
     body = _trace(events=2 * cap // len(EVENT))

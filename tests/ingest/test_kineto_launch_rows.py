@@ -17,8 +17,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.ingest import kineto
 from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.readers import kineto
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "real_kineto"
 TRACES = sorted(

@@ -17,14 +17,14 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.ingest.discover import discover
-from pipelines.ingest.latency_tables import (
+from pipelines.ingest.load import ingest_paths
+from pipelines.ingest.readers.latency_tables import (
     GENERIC,
     VIDUR_ATTENTION,
     VIDUR_MLP,
     read_table,
     sniff,
 )
-from pipelines.ingest.load import ingest_paths
 from pipelines.store import open_store
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "latency_tables"

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.ingest import gz
-from pipelines.ingest.cluster import read_cluster_step_trace_rows
-from pipelines.ingest.communication import read_communication_rows
 from pipelines.ingest.load import ingest_paths
+from pipelines.ingest.readers import gz
+from pipelines.ingest.readers.cluster import read_cluster_step_trace_rows
+from pipelines.ingest.readers.communication import read_communication_rows
 from pipelines.sim.run import simulate
 from pipelines.sim.writers_ascend import write_ascend_pt
 from pipelines.sim.writers_kineto import write_kineto_trace

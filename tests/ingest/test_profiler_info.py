@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.profiler_info import (
+from pipelines.ingest.readers.profiler_info import (
     collected_at_from_names,
     double_hash,
     group_by_suffix,
@@ -112,7 +112,7 @@ def test_collected_at_from_folder_names(tmp_path: Path, folders, expected) -> No
 
 
 def test_a_text_export_without_collection_end_takes_the_folder_stamp(tmp_path: Path) -> None:
-    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.ingest.readers.ascend_text import read_rank
     from pipelines.sim.run import simulate
     from pipelines.sim.writers_ascend import write_ascend_pt
 

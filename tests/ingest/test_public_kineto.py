@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.kineto import read_trace
+from pipelines.ingest.readers.kineto import read_trace
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "real_kineto"
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "real" / "kineto"

@@ -38,8 +38,8 @@ import pytest
 
 from pipelines.analysis.chunks.chunk_store import extract_chunks
 from pipelines.analysis.chunks.segment import PROFILER_STEP_REGEX
-from pipelines.ingest import ascend_db, ascend_text, trace_view
 from pipelines.ingest.load import ingest_paths
+from pipelines.ingest.readers import ascend_db, ascend_text, trace_view
 
 pytestmark = pytest.mark.real
 
@@ -384,7 +384,7 @@ STREAMED_RANKS = ("B0r0", "B0r1", "B1r0", "B1r1")
 
 
 def _read(folder: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool):
-    """read_rank on the in-memory or, forced as bench/probes.py does, the streamed path."""
+    """read_rank on the in-memory or, forced as bench/ingest_children.py does, the streamed path."""
     monkeypatch.setattr(trace_view, "IN_MEMORY_PEAK_FACTOR", 1e12 if streamed else 1.6)
     frames = ascend_text.read_rank(folder)
     assert isinstance(frames.tables["slices"], pl.LazyFrame) is streamed

@@ -7,10 +7,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.ingest.kernel_details import read_kernel_details
-from pipelines.ingest.step_breakdown import from_kernels, from_trace
-from pipelines.ingest.step_trace import read_step_trace_time
-from pipelines.ingest.trace_view import read_trace_view
+from pipelines.ingest.readers.kernel_details import read_kernel_details
+from pipelines.ingest.readers.step_trace import read_step_trace_time
+from pipelines.ingest.readers.trace_view import read_trace_view
+from pipelines.ingest.steps.step_breakdown import from_kernels, from_trace
 
 TEXT = "msinsight/test/data/pytorch/text"
 SET_A = "msinsight/test/st/level2"

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from pipelines.ingest.load import ingest_paths
-from pipelines.ingest.step_breakdown import (
+from pipelines.ingest.steps.step_breakdown import (
     ABS_TOLERANCE_NS,
     REL_TOLERANCE,
     assess,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.ingest.step_trace import read_step_trace_time
+from pipelines.ingest.readers.step_trace import read_step_trace_time
 
 OUT = "ASCEND_PROFILER_OUTPUT/step_trace_time.csv"
 

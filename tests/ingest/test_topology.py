@@ -10,8 +10,8 @@ import pytest
 
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import conform
-from pipelines.ingest.profiler_info import double_hash
-from pipelines.ingest.topology import read_communication_group, read_topology
+from pipelines.ingest.readers.profiler_info import double_hash
+from pipelines.ingest.readers.topology import read_communication_group, read_topology
 
 SET_F = "msinsight/server/src/test/test_data"
 

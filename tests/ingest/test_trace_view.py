@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.trace_view import lane_of_process, read_trace_view
+from pipelines.ingest.readers.trace_view import lane_of_process, read_trace_view
 
 B1 = "msinsight/test/data/pytorch/text/level1"
 B0 = "msinsight/test/data/pytorch/text/level0"
@@ -125,7 +125,7 @@ def test_unusable_traces(tmp_path: Path, content: bytes, reason: str) -> None:
 def test_event_larger_than_the_first_object_limit_is_read_again(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from pipelines.ingest import trace_view
+    from pipelines.ingest.readers import trace_view
 
     monkeypatch.setattr(trace_view, "_OBJECT_LIMITS", (256, 1 << 20))
     events = [

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.ingest.trace_view import (
+from pipelines.ingest.readers.trace_view import (
     IN_MEMORY_PEAK_FACTOR,
     INTERPRETER_BYTES,
     json_bytes,

@@ -18,7 +18,7 @@ from pipelines.defs.quality.checks import (
     table_data_checks,
 )
 from pipelines.defs.resources import StoreResource
-from pipelines.quality.catalog import EXPECTATIONS, MARTS, Severity
+from pipelines.quality.check_catalog import EXPECTATIONS, MARTS, Severity
 
 ALL_CHECKS = [*table_data_checks, *mart_data_checks]
 

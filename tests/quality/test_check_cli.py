@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from pipelines.cli import main
-from pipelines.quality.catalog import EXPECTATIONS, expectation
+from pipelines.quality.check_catalog import EXPECTATIONS, expectation
 
 
 @pytest.fixture(scope="session")

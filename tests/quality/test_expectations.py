@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from pipelines.quality.catalog import EXPECTATIONS, SCHEMA, TABLES, Severity, expectation
+from pipelines.quality.check_catalog import EXPECTATIONS, SCHEMA, TABLES, Severity, expectation
 from pipelines.quality.checks import run_checks
 from pipelines.store import open_store
 from pipelines.store.schema import declared_columns

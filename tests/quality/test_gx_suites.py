@@ -12,9 +12,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.quality.catalog import EXPECTATIONS, Kind
+from pipelines.quality.check_catalog import EXPECTATIONS, Kind
+from pipelines.quality.check_queries import batches_by_run, select_runs
 from pipelines.quality.checks import run_checks
-from pipelines.quality.probes import batches_by_run, select_runs
 from pipelines.quality.suite_files import SuiteFileError, suite_files
 from pipelines.store import open_store
 
@@ -107,7 +107,7 @@ def test_only_check_imports_great_expectations() -> None:
     """The catalogue, the ingest-time sanity checks and the Dagster asset-check definitions read
     the suites without importing GX (its import costs 8-10 s)."""
     probe = (
-        "import sys; import pipelines.quality.catalog, pipelines.quality.sanity;"
+        "import sys; import pipelines.quality.check_catalog, pipelines.quality.sanity;"
         " import pipelines.defs.quality.checks;"
         " print('great_expectations' in sys.modules, 'pandas' in sys.modules)"
     )

@@ -7,10 +7,10 @@ import polars as pl
 import pytest
 
 from pipelines.ingest.frames import SCHEMAS
-from pipelines.replay.costs import TabulatedCost
 from pipelines.replay.rerun import replay
 from pipelines.replay.tables import chunks_frame
-from pipelines.sim.measured import FittedCost
+from pipelines.replay.tabulated_cost import TabulatedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.replay.measured import Measured
+from pipelines.replay.measured_run import Measured
 from pipelines.replay.rerun import replay
 from pipelines.replay.store import format_comparison, simulate_reruns
 from pipelines.replay.tables import chunks_frame

@@ -10,7 +10,7 @@ import pytest
 
 from pipelines.ingest.frames import SCHEMAS
 from pipelines.ingest.load import ingest_paths
-from pipelines.replay.measured import Measured
+from pipelines.replay.measured_run import Measured
 from pipelines.replay.tables import chunks_frame, rerun_tables
 from pipelines.sim.run import simulate
 from pipelines.sim.trace_layout import epoch_of

@@ -160,7 +160,7 @@ def _written_and_segmented(result, tmp_path, detail: str) -> pl.DataFrame:
     """The run written as torch_npu folders, read back and segmented; no device time may be left
     unassigned."""
     from pipelines.analysis.chunks.segment import segment_chunks
-    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.ingest.readers.ascend_text import read_rank
     from pipelines.sim.writers_ascend import write_ascend_pt
 
     slices = []

@@ -14,7 +14,7 @@ from pipelines.sim.chunking import (
     fixed_chunks,
     profile_lengths,
 )
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.sim.comm import CommModel
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import ranks_frame, summarize
 from pipelines.sim.run import simulate
 

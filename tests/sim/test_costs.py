@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipelines.sim import presets
-from pipelines.sim.costs import RooflineStageCost, causal_pairs, topk_pairs
+from pipelines.sim.cost_models import RooflineStageCost, causal_pairs, topk_pairs
 from pipelines.sim.roofline import H100_SXM, LLAMA3_8B, step_cost
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.sim.decode import DecodeLoad
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 

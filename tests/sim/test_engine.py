@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.sim.engine import DeadlockError, build_graph, evaluate
+from pipelines.sim.event_graph import DeadlockError, build_graph, evaluate
 
 
 def test_chain_and_join() -> None:

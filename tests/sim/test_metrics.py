@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import ranks_frame, summarize
 from pipelines.sim.result import REQUEST_SCHEMA, TASK_SCHEMA, SimResult
 from pipelines.sim.run import simulate

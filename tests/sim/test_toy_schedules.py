@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import bubble_ratio_exact, summarize
 from pipelines.sim.run import simulate
 
@@ -134,7 +134,7 @@ def test_cpp_pipelines_back_to_back_requests_and_reports_ttft() -> None:
 
 def test_stage_slots_leave_gaps_only_where_fold_points_collide() -> None:
     from pipelines.sim.layout import fold_back_layout
-    from pipelines.sim.schedules import stage_slots
+    from pipelines.sim.task_order import stage_slots
 
     assert stage_slots(fold_back_layout(8, 2, 2)) == [0, 1, 2, 3]
     assert stage_slots(fold_back_layout(16, 4, 2)) == list(range(8))

@@ -281,7 +281,7 @@ def test_round_trip_through_text_reader(tmp_path: Path, which: str) -> None:
     """Written folders ingest through the Ascend text reader with nothing quarantined, and the
     step breakdown it reports (the profiler's rows and its own derived rows) equals the
     simulator's own per-rank figures."""
-    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.ingest.readers.ascend_text import read_rank
 
     result = small_single() if which == "single" else two_rank_pipeline()
     folders = sorted(write_ascend_pt(result, tmp_path), key=lambda p: p.name)
@@ -331,7 +331,7 @@ def test_pipeline_chunks_segment_back(tmp_path: Path) -> None:
     """Chunk segmentation of the written pipeline trace recovers every (chunk, stage) task and
     its busy time tau."""
     from pipelines.analysis.chunks.segment import segment_chunks
-    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.ingest.readers.ascend_text import read_rank
 
     result = two_rank_pipeline()
     slices = pl.concat(
@@ -360,10 +360,10 @@ def test_pipeline_chunks_segment_back(tmp_path: Path) -> None:
 
 def test_round_trip_through_file_readers(tmp_path: Path) -> None:
     """The per-file readers already in pipelines/ingest read every written file back exactly."""
-    from pipelines.ingest.kernel_details import read_kernel_details
-    from pipelines.ingest.profiler_info import read_profiler_info, read_profiler_metadata
-    from pipelines.ingest.step_trace import read_step_trace_time
-    from pipelines.ingest.trace_view import read_trace_view
+    from pipelines.ingest.readers.kernel_details import read_kernel_details
+    from pipelines.ingest.readers.profiler_info import read_profiler_info, read_profiler_metadata
+    from pipelines.ingest.readers.step_trace import read_step_trace_time
+    from pipelines.ingest.readers.trace_view import read_trace_view
 
     result = two_rank_pipeline()
     for rank, folder in enumerate(sorted(write_ascend_pt(result, tmp_path), key=lambda p: p.name)):
@@ -402,7 +402,7 @@ def test_round_trip_through_file_readers(tmp_path: Path) -> None:
 def test_kineto_round_trip_through_reader(tmp_path: Path) -> None:
     """The Kineto reader reads each written rank with nothing quarantined and derives the same
     breakdown as the hand-worked pipeline (Kineto has no receive-based Bubble)."""
-    from pipelines.ingest.kineto import read_trace
+    from pipelines.ingest.readers.kineto import read_trace
 
     result = two_rank_pipeline()
     for rank, path in enumerate(sorted(write_kineto_trace(result, tmp_path))):
@@ -437,7 +437,7 @@ def test_ingested_breakdown_equals_simulator_metrics(tmp_path: Path, which: str)
     """Per rank, the ingested breakdown summed over steps equals the simulator's own accounting
     (pipelines.sim.metrics.ranks_frame): compute, comm, overlapped, exposed comm, and its bubble
     = Free + the idle time before the rank's first and after its last device event."""
-    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.ingest.readers.ascend_text import read_rank
     from pipelines.sim.metrics import ranks_frame
 
     result = small_single() if which == "single" else two_rank_pipeline()
@@ -466,7 +466,7 @@ def test_simulated_schedules_round_trip(tmp_path: Path, schedule: str) -> None:
     per rank the breakdown equals the simulator's accounting, every p2p op names its peer, and
     chunk segmentation recovers every compute task with its duration."""
     from pipelines.analysis.chunks.segment import segment_chunks
-    from pipelines.ingest.ascend_text import read_rank
+    from pipelines.ingest.readers.ascend_text import read_rank
     from pipelines.sim.metrics import ranks_frame
     from pipelines.sim.run import simulate
 

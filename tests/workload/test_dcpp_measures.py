@@ -12,7 +12,7 @@ import pytest
 from pipelines.bench.engine_rounds import ab_ratio, acceptance, pooled_fold_back
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.chunking import DcppConfig, DynamicChunker, dynamic_chunks, profile
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.fitted_cost import FittedCost
 from pipelines.sim.metrics import summarize
 from pipelines.sim.run import simulate
 from pipelines.workload.config import WorkloadConfig, config_from_trace, profile_fit_from_trace

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.ingest.latency_tables import GENERIC, read_table, sniff
+from pipelines.ingest.readers.latency_tables import GENERIC, read_table, sniff
 
 pytest.importorskip("torch")
 

@@ -8,6 +8,7 @@ A source is a simulator preset, a stored run's fitted cost, a fitted tau_k line 
 table (pipelines.analysis.advice.sources); the sweep runs pipelines.sim (no simulator of its
 own)."""
 
+from pipelines.analysis.advice.advisor import Advice, NoiseModel, Scenario, advise
 from pipelines.analysis.advice.grid import parse_chunk_grid, remainder_note
 from pipelines.analysis.advice.sources import (
     CostSource,
@@ -16,7 +17,6 @@ from pipelines.analysis.advice.sources import (
     run_source,
     table_source,
 )
-from pipelines.analysis.advice.sweep import Advice, NoiseModel, Scenario, advise
 
 __all__ = [
     "Advice",

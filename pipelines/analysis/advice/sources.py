@@ -12,8 +12,8 @@ from typing import Any
 import polars as pl
 
 from pipelines.sim import presets
-from pipelines.sim.costs import StageCost
-from pipelines.sim.measured import FittedCost
+from pipelines.sim.cost_models import StageCost
+from pipelines.sim.fitted_cost import FittedCost
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def preset_source(model: str) -> CostSource:
 
 def run_source(session: Any, run_id: str) -> CostSource:
     """The cost a stored run's chunks imply: tau(c, p) fitted to every chunk as the replay's
-    `fitted` cost (pipelines.sim.measured.FittedCost), with the model preset's overheads, layer
+    `fitted` cost (pipelines.sim.fitted_cost.FittedCost), with the model preset's overheads, layer
     split, links and collectives when the run's model is a preset (as `tracereplay replay`).
     ValueError (ReplayError) for an unknown run or one without chunks (`tracereplay chunks`)."""
     from pipelines.replay.store import load_measured, preset_figures
@@ -104,12 +104,12 @@ attn_prefill + reshapes + KV-cache save)."""
 
 def read_latency_table(path: Path, operator: str | None = None) -> tuple[pl.DataFrame, int]:
     """The prefill points of an operator-latency table, read by the ingest's reader
-    (pipelines.ingest.latency_tables.read_table: Vidur's attention / MLP CSVs or the generic
+    (pipelines.ingest.readers.latency_tables.read_table: Vidur's attention / MLP CSVs or the generic
     tokens / prefix / time layout of docs/latency_tables.md; bad rows set aside there). One
     operator is kept (`operator`, else the only one; `sum` adds them up per point), batch size 1
     (or none given) and rows with a prefix. Returns (tokens, prefix_tokens, busy_ns: the mean
     over repeats; the number of rows the reader set aside)."""
-    from pipelines.ingest.latency_tables import read_table
+    from pipelines.ingest.readers.latency_tables import read_table
 
     try:
         table = read_table(path)

@@ -33,7 +33,7 @@ from pipelines.analysis.chunks.segment import (
     run_totals,
     segment_chunks,
 )
-from pipelines.ingest.launch_links import LINK_KEYS, LIST_KEYS
+from pipelines.ingest.steps.launch_links import LINK_KEYS, LIST_KEYS
 from pipelines.store import Session, queries
 
 SIMULATED_SOURCE = "sim"

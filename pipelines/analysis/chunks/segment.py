@@ -22,7 +22,7 @@ import regex
 
 from pipelines.analysis.chunks.engine_forwards import ENGINE_FORWARD_RULE, forward_markers
 from pipelines.ingest.frames import SCHEMAS, conform
-from pipelines.ingest.launch_links import LINK_KEYS, launch_anchors
+from pipelines.ingest.steps.launch_links import LINK_KEYS, launch_anchors
 from pipelines.vocabulary.device_work import (  # noqa: F401  (the rule's constants, re-exported)
     COMM_LINK_KEY,
     EXCLUDED_DEVICE_CATEGORIES,

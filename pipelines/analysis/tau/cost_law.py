@@ -6,7 +6,7 @@ tau against the chunk index k is not the law to test (docs/tau_k.md §4 "DCPP").
 c: the chunk's tokens, p: the tokens before it (its prefix). alpha: the fixed cost of a forward
 (launches, the call), beta c: the work per token (projections, MLP, norms: GEMMs), gamma times the
 causal (query, key) pairs of the chunk: attention. This is the per-layer cost of the simulator's
-analytic model (pipelines/sim/costs.py, docs/schedules.md §4) summed over a stage, and the law
+analytic model (pipelines/sim/cost_models.py, docs/schedules.md §4) summed over a stage, and the law
 behind the VPP paper's tau_k = (k + 1) t (for a fixed c the pairs are c^2 (k + 1/2), so tau_k is
 affine in k with a/b = (alpha + beta c + gamma c (c+1)/2) / (gamma c^2)).
 

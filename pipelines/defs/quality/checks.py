@@ -1,6 +1,7 @@
-"""Dagster asset checks generated from the data-check suites (pipelines/quality/catalog.py): one
-multi-asset check per table, one check per expectation, on the table's asset (the marts' suites
-on `run_metric_marts`, the asset that rebuilds them). Error-severity checks are
+"""Dagster asset checks generated from the data-check suites
+(pipelines/quality/check_catalog.py): one multi-asset check per table, one check per
+expectation, on the table's asset (the marts' suites on `run_metric_marts`, the asset that
+rebuilds them). Error-severity checks are
 blocking (a failure stops downstream materialisations); the failing count and the example rows
 are metadata. The body calls pipelines.quality.checks.run_checks, the function `tracereplay
 check` calls; Great Expectations is imported only when a check runs (the suite files are read
@@ -10,7 +11,7 @@ import dagster as dg
 
 from pipelines.defs.metadata import markdown_rows
 from pipelines.defs.resources import StoreResource
-from pipelines.quality.catalog import MARTS, TABLES, Expectation, Severity, expectations_of
+from pipelines.quality.check_catalog import MARTS, TABLES, Expectation, Severity, expectations_of
 from pipelines.quality.checks import run_checks
 
 _SEVERITY = {

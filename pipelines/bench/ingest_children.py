@@ -2,8 +2,8 @@
 one result line, `BENCH_RESULT {json}`, with the wall and CPU time (all threads) of the work
 alone (imports excluded) and the number of events or rows it produced.
 
-Run as `python -m pipelines.bench.probes KIND PATH [OUT]`; the parent measures peak RSS from the
-child's rusage. Kinds:
+Run as `python -m pipelines.bench.ingest_children KIND PATH [OUT]`; the parent measures peak RSS
+from the child's rusage. Kinds:
   ours_cli      `tracereplay ingest PATH --warehouse OUT --json --no-progress` (the command users
                 run, as a child process: interpreter start, the CLI's imports, chunk segmentation
                 and sanity warnings included)
@@ -30,7 +30,8 @@ from typing import Any
 import msgspec
 
 RESULT_PREFIX = "BENCH_RESULT "
-# The columns our reader asks DuckDB for (pipelines.ingest.trace_view), as in docs/stack.md §6.
+# The columns our reader asks DuckDB for (pipelines.ingest.readers.trace_view), as in
+# docs/stack.md §6.
 DUCKDB_COLUMNS = (
     "{name: 'VARCHAR', ph: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'VARCHAR',"
     " dur: 'VARCHAR', cat: 'VARCHAR', args: 'JSON'}"
@@ -91,7 +92,7 @@ def _ours_cli(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
 def _ours_streamed(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
     """`ours` forced onto the bounded-memory trace_view path whatever the file size (the budget
     is $TRACEREPLAY_MAX_MEMORY, set by the bench)."""
-    from pipelines.ingest import trace_view
+    from pipelines.ingest.readers import trace_view
 
     trace_view.IN_MEMORY_PEAK_FACTOR = 1e12  # every array-form trace streams
     return _ours(path, out)
@@ -127,7 +128,7 @@ def _duckdb(
 
 def _msgspec(path: Path, out: Path | None) -> Callable[[], dict[str, Any]]:
 
-    from pipelines.ingest.trace_view import TraceEvent
+    from pipelines.ingest.readers.trace_view import TraceEvent
 
     decoder = msgspec.json.Decoder(list[TraceEvent])
 

@@ -25,7 +25,7 @@ import polars as pl
 
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RunFrames
-from pipelines.ingest.profiler_info import (
+from pipelines.ingest.readers.profiler_info import (
     ProfilerMetadata,
     double_hash,
     load_json_file,

@@ -19,8 +19,8 @@ import re
 
 import polars as pl
 
-from pipelines.ingest.launch_links import LINK_KEYS, LIST_KEYS, launch_anchors
-from pipelines.ingest.step_breakdown import derive_breakdown
+from pipelines.ingest.steps.launch_links import LINK_KEYS, LIST_KEYS, launch_anchors
+from pipelines.ingest.steps.step_breakdown import derive_breakdown
 from pipelines.vocabulary.device_work import COMM_LINK_KEY, work_slices
 from pipelines.vocabulary.intervals import assign_steps
 from pipelines.vocabulary.profiler_names import P2P_REGEX
@@ -35,7 +35,8 @@ LAUNCH_ARG_KEYS = tuple(
     dict.fromkeys(("Task Type", COMM_LINK_KEY, *LINK_KEYS, *LIST_KEYS.values()))
 )
 """The args keys launch attribution reads: the task type (which tasks are work,
-pipelines/vocabulary/device_work.py) and every launch link (pipelines/ingest/launch_links.py)."""
+pipelines/vocabulary/device_work.py) and every launch link
+(pipelines/ingest/steps/launch_links.py)."""
 LAUNCH_COLUMNS = ("lane", "thread", "name", "category", "start_ns", "dur_ns", "args")
 _NULL_KEYS = "|".join(f'"{key}":null,?' for key in LAUNCH_ARG_KEYS)
 
@@ -62,7 +63,7 @@ def compact_args(args: pl.Expr) -> pl.Expr:
 
 def launch_slices(slices: pl.LazyFrame | pl.DataFrame) -> pl.LazyFrame | pl.DataFrame:
     """The slices launch attribution reads, for a trace too big for memory (the streamed read,
-    pipelines/ingest/trace_view.py): the device lanes and the host slices that carry a link,
+    pipelines/ingest/readers/trace_view.py): the device lanes and the host slices that carry a link,
     each with its args cut to LAUNCH_ARG_KEYS (a host slice without a link key cannot be a
     launch anchor, and no other key is read) and without the columns no step reads (a host
     slice's thread, name and category, a compute task's thread). `launch_device_work` gives

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from pipelines.paths import SQL_DIR
-from pipelines.quality.catalog import SCHEMA, Expectation
+from pipelines.quality.check_catalog import SCHEMA, Expectation
 from pipelines.store.schema import CANONICAL_TABLES, RUN_TABLES, declared_columns
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 The measured full-model latency of each (c, p) seen in a chunks frame (canonical schema),
 interpolated linearly in p between chunks of the same size, FittedCost
-(pipelines/sim/measured.py) for chunk sizes never measured; a stage holding a fraction f of the
+(pipelines/sim/fitted_cost.py) for chunk sizes never measured; a stage holding a fraction f of the
 layers takes f of it.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipelines.sim.measured import DEFAULT_LAYERS, FittedCost, Overheads, with_fraction
+from pipelines.sim.fitted_cost import DEFAULT_LAYERS, FittedCost, Overheads, with_fraction
 
 
 @dataclass(frozen=True)

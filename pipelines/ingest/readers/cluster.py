@@ -20,7 +20,9 @@ from typing import Any, TypeVar
 import duckdb
 import polars as pl
 
-from pipelines.ingest.csv_text import (
+from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.frames import SCHEMAS, Quarantined, RunFrames
+from pipelines.ingest.readers.csv_text import (
     MISSING,
     as_int_sql,
     open_csv,
@@ -29,12 +31,10 @@ from pipelines.ingest.csv_text import (
     require,
     trimmed,
 )
-from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.frames import SCHEMAS, Quarantined, RunFrames
-from pipelines.ingest.hccl import is_p2p_op, op_type
-from pipelines.ingest.profiler_info import load_json_file
-from pipelines.ingest.step_trace import COLUMN_HEADERS
-from pipelines.ingest.topology import Group, ranks_frame, read_communication_group
+from pipelines.ingest.readers.hccl import is_p2p_op, op_type
+from pipelines.ingest.readers.profiler_info import load_json_file
+from pipelines.ingest.readers.step_trace import COLUMN_HEADERS
+from pipelines.ingest.readers.topology import Group, ranks_frame, read_communication_group
 from pipelines.ingest.units import ms_to_ns, us_text_to_ns_sql, us_to_ns
 
 STEP_TRACE_FILE = "cluster_step_trace_time.csv"

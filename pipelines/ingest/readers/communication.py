@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.profiler_info import load_json_file
+from pipelines.ingest.readers.profiler_info import load_json_file
 from pipelines.ingest.units import ms_to_ns, us_to_ns
 
 _STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipelines import schedule_kinds
-from pipelines.sim.engine import TaskGraph, build_graph
+from pipelines.sim.event_graph import TaskGraph, build_graph
 from pipelines.sim.layout import StageLayout
 
 SCHEDULES: tuple[str, ...] = schedule_kinds.BASES

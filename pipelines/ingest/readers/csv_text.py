@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines import memory
+from pipelines import memory_budget
 from pipelines.ingest.errors import QuarantineError
 from pipelines.store.duck import sql_string
 
@@ -91,7 +91,7 @@ def _one_line_ending(path: Path, errors: str = "surrogateescape") -> Path:
     """A copy of `path` in a spill folder with every line ending (CRLF, CR, LF) as LF, written
     line by line (bounded memory); bytes that are not UTF-8 are kept as they were, or with
     errors="backslashreplace" written as `\\xNN` text."""
-    copy = memory.new_spill_dir() / path.name
+    copy = memory_budget.new_spill_dir() / path.name
     with (
         path.open(encoding="utf-8", errors=errors, newline=None) as source,
         copy.open("w", encoding="utf-8", errors="surrogateescape", newline="\n") as target,

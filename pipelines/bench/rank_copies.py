@@ -2,9 +2,9 @@
 
 `replicate_rank` copies a real torch_npu rank folder N times as `rank<r>_ascend_pt/` under one run
 folder, each with `profiler_info_<r>.json` whose `rank_id` is r (the readers take the rank from
-there, pipelines/ingest/profiler_info.py); every other file is a hard link to the source when the
-file system allows (the readers only read), else a copy. The output goes to a temporary folder
-chosen by the caller and is never part of the repository."""
+there, pipelines/ingest/readers/profiler_info.py); every other file is a hard link to the source
+when the file system allows (the readers only read), else a copy. The output goes to a temporary
+folder chosen by the caller and is never part of the repository."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines import memory
+from pipelines import memory_budget
 
 GZIP_MAGIC = b"\x1f\x8b"
 _BLOCK = 1 << 20
@@ -72,7 +72,7 @@ def scan(path: Path, on_block: Callable[[bytes], None] | None = None) -> GzipSca
 
 def without_trailing(path: Path, data_end: int) -> Path:
     """A copy of `path` cut at `data_end` (same name, in a spill folder removed after the run)."""
-    target = memory.new_spill_dir() / path.name
+    target = memory_budget.new_spill_dir() / path.name
     with path.open("rb") as source, target.open("wb") as out:
         left = data_end
         while left > 0:

@@ -16,7 +16,7 @@ kernel launched inside `record_param_comms` / `nccl:*` / `c10d::*`) -> comm, the
 gpu_user_annotation / cuda_sync -> other. Kineto has no overlap lane: the overlap lanes and step
 breakdown are derived from device intervals (origin 'derived'), each attributed to the
 ProfilerStep whose host window holds its launch (`correlation` / `External id`,
-pipelines/ingest/launch_links.py). A trace with no device events is quarantined
+pipelines/ingest/steps/launch_links.py). A trace with no device events is quarantined
 (`no_device_events`, or `unsupported_device` when it holds device kinds this reader does not know).
 Times: `ts` int or float µs, absolute, or relative to `baseTimeNanoseconds` when present."""
 
@@ -33,19 +33,19 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from pipelines import memory
+from pipelines import memory_budget
 from pipelines.ingest import dropped as drop
-from pipelines.ingest import gz
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
-from pipelines.ingest.launch_links import launch_anchors
-from pipelines.ingest.step_breakdown import (
+from pipelines.ingest.readers import gz
+from pipelines.ingest.readers.trace_view import quote_constants
+from pipelines.ingest.steps.launch_links import launch_anchors
+from pipelines.ingest.steps.step_breakdown import (
     assess,
     derive_breakdown,
     launch_rule_applies,
     steps_by_launch,
 )
-from pipelines.ingest.trace_view import quote_constants
 from pipelines.vocabulary.device_work import COMM_CLASSES, COMM_HOST_RANGE, P2P, classify
 from pipelines.vocabulary.intervals import assign_steps
 from pipelines.vocabulary.profiler_names import CONVENTION_KEYS
@@ -368,7 +368,7 @@ INTERPRETER_BYTES = 200 << 20
 
 def largest_trace_bytes(budget: int | None = None) -> int:
     """The largest (inflated) Kineto JSON the ingest memory budget can read in memory."""
-    budget = memory.max_memory() if budget is None else budget
+    budget = memory_budget.max_memory() if budget is None else budget
     return max(0, int((budget - INTERPRETER_BYTES) / KINETO_PEAK_FACTOR))
 
 
@@ -376,7 +376,7 @@ def _too_large(path: Path, size: str, cap: int) -> QuarantineError:
     return QuarantineError(
         TOO_LARGE,
         f"{path.name} {size}, past what the ingest memory budget"
-        f" ({memory.max_memory() / 2**30:.1f} GiB) can read ({cap / 2**20:.0f} MB of JSON):"
+        f" ({memory_budget.max_memory() / 2**30:.1f} GiB) can read ({cap / 2**20:.0f} MB of JSON):"
         " raise --max-memory / $TRACEREPLAY_MAX_MEMORY to read it",
     )
 

@@ -5,7 +5,7 @@ Names are ids into STRING_IDS; times are integer ns (PYTORCH_API keeps them as T
 TASK ⋈ COMPUTE_TASK_INFO plus one row per COMMUNICATION_OP (the kernel_details.csv definition);
 the db has no Overlap table, so the overlap lanes and the step breakdown are derived from the
 task intervals (origin 'derived'), each task in the step whose host window holds its launch
-(connection ids, pipelines/ingest/ascend_launch.py; `launch_coverage` per step); analysis.db
+(connection ids, pipelines/ingest/steps/ascend_launch.py; `launch_coverage` per step); analysis.db
 StepTraceTime (µs) gives the 'profiler' rows.
 Read with Python's sqlite3 in read-only mode (DuckDB's sqlite extension is not available here)."""
 
@@ -21,11 +21,10 @@ from typing import Any
 import polars as pl
 
 from pipelines.ingest import dropped as drop
-from pipelines.ingest.ascend_launch import launch_breakdown, launch_steps
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
-from pipelines.ingest.hccl import group_hash, is_p2p_expr, op_type_expr
-from pipelines.ingest.profiler_info import (
+from pipelines.ingest.readers.hccl import group_hash, is_p2p_expr, op_type_expr
+from pipelines.ingest.readers.profiler_info import (
     ProfilerInfo,
     ProfilerMetadata,
     collected_at_from_names,
@@ -34,7 +33,8 @@ from pipelines.ingest.profiler_info import (
     read_profiler_info,
     read_profiler_metadata,
 )
-from pipelines.ingest.step_breakdown import assess, derive_breakdown
+from pipelines.ingest.steps.ascend_launch import launch_breakdown, launch_steps
+from pipelines.ingest.steps.step_breakdown import assess, derive_breakdown
 from pipelines.vocabulary.intervals import assign_steps
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -172,7 +172,7 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
 
     # device work belongs to the step whose host window holds its launch (connection ids:
     # TASK / COMMUNICATION_OP -> CANN_API and PYTORCH_API's CONNECTION_IDS), the rule chunk
-    # segmentation uses (pipelines/ingest/ascend_launch.py); unlinked work keeps its start
+    # segmentation uses (pipelines/ingest/steps/ascend_launch.py); unlinked work keeps its start
     work_slices = pl.concat([_device_slices(tasks, comm), host], how="diagonal_relaxed")
     derived_launch = launch_breakdown(work_slices, steps)
     if derived_launch is None:  # no connection ids in this export: the start-time rule

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.ingest.csv_text import as_int_sql, open_csv, pick, require, trimmed
 from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.readers.csv_text import as_int_sql, open_csv, pick, require, trimmed
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import scratch_connection
 

@@ -13,7 +13,7 @@ communication-stream tasks stay there); HCCL or Communication -> comm; Overlap A
 overlap; any other named process and any pid without a `process_name` -> other.
 
 Kept: complete events (`ph` X). Flow events (s/f) become links between the slices they bind
-to (`flow_links` in the args of both ends, pipelines/ingest/flows.py); counter events (`ph` C:
+to (`flow_links` in the args of both ends, pipelines/ingest/steps/flows.py); counter events (`ph` C:
 HBM, QoS, AI Core Freq ...) are dropped inside the scan; metadata (M) gives lane and thread
 names. The
 step of an event is N of the `ProfilerStep#N` window on a host lane that contains its start
@@ -41,13 +41,13 @@ import duckdb
 import msgspec
 import polars as pl
 
-from pipelines import memory
+from pipelines import memory_budget
 from pipelines.ingest import dropped as drop
-from pipelines.ingest import flows as flow_links
-from pipelines.ingest import gz
-from pipelines.ingest.ascend_launch import LINK_KEY_REGEX, compact_args, launch_slices
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.lookups import left_lookup
+from pipelines.ingest.readers import gz
+from pipelines.ingest.steps import flows as flow_links
+from pipelines.ingest.steps.ascend_launch import LINK_KEY_REGEX, compact_args, launch_slices
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import private_connection, scratch_connection, sql_string
 from pipelines.vocabulary.intervals import assign_steps
@@ -173,7 +173,8 @@ def _head_and_tail(path: Path) -> tuple[bytes, bytes]:
 
 def _whole_gzip(path: Path) -> Path:
     """`path`, or for a .gz followed by bytes that are no gzip member (zero padding, stray
-    bytes) a copy cut where its gzip data ends, which DuckDB and gzip read (pipelines/ingest/gz)."""
+    bytes) a copy cut where its gzip data ends, which DuckDB and gzip read
+    (pipelines/ingest/readers/gz)."""
     if not is_gzip(path):
         return path
     _sniff(path)
@@ -505,7 +506,7 @@ def read_trace_view(path: Path, max_memory: int | str | None = None) -> TraceVie
     max_memory: the budget (bytes or '2GiB'; default $TRACEREPLAY_MAX_MEMORY, else 2 GiB). A file
     whose in-memory read would exceed it is streamed to an on-disk Parquet spill instead, and
     `slices` is then a LazyFrame over it (docs/bench_ingest.md, "Bounded memory")."""
-    budget = memory.max_memory(max_memory)
+    budget = memory_budget.max_memory(max_memory)
     path = _whole_gzip(path)
     limits = object_limits(budget)
     too_large = QuarantineError(
@@ -615,11 +616,11 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
     """The bounded-memory read: DuckDB copies the scan to Parquet under a memory limit (a row
     group at a time), metadata and drop counts are read back from the Parquet file, and the
     slices stay there as a LazyFrame that the warehouse write streams in batches."""
-    spill = memory.new_spill_dir()
+    spill = memory_budget.new_spill_dir()
     target = spill / "trace_view.parquet"
     con = private_connection()
     _configure(con)
-    con.execute(f"set memory_limit = '{memory.duckdb_limit_mib(budget)}MiB'")
+    con.execute(f"set memory_limit = '{memory_budget.duckdb_limit_mib(budget)}MiB'")
     con.execute(f"set temp_directory = {sql_string(spill)}")
     con.execute("set preserve_insertion_order = false")
     try:

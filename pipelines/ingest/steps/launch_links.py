@@ -1,5 +1,5 @@
 """Which host slice launched a device slice: the launch anchor that step attribution (the step
-breakdown, pipelines/ingest/step_breakdown.py) and chunk segmentation (pipelines/analysis/
+breakdown, pipelines/ingest/steps/step_breakdown.py) and chunk segmentation (pipelines/analysis/
 segment.py) both use, so that the two agree on every trace.
 
 A device slice is linked to every host slice that carries an equal value under one of the
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.ingest.flows import FLOW_LINKS_KEY
+from pipelines.ingest.steps.flows import FLOW_LINKS_KEY
 
 LINK_KEYS = (FLOW_LINKS_KEY, "connection_id", "correlation", "External id")
 """args keys whose equal values link a host launch slice to the device slices it launched
-(`flow_links` holds a JSON list: every flow bound to the slice, pipelines/ingest/flows.py)."""
+(`flow_links` holds a JSON list: every flow bound to the slice, pipelines/ingest/steps/flows.py)."""
 
 ANCHOR_SCHEMA: dict[str, pl.DataType] = {"row_id": pl.UInt32, "host_ns": pl.Int64}
 

@@ -16,7 +16,7 @@ links in communication_matrix.json (group ranks, mapped to global ranks when the
 
 step_breakdown: the profiler's rows (step_trace_time.csv, origin='profiler') and ours
 (origin='derived': by launch from the trace's device tasks, HCCL ops and flows,
-pipelines/ingest/ascend_launch.py, with `launch_coverage`, a streamed trace too; else, for one
+pipelines/ingest/steps/ascend_launch.py, with `launch_coverage`, a streamed trace too; else, for one
 without flows, step_breakdown.from_trace over its Overlap Analysis lane; else from
 kernel_details intervals by their Step Id, launch_coverage null), the derived rows judged
 complete or not against the profiler's rows and the trace's ProfilerStep windows
@@ -32,23 +32,16 @@ from typing import Any, TypeVar
 import polars as pl
 
 from pipelines.ingest import dropped as drop
-from pipelines.ingest import step_breakdown
-from pipelines.ingest.ascend_launch import (
-    has_launch_links,
-    launch_breakdown,
-    launch_device_work,
-    restep_by_launch,
-)
-from pipelines.ingest.communication import (
+from pipelines.ingest.errors import QuarantineError
+from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames
+from pipelines.ingest.readers.communication import (
     peer_from_links,
     read_communication_matrix,
     read_communication_rows,
 )
-from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames
-from pipelines.ingest.hccl import is_p2p_op, op_group_suffix, op_type
-from pipelines.ingest.kernel_details import KernelDetails, read_kernel_details
-from pipelines.ingest.profiler_info import (
+from pipelines.ingest.readers.hccl import is_p2p_op, op_group_suffix, op_type
+from pipelines.ingest.readers.kernel_details import KernelDetails, read_kernel_details
+from pipelines.ingest.readers.profiler_info import (
     ParallelGroup,
     ProfilerInfo,
     ProfilerMetadata,
@@ -59,8 +52,15 @@ from pipelines.ingest.profiler_info import (
     read_profiler_info,
     read_profiler_metadata,
 )
-from pipelines.ingest.step_trace import StepTrace, read_step_trace_time
-from pipelines.ingest.trace_view import TraceView, read_trace_view
+from pipelines.ingest.readers.step_trace import StepTrace, read_step_trace_time
+from pipelines.ingest.readers.trace_view import TraceView, read_trace_view
+from pipelines.ingest.steps import step_breakdown
+from pipelines.ingest.steps.ascend_launch import (
+    has_launch_links,
+    launch_breakdown,
+    launch_device_work,
+    restep_by_launch,
+)
 from pipelines.vocabulary.profiler_names import (
     COMMUNICATION,
     COMMUNICATION_MATRIX,
@@ -242,11 +242,12 @@ def _breakdown(
 
 
 def _launch_work(trace: TraceView | None) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """The trace's device work with its launch anchors (pipelines/ingest/ascend_launch.py: device
-    tasks, HCCL ops and their flows `async_npu`, `HostToDevice`), None without a trace or when
-    no device work has a flow. A streamed read gives the rows it kept for this in memory
-    (`TraceView.launch`, args cut to the link keys). The derived rows by launch come from it;
-    the trace's own Overlap Analysis lane stays the timeline's overlap lane."""
+    """The trace's device work with its launch anchors
+    (pipelines/ingest/steps/ascend_launch.py: device tasks, HCCL ops and their flows `async_npu`,
+    `HostToDevice`), None without a trace or when no device work has a flow. A streamed read
+    gives the rows it kept for this in memory (`TraceView.launch`, args cut to the link keys).
+    The derived rows by launch come from it; the trace's own Overlap Analysis lane stays the
+    timeline's overlap lane."""
     if trace is None:
         return None
     if trace.launch is not None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.ingest import dropped as drop
-from pipelines.ingest.csv_text import (
+from pipelines.ingest.readers.csv_text import (
     NUMBER,
     as_int_sql,
     check_time_columns,
@@ -33,7 +33,7 @@ from pipelines.ingest.csv_text import (
     require,
     trimmed,
 )
-from pipelines.ingest.csv_text import pick as pick_column
+from pipelines.ingest.readers.csv_text import pick as pick_column
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import scratch_connection
 

@@ -1,0 +1,1 @@
+"""Format readers: one profiler file or folder on disk -> canonical Polars frames (no writes)."""
