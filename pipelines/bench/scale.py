@@ -1,7 +1,7 @@
 """Scale probes of the Parquet lake (`tracereplay bench scale`), each a ratio within one run.
 
 cluster      a synthetic cluster (one real rank folder replicated N times, pipelines/bench/
-             cluster.py) ingested rank by rank into a lake (pipelines.ingest.per_rank) on a
+             rank_copies.py) ingested rank by rank into a lake (pipelines.ingest.per_rank) on a
              Dask LocalCluster of 1 worker process, then of 2; wall times, their ratio, and
              row counts checked against N x one rank's.
 incremental  one new run ingested into a lake holding `small` runs, then into one holding

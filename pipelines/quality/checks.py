@@ -1,6 +1,6 @@
 """Run the suites: the one function `tracereplay check`, and the Dagster asset checks call.
 
-DuckDB counts and samples the rows that break each custom SQL and schema check (probes.py)
+DuckDB counts and samples the rows that break each custom SQL and schema check (check_queries.py)
 while Great Expectations is imported in a background thread; then GX validates every suite file
 on the batches DuckDB hands over and judges the custom counts (gx_suites.py). The result says,
 per check, whether it held, how many rows break it and which ones (the first few), and keeps

@@ -1,6 +1,6 @@
 """The on-CPU time of each measured chunk, read back from the workload's traces (no torch import).
 
-The engine (engine.py) times every forward twice: the Kineto marker (wall clock, what ingest
+The engine (rank_process.py) times every forward twice: the Kineto marker (wall clock, what ingest
 turns into tau) and the rank thread's CPU clock (`time.thread_time_ns`, with one intra-op thread
 the whole forward runs on that thread), and writes the second as trace metadata `chunk_cpu_ns`
 ({marker name: [CPU ns, wall ns]}). On a machine shared with other jobs the wall clock of a

@@ -6,7 +6,7 @@ rounds of PP stages alternate direction, so with PP = 2, VP = 2 rank 0 runs stag
 rank 1 stages 1 and 2. Each rank's order comes from a unit-cost list schedule (a rank always
 takes the ready task of the highest stage, then the earliest chunk): a topological order of the
 whole pipeline, so the ranks cannot deadlock when every receive is posted before the first
-forward (engine.py).
+forward (rank_process.py).
 """
 
 from __future__ import annotations
