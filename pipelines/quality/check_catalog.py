@@ -98,6 +98,13 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
         "a chunk marker (req, k, vs) appears once per rank (two ranges would be summed)",
     ),
     (
+        "slices",
+        "no_overlapping_copies",
+        E,
+        "no device task starts inside an earlier one of its stream with the same name, length and"
+        " args (the same task stored twice)",
+    ),
+    (
         "kernels",
         "not_written_twice",
         E,

@@ -13,6 +13,7 @@ from pipelines.quality.check_queries import probe, select_runs
 SANITY_CHECKS = (
     "slices.plausible_span",
     "slices.chunk_markers_unique",
+    "slices.no_overlapping_copies",
     "kernels.no_overlapping_copies",
     "ranks.device_work_on_every_rank",
 )

@@ -72,6 +72,10 @@ BREAKS: dict[str, list[str]] = {
         " ('r1', 0, 'host', 't', 'chunk[req=a,k=0,vs=0]', 1000, 10, 1),"
         " ('r1', 0, 'host', 't', 'chunk[req=a,k=0,vs=0]', 5000, 10, 1)",
     ],
+    "slices.no_overlapping_copies": [  # the compute task again, 5 µs later on its stream
+        "insert into slices (run_id, rank, lane, thread, name, start_ns, dur_ns, step)"
+        " values ('r1', 0, 'compute', 's0', 'mm', 6000, 9000000, 1)",
+    ],
     "kernels.no_overlapping_copies": [  # the kernel again, 100 ns later
         "insert into kernels (run_id, rank, step, name, start_ns, dur_ns, wait_ns, is_comm)"
         " values ('r1', 0, 1, 'mm', 2100, 1000, 0, false)",
