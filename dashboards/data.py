@@ -244,7 +244,6 @@ def rank_breakdown(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.Dat
     )
     if wide.is_empty():
         return pl.DataFrame()
-    wide = wide.rename({"bubble_ns": "recv_wait_ns"})  # the profiler's receive wait
     long = wide.unpivot(
         index=["run_id", "rank", "n_steps", "origin", "window_ns"],
         on=[f"{p}_ns" for p in BREAKDOWN_PARTS],
@@ -269,13 +268,13 @@ def run_metrics(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pl.DataFr
     """One row per run: configuration, TTFT and the rank-mean time split, in ms
     (sql/marts/fct_run_time_split.sql), with `bubble` = idle + pipeline wait as compare and
     regressions show it (fct_run_metrics) and `recv_wait` = the profiler's receive wait (the time
-    split's own bubble column; docs/metrics.md "Names")."""
+    split's recv_wait_ns; docs/metrics.md "Names")."""
     frame = _query(
         con,
         "fct_run_time_split",
         "select * from rel where run_id in (select run_id from ids) order by run_id",
         run_ids,
-    ).rename({"bubble_ns": "recv_wait_ns"})
+    )
     bubble = _query(
         con,
         "fct_run_metrics",

@@ -84,7 +84,7 @@ def test_the_16_rank_set_uses_the_profiler_for_its_trimmed_ranks(real_warehouse:
     assert b.height == 16
     assert b["origin"].to_list() == ["profiler"] * 2 + ["cluster"] * 14
     assert b["stage_ns"][:2].to_list() == [291_698_000, 294_586_500]
-    bubbles = b.filter(b["rank"] >= 8)["bubble_ns"].to_list()
+    bubbles = b.filter(b["rank"] >= 8)["recv_wait_ns"].to_list()
     assert all(178e6 <= x <= 196e6 for x in bubbles)
     assert sum("incomplete" in n for n in view.notes) == 2
 
@@ -103,8 +103,8 @@ def test_set_a_shows_both_bubbles(real_warehouse: Path, capsys) -> None:
     assert main(["show", run_id, "--json", "--warehouse", str(real_warehouse)]) == 0
     view = json.loads(capsys.readouterr().out)
     rank2 = next(r for r in view["breakdown"] if r["rank"] == 2)
-    assert rank2["bubble_ns"] == 0 and rank2["p2p_bubble_ns"] > 70_000_000
-    assert any("rank 2: Bubble 0.0 ms" in n for n in view["notes"])
+    assert rank2["recv_wait_ns"] == 0 and rank2["p2p_bubble_ns"] > 70_000_000
+    assert any("rank 2: receive wait 0.0 ms" in n for n in view["notes"])
     assert view["top_kernels"] and view["top_comm_ops"]
 
 

@@ -96,7 +96,7 @@ def _text(view) -> str:
                 duration(r["overlapped_ns"]),
                 duration(r["free_ns"]),
                 duration(r["stage_ns"]),
-                duration(r["bubble_ns"]),
+                duration(r["recv_wait_ns"]),
                 duration(r["p2p_bubble_ns"]),
             )
             for r in b.iter_rows(named=True)

@@ -20,7 +20,7 @@ select
             least(coalesce(bubble_ns, 0), coalesce(comm_not_overlapped_ns, bubble_ns, 0))
         )
     ) as bubble_ns,
-    sum(bubble_ns) as receive_wait_ns,
+    sum(bubble_ns) as recv_wait_ns,
     sum(p2p_bubble_ns) as p2p_bubble_ns,
     sum(
         greatest(

@@ -12,7 +12,7 @@ select
     sum(overlapped_ns)::bigint as overlapped_ns,
     sum(free_ns)::bigint as free_ns,
     sum(stage_ns)::bigint as stage_ns,
-    sum(bubble_ns)::bigint as bubble_ns,
+    sum(bubble_ns)::bigint as recv_wait_ns,
     sum(p2p_bubble_ns)::bigint as p2p_bubble_ns,
     any_value(derived_incomplete_reason) filter (where derived_complete = false)
         as derived_incomplete_reason,

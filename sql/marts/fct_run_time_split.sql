@@ -1,6 +1,6 @@
 -- one row per run: its configuration, TTFT (the makespan of its chunks, first chunk start to
 -- last chunk end over every rank; else the longest rank's step window) and the rank-mean of
--- fct_rank_time_split's parts (computing, exposed communication, bubble, free, p2p bubble), in ns
+-- fct_rank_time_split's parts (computing, exposed communication, receive wait, free, p2p bubble), in ns
 with chunk_span as (
     select
         run_id,
@@ -16,7 +16,7 @@ rank_mean as (
         count(*) as n_ranks,
         avg(computing_ns) as computing_ns,
         avg(exposed_comm_ns) as exposed_comm_ns,
-        avg(bubble_ns) as bubble_ns,
+        avg(recv_wait_ns) as recv_wait_ns,
         avg(free_ns) as free_ns,
         avg(p2p_bubble_ns) as p2p_bubble_ns,
         max(window_ns) as window_ns
@@ -39,7 +39,7 @@ select
     m.n_ranks,
     m.computing_ns,
     m.exposed_comm_ns,
-    m.bubble_ns,
+    m.recv_wait_ns,
     m.free_ns,
     m.p2p_bubble_ns,
     coalesce(c.n_chunks, 0) as n_chunks,

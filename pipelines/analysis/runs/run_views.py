@@ -72,12 +72,12 @@ def _notes(view: RunView) -> list[str]:
                 f"rank {row['rank']}: our derived breakdown is incomplete ({reason}); the"
                 f" {row['origin']} figures are shown instead"
             )
-        bubble, p2p = row["bubble_ns"], row["p2p_bubble_ns"]
-        if p2p is not None and bubble is not None and abs(p2p - bubble) > SAME_NS:
+        recv_wait, p2p = row["recv_wait_ns"], row["p2p_bubble_ns"]
+        if p2p is not None and recv_wait is not None and abs(p2p - recv_wait) > SAME_NS:
             notes.append(
-                f"rank {row['rank']}: Bubble {bubble / 1e6:.1f} ms by the profiler's definition"
-                f" (time in hcom_receive only) but {p2p / 1e6:.1f} ms of p2p wait by ours (inside"
-                " every send / receive / batchSendRecv with no compute running)"
+                f"rank {row['rank']}: receive wait {recv_wait / 1e6:.1f} ms by the profiler's"
+                f" definition (time in hcom_receive only) but {p2p / 1e6:.1f} ms of p2p wait by"
+                " ours (inside every send / receive / batchSendRecv with no compute running)"
             )
     if view.chunks.is_empty():
         if view.has_markers:

@@ -1,5 +1,5 @@
 -- batch of the GX suite `fct_rank_time_split`; residual_per_step_ns is |computing + exposed
--- comm + bubble + free - window| / n_steps, null where the identity is not expected: ranks not
+-- comm + recv_wait + free - window| / n_steps, null where the identity is not expected: ranks not
 -- complete, and ranks with a step whose bubble exceeds comm_not_overlapped (the warning
 -- step_breakdown.bubble_within_comm_not_overlapped reports those)
 with inconsistent as (
@@ -16,13 +16,13 @@ select
     s.n_steps,
     s.computing_ns,
     s.exposed_comm_ns,
-    s.bubble_ns,
+    s.recv_wait_ns,
     s.free_ns,
     s.window_ns,
     case
         when s.complete and i.run_id is null
             then
-                abs(s.computing_ns + s.exposed_comm_ns + s.bubble_ns + s.free_ns - s.window_ns)
+                abs(s.computing_ns + s.exposed_comm_ns + s.recv_wait_ns + s.free_ns - s.window_ns)
                 / s.n_steps
     end as residual_per_step_ns
 from fct_rank_time_split as s
