@@ -23,6 +23,7 @@ DURATION_OUT_OF_RANGE = "duration_out_of_range"  # start + duration past MAX_END
 INVALID_STEP = "invalid_step"  # a Step Id that is not an integer (e.g. 3.5) or is negative
 UNPARSABLE_WAIT = "unparsable_wait"  # a wait cell that is neither missing nor a number
 INVALID_EVENT = "invalid_event"  # a trace event that is not an object of the format's fields
+DUPLICATE_KEY = "duplicate_key"  # a trace event that gives one key twice (which one was meant?)
 
 CODES = (
     MISSING_TIMESTAMP,
@@ -36,6 +37,7 @@ CODES = (
     INVALID_STEP,
     UNPARSABLE_WAIT,
     INVALID_EVENT,
+    DUPLICATE_KEY,
 )
 
 # The latest end (start + duration, ns) a row may have: a margin under int64's 9.223e18 so that

@@ -37,7 +37,7 @@ from pipelines import memory_budget
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
-from pipelines.ingest.readers import gz
+from pipelines.ingest.readers import gz, json_keys
 from pipelines.ingest.readers.trace_view import quote_constants
 from pipelines.ingest.steps.launch_links import launch_anchors
 from pipelines.ingest.steps.step_breakdown import (
@@ -157,8 +157,10 @@ def read_trace(path: Path) -> RankFrames:
     events, dropped = drop.split(frame)
     events = events.drop(drop.ENTRY)
     quarantined = []
-    if bad_events:
-        dropped[drop.INVALID_EVENT] = dropped.get(drop.INVALID_EVENT, 0) + len(bad_events)
+    twice = sum(1 for line in bad_events if json_keys.is_duplicate_line(line))
+    dropped = drop.merged(
+        dropped, {drop.DUPLICATE_KEY: twice, drop.INVALID_EVENT: len(bad_events) - twice}
+    )
     if set_aside:
         reason = drop.INVALID_EVENT if bad_events else "invalid_rows"
         quarantined.append(Quarantined.entries_set_aside(path, set_aside, reason=reason))
@@ -430,7 +432,11 @@ def _loose_events(raw: list[msgspec.Raw]) -> tuple[list[_Event], list[str]]:
     not (`traceEvents[i]: why`): one bad value costs its own event, not the file."""
     events: list[_Event] = []
     bad: list[str] = []
+    twice = json_keys.duplicate_keys(raw)
     for index, item in enumerate(raw):
+        if index in twice:
+            bad.append(json_keys.duplicate_line(index, twice[index]))
+            continue
         try:
             events.append(msgspec.json.decode(item, type=_Event))
         except msgspec.ValidationError as err:
@@ -443,13 +449,17 @@ def _decode(data: bytes, name: str) -> tuple[_Trace, list[str]]:
     data = data.removeprefix(BOM)
     try:
         try:
-            return _decode_as(data, name), []
+            trace = _decode_as(data, name)
         except msgspec.DecodeError:
             quoted = quote_constants(data)
             if quoted == data:
                 raise
             data = quoted
-            return _decode_as(data, name), []
+            trace = _decode_as(data, name)
+        # msgspec keeps the last of two equal keys without a word: such events are set aside
+        if json_keys.duplicate_keys(_raw_events(data)):
+            raise msgspec.ValidationError("an event gives one key twice")
+        return trace, []
     except msgspec.ValidationError as err:
         loose = _decode_loose(data, name, err)
         if loose is None:
@@ -460,16 +470,24 @@ def _decode(data: bytes, name: str) -> tuple[_Trace, list[str]]:
         raise QuarantineError(reason, f"{name}: {err}") from err
 
 
+def _loose_trace(data: bytes) -> _LooseTrace:
+    if data.lstrip()[:1] == b"[":
+        return _LooseTrace(traceEvents=msgspec.json.decode(data, type=list[msgspec.Raw]))
+    return msgspec.json.decode(data, type=_LooseTrace)
+
+
+def _raw_events(data: bytes) -> list[msgspec.Raw]:
+    """The events of a trace that decoded, undecoded."""
+    return _loose_trace(data).traceEvents or []
+
+
 def _decode_loose(
     data: bytes, name: str, err: msgspec.ValidationError
 ) -> tuple[_Trace, list[str]] | None:
-    """The trace read event by event after a typed decode failed; None when the failure is not
-    in an event (the file's own fields) or no event is usable."""
+    """The trace read event by event after a typed decode failed or an event gave one key twice;
+    None when the failure is not in an event (the file's own fields) or no event is usable."""
     try:
-        if data.lstrip()[:1] == b"[":
-            loose = _LooseTrace(traceEvents=msgspec.json.decode(data, type=list[msgspec.Raw]))
-        else:
-            loose = msgspec.json.decode(data, type=_LooseTrace)
+        loose = _loose_trace(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
     events, bad = _loose_events(loose.traceEvents or [])
@@ -556,6 +574,9 @@ def _event_frame(trace: _Trace) -> pl.DataFrame:
     reason = (
         pl.when(pl.col("ph") != "X")
         .then(None)
+        # args that are no object (a string, a number): the event's fields cannot be read
+        .when(pl.col("args").is_not_null() & ~pl.col("args").str.starts_with("{"))
+        .then(pl.lit(drop.INVALID_EVENT))
         .when(pl.col("_ts_text"))
         .then(pl.lit(drop.UNPARSABLE_TIMESTAMP))
         .when(ts_us.is_null())

@@ -6,6 +6,9 @@ microseconds with 3 decimals, parsed exactly to integer nanoseconds; `dur` is fl
 rounded to nanoseconds. A complete event with a bad `ts` or `dur` (missing, NaN, Infinity,
 negative, out of int64 range) is dropped and counted by reason (`TraceView.dropped`, codes in
 dropped.py, rules in docs/ingest_rules.md); a JSON-number `ts` is read with its own digits.
+An entry without `ph`, or a complete event whose `pid` is no integer or whose `args` are no
+object, is set aside as invalid_event; an entry giving one key twice as duplicate_key, on every
+path (DuckDB, msgspec, streamed).
 
 Lanes come from the `process_name` metadata of each pid, never from pid values:
 Python / python3 / MindSpore / Python GC / CANN -> host; Ascend Hardware -> compute (its
@@ -30,7 +33,6 @@ limit makes it slow on that form).
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -45,7 +47,7 @@ from pipelines import memory_budget
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.lookups import left_lookup
-from pipelines.ingest.readers import gz
+from pipelines.ingest.readers import gz, json_keys
 from pipelines.ingest.steps import flows as flow_links
 from pipelines.ingest.steps.ascend_launch import LINK_KEY_REGEX, compact_args, launch_slices
 from pipelines.ingest.units import us_text_to_ns_sql
@@ -263,7 +265,11 @@ def _raw_text(raw: msgspec.Raw) -> str | None:
 
 def quote_constants(data: bytes) -> bytes:
     """Bare NaN / Infinity / -Infinity (Python's json writes them) as JSON strings, so that the
-    event holding one is dropped with its reason instead of the file failing to decode."""
+    event holding one is dropped with its reason instead of the file failing to decode. A file
+    without either word is returned as it is (the substitution calls back per JSON string: 34 s
+    for a 133 MB trace)."""
+    if b"NaN" not in data and b"Infinity" not in data:
+        return data
     return _CONSTANTS.sub(lambda m: b'"' + m.group(1) + b'"' if m.group(1) else m.group(0), data)
 
 
@@ -273,6 +279,9 @@ class _BadEntry(QuarantineError):
 
 
 def _decode_events(data: bytes, form: str) -> list[TraceEvent]:
+    """The events of the file, typed; raises _BadEntry when one entry is no event or gives a key
+    twice (msgspec would keep the last value without a word: json_keys), so that the file is
+    read entry by entry."""
     kind: Any = _Wrapped if form == "object" else list[TraceEvent]
     try:
         try:
@@ -281,7 +290,10 @@ def _decode_events(data: bytes, form: str) -> list[TraceEvent]:
             quoted = quote_constants(data)
             if quoted == data:
                 raise
-            decoded = msgspec.json.decode(quoted, type=kind)
+            data = quoted
+            decoded = msgspec.json.decode(data, type=kind)
+        if json_keys.duplicate_keys(_raw_entries(data, form)):
+            raise _BadEntry("invalid_trace", "an entry gives one key twice")
     except msgspec.ValidationError as exc:
         if re.search(r"at `\$(\.traceEvents)?\[\d+\]", str(exc)):
             raise _BadEntry("invalid_trace", f"one entry is not a trace event: {exc}") from exc
@@ -312,36 +324,64 @@ class _Entries(msgspec.Struct):
     traceEvents: list[msgspec.Raw]
 
 
-def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    if len(set(keys)) != len(keys):
-        twice = sorted({key for key in keys if keys.count(key) > 1})
-        raise ValueError(f"duplicate key {', '.join(map(repr, twice))}")
-    return dict(pairs)
+def _raw_entries(data: bytes, form: str) -> list[msgspec.Raw]:
+    """The entries of the events list, undecoded."""
+    if form == "object":
+        return msgspec.json.decode(data, type=_Entries).traceEvents
+    return msgspec.json.decode(data, type=list[msgspec.Raw])
 
 
-def _entries_one_by_one(data: bytes, form: str) -> tuple[list[TraceEvent], list[str]]:
-    """Every entry that is an object without a duplicated key, and one line per other entry
-    (`traceEvents[i]: why`): read only after DuckDB refused one record, so one bad entry costs
-    itself, not the file (docs/ingest_rules.md)."""
+def _entries_one_by_one(
+    data: bytes, form: str, typed: bool
+) -> tuple[list[msgspec.Raw], list[str], dict[str, int]]:
+    """The entries to keep (objects without a duplicated key; `typed`: and of the TraceEvent
+    field types, for a file msgspec decodes), one line per other entry (`traceEvents[i]: why`)
+    and their count per reason code (duplicate_key, invalid_event): read only after DuckDB or
+    msgspec refused one record, so one bad entry costs itself, not the file
+    (docs/ingest_rules.md). The entries stay undecoded: the kept ones are read again the way
+    the file was (`_kept_relation`)."""
     data = quote_constants(data)
     try:
-        kind: Any = _Entries if form == "object" else list[msgspec.Raw]
-        decoded = msgspec.json.decode(data, type=kind)
+        entries = _raw_entries(data, form)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise QuarantineError("invalid_json", str(exc)) from exc
-    entries = decoded.traceEvents if form == "object" else decoded
-    events: list[TraceEvent] = []
+    twice = json_keys.duplicate_keys(entries)
+    kept: list[msgspec.Raw] = []
     set_aside: list[str] = []
+    counts: dict[str, int] = {}
     for index, entry in enumerate(entries):
+        if index in twice:
+            set_aside.append(json_keys.duplicate_line(index, twice[index]))
+            counts[drop.DUPLICATE_KEY] = counts.get(drop.DUPLICATE_KEY, 0) + 1
+            continue
         try:
-            item = json.loads(bytes(entry), object_pairs_hook=_refuse_duplicates)
-            if not isinstance(item, dict):
-                raise ValueError(f"not an object ({type(item).__name__})")
-            events.append(msgspec.json.decode(entry, type=TraceEvent))
+            if memoryview(entry)[:1] != b"{":
+                kind = type(msgspec.json.decode(entry)).__name__
+                raise ValueError(f"not an object ({kind})")
+            if typed:
+                msgspec.json.decode(entry, type=TraceEvent)
+            kept.append(entry)
         except (ValueError, msgspec.ValidationError) as exc:
             set_aside.append(f"traceEvents[{index}]: {exc}")
-    return events, set_aside
+            counts[drop.INVALID_EVENT] = counts.get(drop.INVALID_EVENT, 0) + 1
+    return kept, set_aside, counts
+
+
+def _kept_relation(
+    con: duckdb.DuckDBPyConnection, kept: list[msgspec.Raw], typed: bool, max_object: int
+) -> duckdb.DuckDBPyRelation:
+    """The kept entries read as the whole file was: decoded by msgspec (`typed`), or written as
+    an array next to the spills and read by DuckDB's read_json with the same columns."""
+    array = b"[" + b",".join(kept) + b"]"
+    if typed:
+        return _events_relation(con, msgspec.json.decode(array, type=list[TraceEvent]))
+    path = memory_budget.new_spill_dir() / "kept_entries.json"
+    path.write_bytes(array)
+    del array
+    return con.sql(
+        f"select * from read_json({sql_string(path)}, format = 'array', columns = {_COLUMNS},"
+        f" maximum_object_size = {max_object})"
+    )
 
 
 def _one_bad_record(exc: duckdb.Error) -> bool:
@@ -417,23 +457,52 @@ def _dropped_lines(frame: pl.DataFrame) -> list[str]:
     ]
 
 
-def _note_set_aside(view: TraceView, invalid: list[str], dropped_lines: list[str]) -> None:
-    """The quarantine lines of a read: invalid entries (counted as invalid_event) first, then
-    the events dropped for one value (counted under their own codes)."""
-    if invalid:
-        view.dropped[drop.INVALID_EVENT] = view.dropped.get(drop.INVALID_EVENT, 0) + len(invalid)
+def _note_set_aside(
+    view: TraceView, invalid: list[str], counts: dict[str, int], dropped_lines: list[str]
+) -> None:
+    """The quarantine lines of a read: entries set aside whole (counted in `counts` by code:
+    invalid_event, duplicate_key) first, then the events dropped for one value (counted under
+    their own codes)."""
+    view.dropped = drop.merged(view.dropped, counts)
     view.set_aside = [*invalid, *dropped_lines]
     view.set_aside_count = sum(view.dropped.values()) if view.set_aside else None
 
 
-def _scan_sql() -> str:
+# An entry that is an object but no usable event (docs/ingest_rules.md): no `ph` at all, a
+# complete event whose `pid` is no integer (torch_npu writes integers: it could not be mapped to
+# its process' lane) or whose `args` is no object. Each is dropped as invalid_event and named.
+_INVALID_EVENT = (
+    ("no_ph", "'no ph'"),
+    ("left(name, 1) in ('{', '[') and json_valid(name)", "'name is ' || name"),
+    (
+        "try_cast(pid as bigint) is null and pid is not null",
+        "'pid ' || pid || ' is not an integer'",
+    ),
+    (
+        "args is not null and args::varchar <> 'null' and left(args::varchar, 1) <> '{'",
+        "'args ' || args::varchar || ' is not an object'",
+    ),
+)
+
+
+def _scan_sql(checked: bool = False) -> str:
     """The one pass over the file (relation `raw`): complete (X), metadata (M) and flow (s/f)
-    events; counters (C) and everything else are dropped inside the scan (counters are as many
-    as the complete events in Level1+ exports)."""
+    events, and entries without `ph` (set aside as invalid_event); counters (C) and everything
+    else are dropped inside the scan (counters are as many as the complete events in Level1+
+    exports). `checked`: `raw` is `_checked_entries` (columns _code, _why: an entry that is no
+    object or gives a key twice), each such entry set aside under its code."""
+    entry_rules = (
+        [
+            ("_code = 'duplicate_key'", drop.DUPLICATE_KEY),
+            ("_code = 'invalid_event'", drop.INVALID_EVENT),
+        ]
+        if checked
+        else []
+    )
     reason = drop.sql_reason(
         [
-            # a name that is an object or a list (DuckDB reads it into the VARCHAR as JSON text)
-            ("left(name, 1) in ('{', '[') and json_valid(name)", drop.INVALID_EVENT),
+            *entry_rules,
+            *((condition, drop.INVALID_EVENT) for condition, _ in _INVALID_EVENT),
             ("ts is null", drop.MISSING_TIMESTAMP),
             ("start_ns is null and isfinite(try_cast(ts as double))", drop.TIMESTAMP_OUT_OF_RANGE),
             ("start_ns is null", drop.UNPARSABLE_TIMESTAMP),
@@ -444,29 +513,73 @@ def _scan_sql() -> str:
             (f"start_ns::double + dur_us * 1000 >= {drop.MAX_END_NS}", drop.DURATION_OUT_OF_RANGE),
         ]
     )
+    why = " ".join(f"when {condition} then {text}" for condition, text in _INVALID_EVENT)
+    if checked:
+        why = f"when _code is not null then _why {why}"
+    at = (
+        f"case {why} else 'ts ' || coalesce(ts::varchar, 'missing')"
+        " || ', dur ' || coalesce(dur::varchar, 'missing') end"
+    )
+    # an entry without ph (or set aside whole) is read as a complete event that is never kept
+    bad_entry = "ph is null or _code is not null" if checked else "ph is null"
+    entry_columns = ", _code, _why" if checked else ""
     return f"""
         with events as (
-            select ph, pid, tid, name, cat, ts, dur, id, bp, args,
+            select case when {bad_entry} then 'X' else ph end as ph, ph is null as no_ph,
+                   pid, tid, name, cat, ts, dur, id, bp, args{entry_columns},
                    case when ph in ('X', 's', 'f') then {_ts_ns_sql("ts")} end as start_ns,
                    case when ph = 'X' then try_cast(dur as double) end as dur_us
             from raw
-            where ph in ('X', 'M', 's', 'f')
+            where ph in ('X', 'M', 's', 'f') or {bad_entry}
+        ),
+        marked as (
+            select * exclude (no_ph{entry_columns}),
+                   case when ph = 'X' then {reason} end as reason,
+                   case when ph = 'X' then {at} end as at_text
+            from events
         )
         select ph, pid, tid, name,
                case when ph <> 'M' then cat end as category,
                start_ns,
-               case when ph = 'X' and isfinite(dur_us) and dur_us >= 0
-                         and dur_us * 1000 < {drop.MAX_END_NS}
-                    then round(dur_us * 1000)::bigint end as dur_ns,
-               case when ph = 'X' then {reason} end as {drop.DROPPED},
-               case when ph = 'X' and ({reason}) is not null
-                    then 'ts ' || coalesce(ts::varchar, 'missing')
-                         || ', dur ' || coalesce(dur::varchar, 'missing') end as {_AT},
+               case when reason is null then round(dur_us * 1000)::bigint end as dur_ns,
+               reason as {drop.DROPPED},
+               case when reason is not null then at_text end as {_AT},
                case when ph in ('s', 'f') then id end as flow_id,
                case when ph in ('s', 'f') then bp end as bp,
                case when ph in ('X', 'M') then args::varchar end as args
-        from events
+        from marked
         """
+
+
+def _checked_entries(
+    con: duckdb.DuckDBPyConnection, path: Path, max_object: int
+) -> duckdb.DuckDBPyRelation:
+    """The array read entry by entry as JSON values (DuckDB refused one record of the typed read:
+    an entry that is no object, or that gives a key twice), with the event columns read_json
+    yields and `_code` / `_why` for an entry to set aside: what the streamed read falls back to,
+    still a stream (`_entries_one_by_one` is the in-memory read's)."""
+    names = ("name", "ph", "pid", "tid", "ts", "dur", "cat", "id", "bp")
+    paths = ", ".join(f"'$.{c}'" for c in names)
+    fields = ", ".join(f"value[{i}] as {c}" for i, c in enumerate(names, start=1))
+    twice = "list_filter(list_distinct(keys), k -> len(list_filter(keys, x -> x = k)) > 1)"
+    return con.sql(
+        f"""
+        select {fields}, args,
+               case when kind <> 'OBJECT' then 'invalid_event'
+                    when len(keys) <> len(list_distinct(keys)) then 'duplicate_key'
+               end as _code,
+               case when kind <> 'OBJECT' then 'not an object (' || lower(kind) || ')'
+                    else 'duplicate key '
+                         || array_to_string(list_transform({twice}, k -> '''' || k || ''''), ', ')
+               end as _why
+        from (
+            select json_type(entry) as kind, json_keys(entry) as keys,
+                   json_extract_string(entry, [{paths}]) as value, entry -> 'args' as args
+            from read_json({sql_string(path)}, format = 'array', records = false,
+                           columns = {{entry: 'JSON'}}, maximum_object_size = {max_object})
+        )
+        """
+    )
 
 
 def _scan(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -475,6 +588,10 @@ def _scan(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     schema = reader.schema
     try:
         return pl.from_arrow(reader, rechunk=False)
+    except OSError as exc:
+        # DuckDB's error raised while the batches stream (a record past the first batch that
+        # is no object or gives a key twice): the caller's duckdb.Error handling applies
+        raise duckdb.InvalidInputException(str(exc)) from exc
     except ValueError:  # no batch at all: an empty result
         return pl.from_arrow(schema.empty_table())
 
@@ -585,6 +702,7 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
     """One in-memory read with a given DuckDB object-size limit."""
     con = scratch_connection(_SCAN_SETTINGS)
     set_aside: list[str] = []
+    counts: dict[str, int] = {}
     try:
         try:
             raw = _raw_relation(con, path, max_object)
@@ -593,8 +711,11 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
         except (duckdb.Error, _BadEntry) as exc:
             if isinstance(exc, duckdb.Error) and not _one_bad_record(exc):
                 raise
-            kept, set_aside = _entries_one_by_one(_file_bytes(path), _sniff(path)[0])
-            con.register("raw", _events_relation(con, kept))
+            typed = isinstance(exc, _BadEntry)  # msgspec refused it, not DuckDB
+            form = _sniff(path)[0]
+            kept, set_aside, counts = _entries_one_by_one(_file_bytes(path), form, typed)
+            con.register("raw", _kept_relation(con, kept, typed, max_object))
+            del kept
             events = _scan(con)
     except duckdb.Error as exc:
         raise QuarantineError("invalid_json", str(exc).splitlines()[0]) from exc
@@ -608,7 +729,7 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
     slices, dropped = drop.split(complete.drop(_AT))
     del complete
     view = _view(path, meta, slices, dropped, flows)
-    _note_set_aside(view, set_aside, dropped_lines)
+    _note_set_aside(view, set_aside, counts, dropped_lines)
     return view
 
 
@@ -625,10 +746,21 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
     con.execute("set preserve_insertion_order = false")
     try:
         con.register("raw", _raw_relation(con, path, max_object))
-        con.execute(
-            f"copy ({_scan_sql()}) to {sql_string(target)}"
-            f" (format parquet, row_group_size {_BATCH_ROWS})"
-        )
+        try:
+            _copy_scan(con, target)
+        except duckdb.Error as exc:
+            if not _one_bad_record(exc):
+                raise
+            # the entries as JSON values, checked, spilled first: the scan over the checked
+            # read alone needs more than DuckDB's 64 MiB floor (a 2 MB trace_view.json)
+            entries = spill / "entries.parquet"
+            con.execute(
+                f"copy ({_checked_entries(con, path, max_object).sql_query()})"
+                f" to {sql_string(entries)} (format parquet, row_group_size {_BATCH_ROWS})"
+            )
+            con.register("raw", con.read_parquet(str(entries)))
+            _copy_scan(con, target, checked=True)
+            entries.unlink()
     except duckdb.Error as exc:
         raise QuarantineError("invalid_json", str(exc).splitlines()[0]) from exc
     finally:
@@ -648,8 +780,15 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
     )
     slices = complete.filter(pl.col(drop.DROPPED).is_null()).drop(drop.DROPPED, _AT)
     view = _view(path, meta, slices, dropped, flows)
-    _note_set_aside(view, [], dropped_lines)
+    _note_set_aside(view, [], {}, dropped_lines)
     return view
+
+
+def _copy_scan(con: duckdb.DuckDBPyConnection, target: Path, checked: bool = False) -> None:
+    con.execute(
+        f"copy ({_scan_sql(checked)}) to {sql_string(target)}"
+        f" (format parquet, row_group_size {_BATCH_ROWS})"
+    )
 
 
 def _flows(events: pl.DataFrame | pl.LazyFrame):
@@ -735,14 +874,26 @@ def _launch_rows(
         )
         .collect(engine="streaming")
     )
-    rows = flow_links.merge_links(rows, links)
-    rows = left_lookup(rows, process.select("pid", "lane"), "pid")
-    rows = left_lookup(
-        rows.with_columns((pl.col("pid") + "/" + pl.col("tid")).alias("key")),
+    return launch_slices(_linked_with_lanes(rows, links, process, threads))
+
+
+def _linked_with_lanes(
+    frame: pl.DataFrame | pl.LazyFrame,
+    links: pl.DataFrame,
+    process: pl.DataFrame,
+    threads: pl.DataFrame,
+) -> pl.DataFrame | pl.LazyFrame:
+    """`frame` (a DataFrame or LazyFrame of scanned complete events) with its flow links merged
+    into the args, the lane of its process (`other` for a pid without a process_name) and its
+    thread name (the `thread_name` of pid/tid, else the tid): the one lookup of the in-memory
+    and the streamed reads."""
+    frame = flow_links.merge_links(frame, links)
+    frame = left_lookup(frame, process.select("pid", "lane"), "pid")
+    return left_lookup(
+        frame.with_columns((pl.col("pid") + "/" + pl.col("tid")).alias("key")),
         threads.select("key", pl.col("value").alias("thread")),
         "key",
-    ).with_columns(pl.col("thread").fill_null(pl.col("tid")))
-    return launch_slices(rows)
+    ).with_columns(pl.col("lane").fill_null("other"), pl.col("thread").fill_null(pl.col("tid")))
 
 
 def _is_empty(frame: pl.DataFrame | pl.LazyFrame) -> bool:
@@ -788,13 +939,7 @@ def _view(
     slices = slices.with_row_index(flow_links.ROW)
     raw = slices
     links, flow_counts = flow_links.bind(slices.lazy(), flows)
-    slices = flow_links.merge_links(slices, links)
-    slices = left_lookup(slices, process.select("pid", "lane"), "pid")
-    slices = left_lookup(
-        slices.with_columns((pl.col("pid") + "/" + pl.col("tid")).alias("key")),
-        threads.select("key", pl.col("value").alias("thread")),
-        "key",
-    ).with_columns(pl.col("lane").fill_null("other"), pl.col("thread").fill_null(pl.col("tid")))
+    slices = _linked_with_lanes(slices, links, process, threads)
     host_pids = [pid for pid, lane in lanes.items() if lane == "host"]
     windows = slices.filter(
         pl.col("name").str.starts_with(STEP_PREFIX) & pl.col("pid").is_in(host_pids)
