@@ -16,7 +16,7 @@ from pathlib import Path
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
 from pipelines.cli._format import duration, render_table
-from pipelines.workload.config import WorkloadConfig
+from pipelines.cli._workload_args import add_shape_arguments, workload_config
 
 DESCRIPTION = """\
 Run the reference engine (tracereplay workload: a small transformer on two local ranks, gloo on
@@ -42,16 +42,7 @@ def add_engine_bench(benches: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default: 5)")
-    parser.add_argument("--seq-len", type=int, default=4096, help="tokens (default: 4096)")
-    parser.add_argument("--chunk", type=int, default=512, help="chunk size C (default: 512)")
-    parser.add_argument("--hidden", type=int, default=128, help="hidden size (default: 128)")
-    parser.add_argument("--layers", type=int, default=4, help="layers (default: 4)")
-    parser.add_argument(
-        "--repeats", type=int, default=4, help="profiled passes per run (default: 4)"
-    )
-    parser.add_argument(
-        "--dcpp-min-chunk", type=int, default=None, help="DCPP floor (default: C / 4)"
-    )
+    add_shape_arguments(parser, repeats=4, repeats_help="profiled passes per run")
     parser.add_argument("--sweep", action="store_true", help="the a/b sweep instead of the rounds")
     parser.add_argument(
         "--configs",
@@ -91,14 +82,7 @@ def run_engine_bench(args: argparse.Namespace) -> int:
         return ExitCode.BAD_INPUT
 
     try:
-        base = WorkloadConfig(
-            layers=args.layers,
-            hidden=args.hidden,
-            seq_len=args.seq_len,
-            chunk=args.chunk,
-            repeats=args.repeats,
-            dcpp_min_chunk=args.dcpp_min_chunk,
-        )
+        base = workload_config(args)
     except ValueError as exc:
         print(f"tracereplay bench engine: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT

@@ -16,6 +16,7 @@ from pipelines.cli._common import (
     positive_int,
     seed,
 )
+from pipelines.cli._workload_args import add_shape_arguments, workload_config
 
 DESCRIPTION = """\
 Run chunked prefill of a small decoder-only transformer (random weights, GQA, KV cache) on two
@@ -41,32 +42,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--out runs/vpp-dense && tracereplay validate runs",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--layers", type=positive_int, default=4, help="decoder layers (default: 4)"
-    )
-    parser.add_argument(
-        "--hidden", type=positive_int, default=128, help="hidden size (default: 128)"
+    add_shape_arguments(
+        parser,
+        repeats=1,
+        repeats_help="profiled passes over the requests, the pipeline drained between passes; "
+        "pass p's request r is marked r<p*requests+r>, so the fit pools the passes per chunk index",
     )
     parser.add_argument("--heads", type=positive_int, default=4, help="query heads (default: 4)")
     parser.add_argument(
         "--kv-heads", type=positive_int, default=2, help="key/value heads, GQA (default: 2)"
     )
-    parser.add_argument(
-        "--seq-len",
-        type=positive_int,
-        default=4096,
-        help="prompt tokens per request (default: 4096)",
-    )
-    parser.add_argument("--chunk", type=positive_int, default=512, help="chunk size (default: 512)")
     parser.add_argument("--requests", type=positive_int, default=1, help="requests (default: 1)")
     parser.add_argument("--schedule", choices=("cpp", "dcpp", "vpp"), default="cpp")
-    parser.add_argument(
-        "--dcpp-min-chunk",
-        type=positive_int,
-        default=None,
-        metavar="TOKENS",
-        help="dcpp: smallest chunk (default: --chunk / 4)",
-    )
     parser.add_argument(
         "--dcpp-smooth",
         type=number(float, above=0, high=1, what="a sigma in (0, 1]"),
@@ -88,14 +75,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--threads", type=positive_int, default=1, help="intra-op threads per rank (default: 1)"
-    )
-    parser.add_argument(
-        "--repeats",
-        type=positive_int,
-        default=1,
-        help="profiled passes over the requests, the pipeline drained between passes; pass p's "
-        "request r is marked r<p*requests+r>, so the fit pools the passes per chunk index "
-        "(default: 1)",
     )
     parser.add_argument(
         "--warmup",
@@ -134,30 +113,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT
-    from pipelines.workload.config import WorkloadConfig
     from pipelines.workload.launch import run_workload
 
     try:
-        cfg = WorkloadConfig(
-            layers=args.layers,
-            hidden=args.hidden,
-            heads=args.heads,
-            kv_heads=args.kv_heads,
-            seq_len=args.seq_len,
-            chunk=args.chunk,
-            requests=args.requests,
-            schedule=args.schedule,
-            attention=args.attention,
-            top_k=args.top_k,
-            send=args.send,
-            threads=args.threads,
-            repeats=args.repeats,
-            warmup=args.warmup,
-            seed=args.seed,
-            dcpp_min_chunk=args.dcpp_min_chunk,
-            dcpp_smooth=args.dcpp_smooth,
-            pin=args.pin,
-        )
+        cfg = workload_config(args)
     except ValueError as exc:
         print(f"tracereplay workload: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
