@@ -68,21 +68,63 @@ class Claim:
         return asdict(self) | {"error": self.error}
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A model variant the claims can be measured under (docs/fidelity.md §5, `tracereplay
+    bench fidelity --variant`): the default is the calibrated model; the others are the
+    alternatives §5 weighs, each named by what it changes."""
+
+    host_form: str = "per_token"  # run.HOST_FORMS: how the host set-up grows with the prompt
+    short_packed: bool = False  # §6.2: several requests per scheduler step, VPP = vpp_async
+
+    @property
+    def name(self) -> str:
+        return next((k for k, v in VARIANTS.items() if v == self), "custom")
+
+
+VARIANTS: dict[str, Variant] = {
+    "calibrated": Variant(),
+    "host-quadratic": Variant(host_form="quadratic"),
+    "short-packed": Variant(short_packed=True),
+    "host-quadratic+short-packed": Variant(host_form="quadratic", short_packed=True),
+}
+_variant = VARIANTS["calibrated"]
+
+
 @cache
-def _run(model: str, requests: tuple[int, ...], schedule: str, chunk: int) -> dict[str, Any]:
-    return paper_run(list(requests), schedule, model=model, chunk_size=chunk)
+def _run(
+    model: str,
+    requests: tuple[int, ...],
+    schedule: str,
+    chunk: int,
+    host_form: str = "per_token",
+    packed: bool = False,
+) -> dict[str, Any]:
+    options: dict[str, Any] = {"pack_requests": True} if packed else {}
+    return paper_run(
+        list(requests), schedule, model=model, chunk_size=chunk, host_form=host_form, **options
+    )
 
 
-def best(model: str, tokens: int, schedule: str, count: int = 1) -> dict[str, Any]:
+def best(
+    model: str, tokens: int, schedule: str, count: int = 1, packed: bool = False
+) -> dict[str, Any]:
     """The schedule's run with the highest throughput over BUDGETS (`count` requests of
-    `tokens`)."""
-    runs = [_run(model, (tokens,) * count, schedule, c) for c in BUDGETS if c <= max(tokens, 8 * K)]
+    `tokens`; budgets above the prompt only when several requests share a step, `packed`)."""
+    runs = [
+        _run(model, (tokens,) * count, schedule, c, _variant.host_form, packed)
+        for c in BUDGETS
+        if packed or c <= max(tokens, 8 * K)
+    ]
     return max(runs, key=lambda m: m["throughput_tok_s"])
 
 
-def gain(model: str, tokens: int, faster: str, slower: str, count: int = 1) -> float:
+def gain(
+    model: str, tokens: int, faster: str, slower: str, count: int = 1, packed: bool = False
+) -> float:
     """Throughput of `faster` over `slower` at their best budgets, minus 1."""
-    a, b = best(model, tokens, faster, count), best(model, tokens, slower, count)
+    a = best(model, tokens, faster, count, packed)
+    b = best(model, tokens, slower, count, packed)
     return a["throughput_tok_s"] / b["throughput_tok_s"] - 1
 
 
@@ -274,14 +316,18 @@ SHORT_REQUESTS = 100
 
 
 def short_sequence_claims(requests: int = SHORT_REQUESTS) -> list[Claim]:
-    """§6.2: `requests` concurrent requests of 4K / 8K / 16K; VPP = vpp_pack."""
+    """§6.2: `requests` concurrent requests of 4K / 8K / 16K; VPP = vpp_pack, one request per
+    step (the variant short_packed: several requests per step by the token budget, VPP =
+    vpp_async, as vpp_pack does not run packed steps)."""
     sec = "§6.2 short"
     lengths = (4 * K, 8 * K, 16 * K)
-    qwen = {_label(n): gain(QWEN, n, "vpp_pack", "cpp", requests) for n in lengths}
+    packed = _variant.short_packed
+    vpp = "vpp_async" if packed else "vpp_pack"
+    qwen = {_label(n): gain(QWEN, n, vpp, "cpp", requests, packed) for n in lengths}
     worst = min(qwen.values())
     out = [_pct(sec, "qwen: VPP vs CPP, worst (regression)", -0.068, worst)]
     for model in (QWEN, GLM):
-        values = {_label(n): gain(model, n, "vpp_pack", "dcpp", requests) for n in lengths}
+        values = {_label(n): gain(model, n, vpp, "dcpp", requests, packed) for n in lengths}
         top = max(abs(v) for v in values.values())
         out.append(
             Claim(
@@ -295,7 +341,7 @@ def short_sequence_claims(requests: int = SHORT_REQUESTS) -> list[Claim]:
                 ", ".join(f"{k} {100 * v:+.1f}%" for k, v in values.items()),
             )
         )
-    ds = gain(DEEPSEEK, 4 * K, "vpp_pack", "dcpp", requests)
+    ds = gain(DEEPSEEK, 4 * K, vpp, "dcpp", requests, packed)
     out.append(_pct(sec, "deepseek: VPP over DCPP at 4K", 0.108, ds))
     return out
 
@@ -327,12 +373,18 @@ def ablation_claims() -> list[Claim]:
     """§6.4: 256K, 32K chunks, three concurrent requests; vanilla VPP, VPP-Async, + packing."""
     sec = "§6.4 ablation"
     requests = [256 * K] * 3
+    form = _variant.host_form
     results = {
-        s: simulate(requests, s, chunk_size=32 * K, host_ns_per_token="preset")
+        s: simulate(requests, s, chunk_size=32 * K, host_ns_per_token="preset", host_form=form)
         for s in ("vpp", "vpp_async")
     }
     results["vpp_pack"] = simulate(
-        requests, "vpp_pack", chunk_size=32 * K, pack_window=None, host_ns_per_token="preset"
+        requests,
+        "vpp_pack",
+        chunk_size=32 * K,
+        pack_window=None,
+        host_ns_per_token="preset",
+        host_form=form,
     )
 
     runs = {s: summarize(r) for s, r in results.items()}
@@ -387,7 +439,10 @@ def chunk_size_claims() -> list[Claim]:
         )
     )
     for model in (DEEPSEEK, GLM):
-        tput = [_run(model, (64 * K,), "vpp_async", c)["throughput_tok_s"] for c in BUDGETS]
+        tput = [
+            _run(model, (64 * K,), "vpp_async", c, _variant.host_form)["throughput_tok_s"]
+            for c in BUDGETS
+        ]
         ok = tput == sorted(tput)
         out.append(
             Claim(
@@ -414,8 +469,18 @@ SECTIONS: dict[str, Callable[[], list[Claim]]] = {
 }
 
 
-def all_claims(sections: Sequence[str] = tuple(SECTIONS)) -> list[Claim]:
-    out: list[Claim] = []
-    for name in sections:
-        out += SECTIONS[name]()
-    return out
+def all_claims(
+    sections: Sequence[str] = tuple(SECTIONS), variant: str = "calibrated"
+) -> list[Claim]:
+    """The claims of `sections` under the model variant `variant` (VARIANTS)."""
+    global _variant
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    previous, _variant = _variant, VARIANTS[variant]
+    try:
+        out: list[Claim] = []
+        for name in sections:
+            out += SECTIONS[name]()
+        return out
+    finally:
+        _variant = previous

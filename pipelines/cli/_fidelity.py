@@ -19,8 +19,9 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:.2f} s"
 
 
-def format_claims(claims: Sequence[Claim]) -> str:
-    """The claims as a table: paper figure, model figure, error, met or MISSED, the rule."""
+def format_claims(claims: Sequence[Claim], variant: str = "calibrated") -> str:
+    """The claims as a table: paper figure, model figure, error, met or MISSED, the rule; a
+    model variant other than the calibrated one is named in the title."""
     rows = [
         (
             c.section,
@@ -38,6 +39,7 @@ def format_claims(claims: Sequence[Claim]) -> str:
         ("section", "claim", "paper", "model", "error", "verdict", "rule"),
         rows,
         right=(2, 3, 4),
-        title="VPP paper (arXiv 2608.26523) against the calibrated presets",
+        title="VPP paper (arXiv 2608.26523) against the calibrated presets"
+        + ("" if variant == "calibrated" else f", variant {variant} (docs/fidelity.md §5)"),
     )
     return f"{table}\n{met} of {len(claims)} claims met (calibration rows count as met)."

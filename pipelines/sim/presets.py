@@ -247,6 +247,11 @@ ROOFLINE_MODELS = {LLAMA3_8B.name: (LLAMA3_8B, H100_SXM)}
 PRESET_NAMES: tuple[str, ...] = (*MODELS, *ROOFLINE_MODELS)
 
 
+HOST_REFERENCE_TOKENS = 512 * 1024
+"""The prompt length the host set-up figure is calibrated at (table 2's CPP bubble row, 512K
+tokens): a quadratic host form (run.host_ready_ns) takes the same time there."""
+
+
 def host_ns_per_token(model: str, hardware: str | None = None) -> float:
     """Host time per prompt token before a request's first chunk can run (request set-up:
     identified from the VPP paper's CPP bubble row, docs/fidelity.md §1); 0 for roofline

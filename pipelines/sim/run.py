@@ -195,14 +195,28 @@ def _noisy(dur: np.ndarray, noise: float, seed: int, batch: int | None = None) -
     return np.rint(scaled).astype(np.int64)
 
 
-def host_ready_ns(frame: pl.DataFrame, host_ns_per_token: float) -> np.ndarray:
+HOST_FORMS = ("per_token", "quadratic")
+"""How a request's host set-up grows with its prompt (docs/fidelity.md §5): `per_token`
+h x n; `quadratic` h x n x n / presets.HOST_REFERENCE_TOKENS, the same time at the reference
+length (table 2's 512K, where h is calibrated) and (n / 512K)^2 of it elsewhere."""
+
+
+def host_ready_ns(
+    frame: pl.DataFrame, host_ns_per_token: float, form: str = "per_token"
+) -> np.ndarray:
     """When each request of `frame` (arrival order) may start its first chunk: one host thread
-    sets requests up in arrival order, `host_ns_per_token` per prompt token, while the devices
-    run earlier requests: ready_i = max(arrival_i, ready_{i-1}) + h x tokens_i."""
+    sets requests up in arrival order while the devices run earlier requests:
+    ready_i = max(arrival_i, ready_{i-1}) + set-up_i, set-up_i = h x tokens_i (`form`
+    per_token) or h x tokens_i^2 / presets.HOST_REFERENCE_TOKENS (quadratic)."""
+    if form not in HOST_FORMS:
+        raise ValueError(f"host form must be one of {', '.join(HOST_FORMS)}, got {form!r}")
     arrival = frame["arrival_ns"].to_numpy().astype(np.int64)
     if host_ns_per_token <= 0:
         return arrival
-    prep = np.rint(host_ns_per_token * frame["prompt_tokens"].to_numpy()).astype(np.int64)
+    tokens = frame["prompt_tokens"].to_numpy().astype(np.float64)
+    if form == "quadratic":
+        tokens = tokens * tokens / presets.HOST_REFERENCE_TOKENS
+    prep = np.rint(host_ns_per_token * tokens).astype(np.int64)
     ready = np.empty_like(arrival)
     last = np.iinfo(np.int64).min
     for i in range(len(arrival)):
@@ -446,6 +460,7 @@ def simulate(
     disturbance: Disturbance | None = None,
     decode: DecodeLoad | None = None,
     host_ns_per_token: float | str | None = None,
+    host_form: str = "per_token",
 ) -> SimResult:
     """Simulate one run of `requests` under `schedule` and return its task and request tables.
 
@@ -463,7 +478,8 @@ def simulate(
     host_ns_per_token: host set-up time per prompt token before a request's first chunk
     (host_ready_ns); "preset" (the hardware preset's figure, 0 for a custom cost model), a
     number, or None (default: off, so a run starts at its first kernel as a written trace does).
-    The wait counts in TTFT and, on every rank, in the run's window.
+    The wait counts in TTFT and, on every rank, in the run's window. host_form: "per_token"
+    (default) or "quadratic" (host_ready_ns; the same set-up at 512K, (n / 512K)^2 of it at n).
     """
     plan, dur, meta, _, _, coll = prepare(
         requests,
@@ -486,10 +502,11 @@ def simulate(
         decode=decode,
     )
     host = _resolve_host(host_ns_per_token, model, hardware)
-    ready = host_ready_ns(requests_frame(requests), host)
+    ready = host_ready_ns(requests_frame(requests), host, host_form)
     if "request_steps" in meta:  # one packed batch: its first step waits for every request
         ready = np.array([ready.max()], dtype=np.int64)
     meta["host_ns_per_token"] = host
+    meta["host_form"] = host_form
     parts = collective_parts(plan, coll)
     if disturbance is None:
         durations = _noisy(dur, noise, seed)

@@ -71,3 +71,35 @@ def test_cli_prints_json_and_exits_1_on_a_missed_claim(capsys) -> None:
     assert {"section", "claim", "paper", "model", "error", "met", "rule"} <= set(rows[0])
     assert code == (0 if all(r["met"] for r in rows) else 1)
     assert any(not r["met"] for r in rows)  # VPP vs DCPP exposed comm: +48 % vs +35 %
+
+
+def test_host_quadratic_variant_leaves_table2_and_moves_the_long_sequence_gains() -> None:
+    """The host form is identified at 512K only: table 2 is the same under both forms; below
+    512K the quadratic form's smaller set-up lets the per-model VPP gains over CPP grow
+    (docs/fidelity.md §5: Qwen up to +4.3 % -> +6.2 % against the paper's +7.3 %)."""
+    from pipelines.bench.fidelity import all_claims
+
+    calibrated = {c.claim: c for c in all_claims(("table2", "long"))}
+    quadratic = {c.claim: c for c in all_claims(("table2", "long"), "host-quadratic")}
+    for name, claim in calibrated.items():
+        if claim.section == "table 2":
+            assert quadratic[name].model == claim.model, name
+    for model in ("qwen3-coder-30b-a3b", "deepseek-v3.1", "glm-5.2"):
+        name = f"{model}: VPP over CPP, up to"
+        assert quadratic[name].model > calibrated[name].model + 0.003, model
+    assert quadratic["qwen3-coder-30b-a3b: VPP over CPP, up to"].met
+
+
+def test_short_packed_variant_trades_one_short_claim_for_another() -> None:
+    """Several requests per step (the paper's batching): Qwen's VPP ~ DCPP is met there, its
+    regression against CPP is lost (docs/fidelity.md §5: the trade-off)."""
+    from pipelines.bench.fidelity import all_claims, short_sequence_claims
+
+    one = {c.claim: c for c in short_sequence_claims()}
+    packed = {c.claim: c for c in all_claims(("short",), "short-packed")}
+    regression = "qwen: VPP vs CPP, worst (regression)"
+    parity = "qwen3-coder-30b-a3b: VPP ~ DCPP (no regression, within 3 %)"
+    assert one[regression].met and not one[parity].met
+    assert packed[parity].met and not packed[regression].met
+    with pytest.raises(ValueError, match="variant"):
+        all_claims(("short",), "no-such-variant")

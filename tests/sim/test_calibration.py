@@ -56,3 +56,22 @@ def test_protocol_recovers_the_figures_from_a_wrong_start(fixed_point) -> None:
     assert abs(got.dcpp_chunks - fixed_point.dcpp_chunks) <= 1
     for name, value in got.figures().items():
         assert value == pytest.approx(fixed_point.figures()[name], rel=0.03), name
+
+
+def test_host_forms_agree_at_the_reference_length_only() -> None:
+    """run.host_ready_ns: per_token h n and quadratic h n^2 / 512K take the same set-up at 512K;
+    at 4K the quadratic one is 1/128 of it; one host thread sets requests up in order."""
+    import polars as pl
+
+    from pipelines.sim.presets import HOST_REFERENCE_TOKENS
+    from pipelines.sim.run import host_ready_ns
+
+    n = HOST_REFERENCE_TOKENS
+    frame = pl.DataFrame({"arrival_ns": [0, 0], "prompt_tokens": [n, 4096]})
+    linear = host_ready_ns(frame, 20.0)
+    quadratic = host_ready_ns(frame, 20.0, "quadratic")
+    assert linear[0] == quadratic[0] == 20 * n
+    assert linear[1] - linear[0] == 20 * 4096
+    assert quadratic[1] - quadratic[0] == 20 * 4096 // 128
+    with pytest.raises(ValueError, match="host form"):
+        host_ready_ns(frame, 20.0, "cubic")
