@@ -196,11 +196,11 @@ def test_sqlite_comm_op_with_text_start_costs_the_op(real_dir: Path, tmp_path: P
     con.close()
     run, quarantined = _ingest(folder, tmp_path / "bad.duckdb")
     assert run.ranks == clean_run.ranks == 2
-    assert run.rows["comm_ops"] == clean_run.rows["comm_ops"] - 1
-    # the op's own kernel row (its HCCL task) may go with it, nothing else
-    assert 0 <= clean_run.rows["kernels"] - run.rows["kernels"] <= 1
+    # the op takes its start from its sub-tasks (issue 36; tests/ingest/
+    # test_malformed_round5_rows.py has the op whose sub-tasks cannot give it back)
+    assert run.rows == clean_run.rows
     (row,) = quarantined
-    assert row.reason == "invalid_rows"
+    assert row.reason == "repaired_rows"
     assert f"COMMUNICATION_OP opId {op_id}: unparsable_timestamp" in row.detail
 
 

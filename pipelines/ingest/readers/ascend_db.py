@@ -49,6 +49,8 @@ MISSING_FILE = "missing_file"
 EMPTY_FILE = "empty_file"
 CORRUPT_DB = "corrupt_db"
 MISSING_TABLES = "missing_tables"
+MISSING_NAME = "missing_name"  # a dropped-row code: a task, op or call without a name id
+REPAIRED = "_repaired"  # why a comm op's time was taken from its sub-tasks (NULL: its own)
 
 # bytes per element of ENUM_HCCL_DATA_TYPE names
 _DTYPE_BYTES = {
@@ -115,9 +117,10 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
     host, dropped_host, bad_host = drop.screen_named(
         _host_slices(con, columns), "host call {name!r}"
     )
+    ops = _comm_ops(con, columns, rank_folder / OUTPUT_DIR / ANALYSIS_DB, metadata)
+    repaired = _repaired_ops(db_path, ops)
     comm, dropped_comm, bad_comm = drop.screen_named(
-        _comm_ops(con, columns, rank_folder / OUTPUT_DIR / ANALYSIS_DB, metadata),
-        "COMMUNICATION_OP opId {op_id}",
+        ops.drop(REPAIRED), "COMMUNICATION_OP opId {op_id}"
     )
     if device_id is None and tasks.height:
         device_id = int(tasks.get_column("device_id").mode().sort()[0])
@@ -210,8 +213,27 @@ def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFram
         dropped=drop.merged(dropped, dropped_host, dropped_comm),
         quarantined=_rows_set_aside(
             db_path, [*bad_tasks, *bad_host, *bad_comm], dropped, dropped_host, dropped_comm
-        ),
+        )
+        + repaired,
     )
+
+
+def _repaired_ops(db_path: Path, ops: pl.DataFrame) -> list[Quarantined]:
+    """One quarantine row (`repaired_rows`) naming the communication ops whose own start or end
+    was bad or missing and was taken from their sub-tasks (_comm_ops), none when there is none."""
+    fixed = ops.filter(pl.col(REPAIRED).is_not_null())
+    if fixed.is_empty():
+        return []
+    lines = [
+        f"COMMUNICATION_OP opId {op_id}: {why}"
+        for op_id, why in fixed.select("op_id", REPAIRED).head(3).iter_rows()
+    ]
+    count = fixed.height
+    detail = (
+        f"{count} entr{'y' if count == 1 else 'ies'} repaired from the sub-tasks of the op,"
+        f" the rest loaded as is: {'; '.join(lines)}"
+    )
+    return [Quarantined(str(db_path), "repaired_rows", detail)]
 
 
 def _rows_set_aside(db_path: Path, lines: list[str], *counts: dict[str, int]) -> list[Quarantined]:
@@ -290,6 +312,19 @@ def _time_reason(start: str, end: str) -> str:
     first = _ns_reason(start, drop.UNPARSABLE_TIMESTAMP, drop.TIMESTAMP_OUT_OF_RANGE)
     second = _ns_reason(end, drop.UNPARSABLE_DURATION, drop.DURATION_OUT_OF_RANGE)
     return f"coalesce({first}, {second})"
+
+
+UNRESOLVED_NAME = "STRING_IDS#{id}"
+"""The name of a row whose name id has no text in STRING_IDS (an id missing from the table, or
+its value NULL): the row is kept (its times are good) under the id, so the rows of one op still
+share one name (docs/ingest_rules.md)."""
+
+
+def _name(value: str, name_id: str) -> str:
+    """SQLite: the STRING_IDS text `value` of id `name_id`, else UNRESOLVED_NAME of the id (NULL
+    only when the id itself is NULL)."""
+    prefix, suffix = UNRESOLVED_NAME.split("{id}")
+    return f"coalesce({value}, '{prefix}' || {name_id} || '{suffix}')"
 
 
 def _frame(con: sqlite3.Connection, sql: str, schema: dict[str, Any]) -> pl.DataFrame:
@@ -428,12 +463,18 @@ def _tasks(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.DataFra
     else:
         comm_join = ""
         comm_cols = "null, null, null, null"
-    reason = _time_reason("t.startNs", "t.endNs")
+    # a kernel (COMPUTE_TASK_INFO row) without a name id is dropped and named, never left to
+    # the warehouse's NOT NULL (dropped there without a word)
+    reason = (
+        f"coalesce({_time_reason('t.startNs', 't.endNs')}, case when c.globalTaskId is not null"
+        f" and c.name is null then '{MISSING_NAME}' end)"
+    )
     sql = f"""
         select t.globalTaskId, {_ns("t.startNs")}, {_ns("t.endNs")} - {_ns("t.startNs")},
                t.deviceId, t.streamId, t.taskId,
                t.connectionId, tt.value, c.globalTaskId is not null,
-               cn.value, co.value, cc.value, c.blockDim, {wait}, {comm_cols}, {reason}
+               {_name("cn.value", "c.name")}, co.value, cc.value, c.blockDim, {wait},
+               {comm_cols}, {reason}
         from TASK t
         left join STRING_IDS tt on tt.id = t.taskType
         left join COMPUTE_TASK_INFO c on c.globalTaskId = t.globalTaskId
@@ -498,6 +539,7 @@ def _comm_ops(
         "count": pl.Float64,
         "db_wait_ns": pl.Int64,
         drop.DROPPED: pl.String,
+        REPAIRED: pl.String,
     }
     if not _has(columns, "COMMUNICATION_OP"):
         ops = pl.DataFrame(schema=schema)
@@ -509,13 +551,45 @@ def _comm_ops(
             else ""
         )
         dtype = "d.name" if dtype_join else "null"
+        # an op whose own start or end is bad or missing takes it from its sub-tasks when every
+        # one of them has good times: torch_npu writes an op's span as the span of its tasks
+        # (8 of 8 ops of the real Level1 db, both ranks: start = first task start, end = last
+        # task end, to the ns), so the op, its slice and the overlap derived from it stay
+        if _has(columns, "COMMUNICATION_TASK_INFO"):
+            span_join = f"""
+            left join (
+                select k.opId as op_id, min({_ns("t.startNs")}) as first_ns,
+                       max({_ns("t.endNs")}) as last_ns, count(*) as tasks
+                from COMMUNICATION_TASK_INFO k join TASK t on t.globalTaskId = k.globalTaskId
+                group by k.opId
+                having count(*) = count({_ns("t.startNs")}) and count(*) = count({_ns("t.endNs")})
+            ) span on span.op_id = o.opId"""
+            first, last, tasks = "span.first_ns", "span.last_ns", "span.tasks"
+        else:
+            span_join, first, last, tasks = "", "null", "null", "null"
+        start = f"coalesce({_ns('o.startNs')}, {first})"
+        end = f"coalesce({_ns('o.endNs')}, {last})"
+        own = (
+            f"coalesce({_time_reason('o.startNs', 'o.endNs')},"
+            f" case when o.startNs is null then '{drop.MISSING_TIMESTAMP}'"
+            f" when o.endNs is null then '{drop.MISSING_DURATION}' end)"
+        )
+        fixed = f"{start} is not null and {end} is not null and {own} is not null"
+        repaired = (
+            f"case when {fixed} then {own} || ' (start ' || coalesce(quote(o.startNs), 'NULL')"
+            f" || ', end ' || coalesce(quote(o.endNs), 'NULL') || '): its time taken from its '"
+            f" || {tasks} || ' sub-tasks' end"
+        )
         ops = _frame(
             con,
             f"""
-            select o.opId, n.value, {_ns("o.startNs")}, {_ns("o.endNs")} - {_ns("o.startNs")},
+            select o.opId, {_name("n.value", "o.opName")},
+                   {start}, {end} - {start},
                    o.connectionId, g.value, ot.value, {dtype}, a.value, o.count, {wait},
-                   {_time_reason("o.startNs", "o.endNs")}
-            from COMMUNICATION_OP o
+                   coalesce(case when {fixed} then null else {_time_reason("o.startNs", "o.endNs")}
+                            end, case when o.opName is null then '{MISSING_NAME}' end),
+                   {repaired}
+            from COMMUNICATION_OP o{span_join}
             left join STRING_IDS n on n.id = o.opName
             left join STRING_IDS g on g.id = o.groupName
             left join STRING_IDS ot on ot.id = o.opType
@@ -718,6 +792,7 @@ def _host_slices(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.D
     }
     times = f"{_ns('p.startNs')}, {_ns('p.endNs')}"
     reason = _time_reason("p.startNs", "p.endNs")
+    missing_name = f"case when p.name is null then '{MISSING_NAME}' end"
     enum = _has(columns, "ENUM_API_TYPE")
     kind = "e.name" if enum else "cast(p.type as text)"
     enum_join = "left join ENUM_API_TYPE e on e.id = p.type" if enum else ""
@@ -733,8 +808,8 @@ def _host_slices(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.D
             _frame(
                 con,
                 f"""
-                select s.value, {kind}, {times}, p.globalTid, {conn}, p.sequenceNumber,
-                       {reason}
+                select {_name("s.value", "p.name")}, {kind}, {times}, p.globalTid, {conn},
+                       p.sequenceNumber, coalesce({reason}, {missing_name})
                 from PYTORCH_API p left join STRING_IDS s on s.id = p.name {enum_join}
                 """,
                 schema,
@@ -745,8 +820,8 @@ def _host_slices(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.D
             _frame(
                 con,
                 f"""
-                select s.value, {kind}, {times}, p.globalTid,
-                       cast(p.connectionId as text), null, {reason}
+                select {_name("s.value", "p.name")}, {kind}, {times}, p.globalTid,
+                       cast(p.connectionId as text), null, coalesce({reason}, {missing_name})
                 from CANN_API p left join STRING_IDS s on s.id = p.name {enum_join}
                 """,
                 schema,

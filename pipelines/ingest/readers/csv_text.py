@@ -6,6 +6,7 @@ missing values as `N/A` or empty; older files have CRLF line ends. Cells are tri
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -27,10 +28,44 @@ MISSING = ("", "N/A", "NA", "None", "null")
 # docs/bench_ingest.md "Many small runs").
 PARSE_ONCE_BYTES = 32 << 20
 
+# The longest line a CSV reader parses (DuckDB's `max_line_size`; its default is 2 MB). A longer
+# line (a 200 MiB `Input Shapes` cell) is one row too large to hold: it is set aside by its line
+# number (`too_large`) and the rest of the file loads; the real kernel_details.csv lines are
+# under 1 KB (msinsight level1: 66 KB for 191 rows).
+MAX_LINE_BYTES = 8 << 20
 
-def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]:
+
+@dataclass
+class LongLines:
+    """Lines of one CSV set aside because they are longer than MAX_LINE_BYTES."""
+
+    lines: list[tuple[int, int]] = field(default_factory=list)  # (line number, bytes)
+
+    def source_line(self, data_row: int) -> int:
+        """The file's line number (1-based, header = line 1) of data row `data_row` (0-based)
+        of what was read, counting the lines set aside before it."""
+        line = data_row + 2
+        for skipped, _ in self.lines:
+            if skipped <= line:
+                line += 1
+        return line
+
+    def reasons(self) -> list[str]:
+        """`line N: too_large (...)` for each line set aside."""
+        return [
+            f"line {n}: too_large (a line of {size / 2**20:.1f} MiB, over the"
+            f" {MAX_LINE_BYTES >> 20} MiB a CSV line may hold)"
+            for n, size in self.lines
+        ]
+
+
+def open_csv(
+    con: duckdb.DuckDBPyConnection, path: Path, view: str, long_lines: LongLines | None = None
+) -> list[str]:
     """Register `path` as view `view` (all VARCHAR); returns the header names. Raises
-    QuarantineError for empty, binary or unparsable files."""
+    QuarantineError for empty, binary or unparsable files. With `long_lines`, a data line longer
+    than MAX_LINE_BYTES is left out and recorded there (the rest loads); without, such a file is
+    quarantined as `too_large`."""
     try:
         size = path.stat().st_size
         with path.open("rb") as handle:
@@ -44,6 +79,8 @@ def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]
     try:
         try:
             columns = _parse(con, path, view, size)
+        except _LineTooLong:
+            columns = _parse_without_long_lines(con, path, view, size, long_lines)
         except duckdb.Error as exc:
             if "Invalid unicode" not in str(exc):
                 raise
@@ -56,16 +93,78 @@ def open_csv(con: duckdb.DuckDBPyConnection, path: Path, view: str) -> list[str]
     return [c.strip() for c in columns]
 
 
+class _LineTooLong(Exception):
+    """DuckDB met a line longer than MAX_LINE_BYTES (its message, which quotes the whole line,
+    is not kept: it would hold the line in memory twice more)."""
+
+
+def _has_long_line(path: Path) -> bool:
+    """Whether some line of `path` is longer than MAX_LINE_BYTES, found from the line breaks of
+    each MAX_LINE_BYTES block (memchr speed; a line inside one block cannot be longer). Checked
+    before DuckDB sees the file: its sniffer would buffer the whole line (a 200 MiB line took a
+    file read under a 512 MB budget to 670 MB RSS)."""
+    since_break = 0  # bytes since the last line break
+    with path.open("rb") as handle:
+        while block := handle.read(MAX_LINE_BYTES):
+            first = block.find(b"\n")
+            if first < 0:
+                since_break += len(block)
+            else:
+                if since_break + first > MAX_LINE_BYTES:
+                    return True
+                since_break = len(block) - 1 - block.rfind(b"\n")
+            if since_break > MAX_LINE_BYTES:
+                return True
+    return False
+
+
 def _parse(con: duckdb.DuckDBPyConnection, path: Path, view: str, size: int) -> list[str]:
+    if size > MAX_LINE_BYTES and _has_long_line(path):
+        raise _LineTooLong
     try:
         relation = _read_csv(con, path)
     except duckdb.Error as exc:
-        if "sniffing" not in str(exc):
+        message = str(exc)
+        if "Maximum line size" in message:
+            del message
+            raise _LineTooLong from None
+        if "sniffing" not in message:
             raise
         # mixed line endings (one LF in a CRLF file) defeat DuckDB's dialect sniffer: read a
         # copy whose every line ends in LF, the rows unchanged
         relation = _read_csv(con, _one_line_ending(path))
     return _register(con, view, relation, size)
+
+
+def _parse_without_long_lines(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    view: str,
+    size: int,
+    long_lines: LongLines | None,
+) -> list[str]:
+    """Read a copy of `path` without its lines longer than MAX_LINE_BYTES, streamed (memory
+    bounded by the limit); raises QuarantineError(too_large) when the header is one of them or
+    the caller cannot take rows set aside."""
+    found = LongLines()
+    copy = memory_budget.new_spill_dir() / path.name
+    with path.open("rb") as source, copy.open("wb") as target:
+        number = 0
+        while piece := source.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(piece) <= MAX_LINE_BYTES or piece.endswith(b"\n"):
+                target.write(piece)
+                continue
+            length = len(piece)
+            while not piece.endswith(b"\n") and (piece := source.readline(1 << 20)):
+                length += len(piece)
+            found.lines.append((number, length))
+    if not found.lines:
+        raise QuarantineError("csv_parse_error", f"{path.name}: a line DuckDB could not size")
+    if found.lines[0][0] == 1 or long_lines is None:
+        raise QuarantineError("too_large", f"{path.name}: {'; '.join(found.reasons()[:3])}")
+    long_lines.lines.extend(found.lines)
+    return _register(con, view, _read_csv(con, copy), size)
 
 
 def _register(
@@ -83,7 +182,8 @@ def _register(
 def _read_csv(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyRelation:
     return con.sql(
         f"select * from read_csv({sql_string(path)}, all_varchar = true, header = true,"
-        " delim = ',', quote = '\"', escape = '\"', null_padding = true)"
+        " delim = ',', quote = '\"', escape = '\"', null_padding = true,"
+        f" max_line_size = {MAX_LINE_BYTES})"
     )
 
 
@@ -127,15 +227,21 @@ def check_time_columns(
     unparsable_quarantines: bool = True,
 ) -> None:
     """Quarantine-worthy problems of time columns, found in one scan of the file: Excel damage
-    in any of them (Excel rewrote every long number of the sheet, so no time in it can be
-    trusted to the nanosecond), and in `numbers` cells that are not numbers (an empty or N/A
-    cell is not one: the reader drops that row as missing). The first problem, in column order
-    and Excel damage before the rest, raises QuarantineError."""
+    in any of them, and in `numbers` cells that are not numbers (an empty or N/A cell is not
+    one: the reader drops that row as missing). The first problem, in column order and Excel
+    damage before the rest, raises QuarantineError.
+
+    Excel damage is a column at least half of whose cells are in scientific notation: Excel
+    shows every number wider than 11 digits that way (General format), so in a sheet it saved
+    every µs start time (16 digits) is rewritten and no time in it can be trusted to the
+    nanosecond. One such cell among plain numbers (`1e300` in one row) is a bad value of its
+    row, left to the reader to set aside."""
     aggregates = []
     for i, column in enumerate([*numbers, *excel_only]):
         cell = trimmed(column)
         mangled = f"regexp_matches({cell}, '{EXCEL_MANGLED}')"
         aggregates += [
+            f"count({cell}) as filled_{i}",
             f"count(*) filter (where {mangled}) as mangled_{i}",
             f"any_value({cell}) filter (where {mangled}) as mangled_example_{i}",
         ]
@@ -147,11 +253,12 @@ def check_time_columns(
             ]
     found = con.sql(f"select {', '.join(aggregates)} from {view}").pl().row(0, named=True)
     for i, column in enumerate([*numbers, *excel_only]):
-        if found[f"mangled_{i}"]:
+        if found[f"mangled_{i}"] and 2 * found[f"mangled_{i}"] >= found[f"filled_{i}"]:
             raise QuarantineError(
                 "excel_mangled_number",
-                f"{name}: {found[f'mangled_{i}']} '{column}' cells in scientific notation such as"
-                f" {found[f'mangled_example_{i}']!r} (precision lost, likely saved by Excel)",
+                f"{name}: {found[f'mangled_{i}']} of {found[f'filled_{i}']} '{column}' cells in"
+                f" scientific notation such as {found[f'mangled_example_{i}']!r} (precision lost,"
+                " likely saved by Excel)",
             )
         if unparsable_quarantines and found.get(f"unparsable_{i}"):
             raise QuarantineError(

@@ -25,7 +25,9 @@ import polars as pl
 
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.readers.csv_text import (
+    EXCEL_MANGLED,
     NUMBER,
+    LongLines,
     as_int_sql,
     check_time_columns,
     open_csv,
@@ -38,6 +40,15 @@ from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import scratch_connection
 
 COMM_CORES = ("HCCL", "COMMUNICATION")
+
+
+def _huge(cell: str) -> str:
+    """SQL: a cell in scientific notation whose value in µs is past the int64 ns range (`1e300`
+    in one row of a file whose other times are plain: a bad value, not Excel damage)."""
+    return (
+        f"regexp_matches({cell}, '{EXCEL_MANGLED}')"
+        f" and abs(try_cast({cell} as double)) * 1000 >= {drop.MAX_END_NS}"
+    )
 
 
 @dataclass
@@ -56,7 +67,8 @@ def read_kernel_details(path: Path) -> KernelDetails:
     """Read one kernel_details.csv (or msprof op_summary csv); raises QuarantineError."""
     con = scratch_connection()
     try:
-        columns = open_csv(con, path, "kd")
+        long_lines = LongLines()
+        columns = open_csv(con, path, "kd", long_lines)
         col = require(
             columns,
             path.name,
@@ -86,6 +98,7 @@ def read_kernel_details(path: Path) -> KernelDetails:
         reason = drop.sql_reason(
             [
                 ("start_text is null", drop.MISSING_TIMESTAMP),
+                (_huge("start_text"), drop.TIMESTAMP_OUT_OF_RANGE),
                 (f"not regexp_matches(start_text, '{NUMBER}')", drop.UNPARSABLE_TIMESTAMP),
                 ("start_ns is null", drop.TIMESTAMP_OUT_OF_RANGE),
                 ("dur_text is null", drop.MISSING_DURATION),
@@ -93,6 +106,7 @@ def read_kernel_details(path: Path) -> KernelDetails:
                     "regexp_full_match(lower(dur_text), '[+-]?(nan|inf|infinity)')",
                     drop.NON_FINITE_DURATION,
                 ),
+                (_huge("dur_text"), drop.DURATION_OUT_OF_RANGE),
                 (f"not regexp_matches(dur_text, '{NUMBER}')", drop.UNPARSABLE_DURATION),
                 ("dur_ns is null", drop.DURATION_OUT_OF_RANGE),
                 ("dur_ns < 0", drop.NEGATIVE_DURATION),
@@ -136,8 +150,8 @@ def read_kernel_details(path: Path) -> KernelDetails:
         con.close()
     # every dropped row is named by its line (not only the cells that are no number)
     unusable = frame.with_row_index().filter(pl.col(drop.DROPPED).is_not_null())
-    set_aside = [  # line 1 is the header
-        f"line {index + 2}: {why}"
+    set_aside = long_lines.reasons() + [
+        f"line {long_lines.source_line(index)}: {why}"
         for index, why in unusable.select("index", drop.DROPPED).head(3).iter_rows()
     ]
     frame, dropped = drop.split(frame)
@@ -148,5 +162,5 @@ def read_kernel_details(path: Path) -> KernelDetails:
         device_id=device_id,
         dropped=dropped,
         set_aside=set_aside,
-        unusable=unusable.height,
+        unusable=unusable.height + len(long_lines.lines),
     )

@@ -13,7 +13,14 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.ingest.errors import QuarantineError
-from pipelines.ingest.readers.csv_text import as_int_sql, open_csv, pick, require, trimmed
+from pipelines.ingest.readers.csv_text import (
+    LongLines,
+    as_int_sql,
+    open_csv,
+    pick,
+    require,
+    trimmed,
+)
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import scratch_connection
 
@@ -57,7 +64,8 @@ def read_step_trace_time(path: Path) -> StepTrace:
     """Read one step_trace_time.csv; raises QuarantineError."""
     con = scratch_connection()
     try:
-        headers = open_csv(con, path, "st")
+        long_lines = LongLines()  # a line too long to parse is set aside by its number
+        headers = open_csv(con, path, "st", long_lines)
         require(headers, path.name, step=("Step",), computing=("Computing",))
         present = {key: pick(headers, header) for key, header in COLUMN_HEADERS.items()}
         found = [key for key, header in present.items() if header is not None]
@@ -94,7 +102,7 @@ def read_step_trace_time(path: Path) -> StepTrace:
         # one bad cell costs its row (issue 36 deliver 3): the row is named, the rest loads
         first = unparsable.sort("row_no").unique("row_no", keep="first", maintain_order=True)
         set_aside = [
-            f"line {row_no + 1}: "
+            f"line {long_lines.source_line(row_no - 1)}: "
             + (
                 f"{COLUMN_HEADERS[key]} is a negative time ({text})"
                 if ns is not None and ns < 0
@@ -105,6 +113,7 @@ def read_step_trace_time(path: Path) -> StepTrace:
                 "row_no", "key", "text", "ns", "step_text"
             ).iter_rows()
         ]
+    set_aside = long_lines.reasons() + set_aside
     if len(bad_rows) and len(bad_rows) == cells["row_no"].n_unique():
         raise QuarantineError(
             "unparsable_rows",
