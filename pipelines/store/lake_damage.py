@@ -4,8 +4,11 @@ run (left out of the views, named on stderr) instead of every command.
 A Parquet file starts and ends with the 4-byte magic `PAR1` and is at least 12 bytes long (magic,
 footer length, magic: the Apache Parquet file format specification, "File format"). A file cut
 short by a full disk or a killed copy has no closing magic; a file of another kind named
-`*.parquet` has no opening one. A file with both magics but a foreign schema is not caught here:
-DuckDB names it when a query reads it (pipelines.store.storage_error).
+`*.parquet` has no opening one. A whole Parquet file of another schema (a foreign file written
+over a partition's, or a stray one beside it) lacks columns of its table: its footer's column
+names are compared with those of the table's zero-row schema file (`<key>=~schema/part.parquet`)
+and a file missing any of them is damaged too (`foreign schema`), left out by its run like the
+others; before, DuckDB failed every view that globbed it ("schema mismatch in glob").
 
 The check runs on every open of the lake, incrementally: a file found whole is remembered in
 `<lake>/_catalog/checked/files.json` by its path, size, modification time and inode, and is read
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from pipelines.store.lake_layout import CATALOG, CHECKED_FILES, INCOMING
+from pipelines.store.lake_layout import CATALOG, CHECKED_FILES, INCOMING, PART
 from pipelines.store.schema import QUARANTINE, canonical_tables
 
 WRITTEN_BEFORE_RUNS = ("ranks", "slices", "kernels", "comm_ops", "step_breakdown", "run_inputs")
@@ -68,6 +71,36 @@ def file_damage(path: str) -> str | None:
     if tail != MAGIC:
         return "truncated (no Parquet footer at its end)"
     return None
+
+
+def foreign_columns(path: str, expected: frozenset[str]) -> str | None:
+    """Why the whole Parquet file at `path` is not a file of a table with columns `expected`
+    (the columns it lacks), or None when it has them all."""
+    import pyarrow.parquet as pq  # only a new or changed file's footer is read
+
+    try:
+        present = set(pq.read_schema(path).names)  # 0.19 ms a file (polars: 0.59 ms)
+    except Exception as exc:
+        return f"unreadable Parquet footer ({str(exc).splitlines()[0][:120]})"
+    lacking = sorted(expected - present)
+    if not lacking:
+        return None
+    return (
+        f"foreign schema: lacks {', '.join(lacking[:4])}{' ...' if len(lacking) > 4 else ''}"
+        f" (has {', '.join(sorted(present)[:4])}{' ...' if len(present) > 4 else ''})"
+    )
+
+
+def _expected_columns(root: Path, table: str, key_name: str) -> frozenset[str] | None:
+    """The column names of `table`'s zero-row schema file, None when it has none or it is
+    unreadable (the schema check is then skipped, as before)."""
+    import pyarrow.parquet as pq
+
+    path = os.path.join(str(root), table, f"{key_name}~schema", PART)
+    try:
+        return frozenset(pq.read_schema(path).names)
+    except Exception:
+        return None
 
 
 Stamp = list[int]
@@ -169,6 +202,7 @@ def damaged_files(root: Path) -> list[DamagedFile]:
                 folders = sorted(e.name for e in listed if e.name.startswith(key_name))
         except (FileNotFoundError, NotADirectoryError):
             continue
+        expected: frozenset[str] | None = None  # read when a file of the table needs a check
         for folder in folders:
             key, path = f"{table}/{folder}", f"{base}/{folder}"
             try:
@@ -190,6 +224,10 @@ def damaged_files(root: Path) -> list[DamagedFile]:
                     checked[name] = stamp
                     continue
                 reason = file_damage(file)
+                if reason is None and not folder.endswith("=~schema"):
+                    if expected is None:
+                        expected = _expected_columns(root, table, key_name) or frozenset()
+                    reason = foreign_columns(file, expected) if expected else None
                 if reason is not None:
                     out.append(DamagedFile(table, unquote(folder[len(key_name) :]), file, reason))
                 trusted = reason is None and stamp is not None and stamp[1] < settled
