@@ -19,9 +19,10 @@ import pyarrow as pa
 
 from pipelines.store.duck import scratch_connection
 
+# the positions travel as a column: a row_number() window would hold every entry's key list
 _QUERY = """
     select position, keys
-    from (select row_number() over () - 1 as position, json_keys(entry) as keys from entries)
+    from (select position, json_keys(entry) as keys from entries)
     where len(keys) <> len(list_distinct(keys))
     order by position
 """
@@ -39,7 +40,8 @@ def duplicate_keys(entries: Sequence[msgspec.Raw | bytes]) -> dict[int, list[str
     )
     con = scratch_connection(("set threads = 1",))
     try:
-        con.register("entries", pa.table({"entry": column}))
+        positions = pa.array(np.arange(len(entries), dtype=np.int64))
+        con.register("entries", pa.table({"position": positions, "entry": column}))
         rows = con.execute(_QUERY).fetchall()
     finally:
         con.close()
