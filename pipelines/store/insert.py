@@ -71,6 +71,27 @@ def memory_limited(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.execute(f"set memory_limit = '{old}'")
 
 
+RELEASE_LIMIT = "64MiB"
+"""DuckDB memory limit set for a moment by `release_buffers`: below it the cache is let go."""
+
+
+def release_buffers(con: duckdb.DuckDBPyConnection) -> None:
+    """Let DuckDB drop its cache of the blocks a large read pinned in memory (a marked 2 GB
+    run's slices: ~400 MB held after the query, docs/bench_ingest.md): lowering the memory
+    limit makes its buffer manager evict unpinned blocks; the limit is then set back. Only for
+    a database file (an in-memory one would spill its tables instead); one that cannot go that
+    low (blocks in use) keeps its cache."""
+    if database_path(con) is None:
+        return
+    old = setting(con, "memory_limit")
+    try:
+        con.execute(f"set memory_limit = '{RELEASE_LIMIT}'")
+    except duckdb.Error:
+        pass
+    finally:
+        con.execute(f"set memory_limit = '{old}'")
+
+
 def _insert_lazy(con: duckdb.DuckDBPyConnection, table: str, frame: pl.LazyFrame) -> int:
     """A LazyFrame (a streamed trace's slices over its Parquet spill): Polars' streaming engine
     writes it to a Parquet file in a spill folder (released with the run's other spills), then

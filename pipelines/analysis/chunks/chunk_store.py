@@ -35,6 +35,8 @@ from pipelines.analysis.chunks.segment import (
 )
 from pipelines.ingest.steps.launch_links import LINK_KEYS, LIST_KEYS
 from pipelines.store import Session, queries
+from pipelines.store.insert import release_buffers
+from pipelines.vocabulary.device_work import COMM_LINK_KEY
 
 SIMULATED_SOURCE = "sim"
 SEGMENT_LANES = ("host", "compute", "comm")
@@ -271,22 +273,49 @@ def _kept(
     return KeptRun(run_id, why, int(count), rule, rule_failed)
 
 
+TASK_TYPE_KEY = "Task Type"
+"""The args key `device_work.work_slices` reads to leave stream waits and DMA copies out."""
+
+SEGMENT_ARGS_KEYS = tuple(
+    dict.fromkeys((*LINK_KEYS, *LIST_KEYS.values(), TASK_TYPE_KEY, COMM_LINK_KEY))
+)
+"""The only args keys segmentation reads (`launch_links.link_ids`, `device_work.work_slices`),
+each at the top level with Polars' `json_path_match`."""
+
+
+def segment_slices_sql(keys: tuple[str, ...] = SEGMENT_ARGS_KEYS) -> str:
+    """The query of `segment_slices` (parameters: run_id, lanes). Its args are cut to `keys`: a
+    JSON object of the keys present at the top level, each with its JSON value as DuckDB writes
+    it (`json_extract`, one parse per row); NULL when none is present. A reader that takes a
+    key with Polars' `json_path_match` after a substring test for the quoted key
+    (`launch_links.link_ids`, `device_work.work_slices`) gets the same strings from it."""
+    quoted = [json.dumps(key).replace("'", "''") for key in keys]
+    named = " or ".join(f"contains(args, '{key}')" for key in quoted)
+    paths = ", ".join(f"'$.{key}'" for key in quoted)
+    members = ", ".join(
+        f"case when v[{i}] is not null then '{key}:' || v[{i}]::varchar end"
+        for i, key in enumerate(quoted, start=1)
+    )
+    return (
+        "select rank, lane, name, category, start_ns, dur_ns,"
+        f" nullif('{{' || concat_ws(',', {members}) || '}}', '{{}}') as args"
+        " from (select rank, lane, name, category, start_ns, dur_ns,"
+        f" case when {named} then json_extract(args, [{paths}]) end as v"
+        " from slices where run_id = ? and list_contains(?::varchar[], lane))"
+    )
+
+
 def segment_slices(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """The run's slices on SEGMENT_LANES, only the columns segmentation reads (not run_id,
-    thread, step), with the args of host slices that name no launch-link key left out (NULL).
-    Host args are read only by `launch_links.link_ids`, which looks at rows whose args contain
-    a key's quoted name and nothing else, so the chunks are the same; a marked 2 GB trace's host
-    args (call stacks, shapes: ~60 % of the host args bytes of the msinsight level1 export) no
-    longer reach memory (docs/bench_ingest.md, issue 37 item 1)."""
-    keys = [*LINK_KEYS, *LIST_KEYS.values()]
-    quoted = [json.dumps(key).replace("'", "''") for key in keys]
-    linked = " or ".join(f"contains(args, '{key}')" for key in quoted)
-    return con.execute(
-        "select rank, lane, name, category, start_ns, dur_ns,"
-        " case when lane <> 'host' or " + linked + " then args end as args"
-        " from slices where run_id = ? and list_contains(?::varchar[], lane)",
-        [run_id, list(SEGMENT_LANES)],
-    ).pl()
+    thread, step), with args cut in SQL to the keys segmentation reads (`segment_slices_sql`:
+    ~25 % of the args bytes of a marked trace built from the msinsight level1 export; NULL where
+    none is present). DuckDB's cache of the blocks read is let go afterwards
+    (`insert.release_buffers`). With both, segmenting a marked 2 GB trace fits the ingest budget
+    (docs/bench_ingest.md, issue 37 item 1); the chunks are the same
+    (tests/analysis/test_segment_slices_args.py)."""
+    frame = con.execute(segment_slices_sql(), [run_id, list(SEGMENT_LANES)]).pl()
+    release_buffers(con)
+    return frame
 
 
 def segment_run(
