@@ -345,7 +345,7 @@ def schedule_summary(
 TREND_KEYS = ("model", "schedule", "seq_len", "chunk_size", "pp", "vp", "hardware")
 """A trend's configuration: the run facts change-point detection groups by
 (pipelines.analysis.runs.run_metrics.CONFIG_KEYS; tp is not among the run metrics' columns), so
-runs on other hardware are never one line."""
+runs on other hardware are never one line; the reader (`source`) is added by trend_label."""
 TAG_HINT = "tracereplay ingest DIR --tag model=NAME --tag schedule=cpp"
 
 
@@ -356,6 +356,14 @@ def trend_config(facts: dict) -> str:
     return " · ".join(
         names.get(key, "{}").format(facts[key]) for key in TREND_KEYS if facts.get(key) is not None
     )
+
+
+def trend_label(facts: dict) -> str:
+    """trend_config and the reader that produced the runs, 'm · cpp · pp2 (kineto)': runs of one
+    workload read from two profilers' exports are two lines, never one
+    (pipelines/vocabulary/configuration.py)."""
+    label = trend_config(facts)
+    return f"{label} ({facts['source']})" if facts.get("source") is not None else label
 
 
 def untagged_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> int:
@@ -396,9 +404,9 @@ def nightly(
     column = f"{metric}_ms"
     if runs.is_empty() or runs.get_column(column).is_null().all():
         return pl.DataFrame()
-    keys = [k for k in TREND_KEYS if k in runs.columns]
+    keys = [k for k in (*TREND_KEYS, "source") if k in runs.columns]
     runs = runs.drop_nulls(column)
-    labels = [trend_config(row) for row in runs.select(keys).to_dicts()]
+    labels = [trend_label(row) for row in runs.select(keys).to_dicts()]
     history = (
         runs.with_columns(
             pl.col("collected_at").dt.date().alias("night"),
@@ -477,7 +485,7 @@ def change_point_frame(changes: list) -> pl.DataFrame:
     night after the change (earliest_at, latest_at)."""
     rows = [
         {
-            "config": trend_config(dict(c.config)),
+            "config": trend_label(dict(c.config)),
             "metric": c.metric.removesuffix("_ns"),
             "collected_at": c.collected_after,
             "direction": "up" if c.magnitude > 0 else "down",

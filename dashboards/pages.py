@@ -12,6 +12,7 @@ from pathlib import Path
 
 import altair as alt
 
+from dashboards.known_data import known_spec
 from dashboards.png_render import script_bundle
 from dashboards.png_writer import PngWriter
 
@@ -85,8 +86,9 @@ for (const [id, spec] of Object.entries(specs)) {
 def chart_spec(chart: alt.TopLevelMixin) -> dict:
     """The Vega-Lite spec of a chart, made once per chart for its page and its PNG. Altair's
     schema validation is left to the chart functions' tests (tests/dashboards): on a full site
-    it took a fifth of the build (docs/dashboards.md); vl-convert still refuses a bad spec."""
-    return chart.to_dict(validate=False)
+    it took a fifth of the build (docs/dashboards.md); vl-convert still refuses a bad spec.
+    Unknown values are left out of the inline data (dashboards/known_data.py)."""
+    return known_spec(chart.to_dict(validate=False))
 
 
 def page_html(

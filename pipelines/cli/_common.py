@@ -150,7 +150,11 @@ def add_warehouse_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as JSON on stdout; a key left out means unknown (never null)",
+    )
 
 
 def refuse_non_finite(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
 from pipelines.cli._format import duration, render_table
+from pipelines.cli._json import emit_json
 from pipelines.cli._workload_args import add_shape_arguments, workload_config
 
 DESCRIPTION = """\
@@ -103,7 +103,7 @@ def _run(args, base, work: Path, configs) -> int:
         rows = er.validate_runs(runs, work / "bench.duckdb")
         sweep = er.sweep_rows(rows, runs)
         if args.json:
-            print(json.dumps({"sweep": sweep, "runs": rows}, default=str))
+            emit_json({"sweep": sweep, "runs": rows}, indent=None)
         else:
             print(format_sweep(sweep))
         return ExitCode.OK
@@ -111,7 +111,7 @@ def _run(args, base, work: Path, configs) -> int:
     rows = er.validate_runs(runs, work / "bench.duckdb")
     checks = er.acceptance(rows)
     if args.json:
-        print(json.dumps({"runs": rows, "acceptance": checks}, default=str))
+        emit_json({"runs": rows, "acceptance": checks}, indent=None)
     else:
         print(format_rounds(rows, checks))
     return ExitCode.OK if all(c["met"] for c in checks) else ExitCode.CHECK_FAILED

@@ -39,10 +39,12 @@ def format_gains(fits: pl.DataFrame) -> str:
             str(v)
             for v in (
                 r.get("model"),
+                r.get("source"),
                 r.get("schedule"),
                 f"{tokens(r.get('seq_len'))}/{tokens(r.get('chunk_size'))}",
             )
-        )[:36]
+            if v is not None
+        )[:44]
         for r in rows
     ]
     width = max(len(w) for w in wheres)

@@ -4,7 +4,6 @@ with its predicted TTFT / throughput and whether its lead over the runner-up is 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -14,7 +13,7 @@ from typing import Any
 from pipelines import schedule_kinds
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, number, store_of
-from pipelines.labels import json_value
+from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
 Sweep chunk size x schedule on one cost model with the simulator (pipelines/sim, the same one
@@ -232,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     result = advice.advise(source, scenario, noise, progress)
     progress("done")
     if args.json:
-        print(json.dumps(json_value(result.as_dict()), indent=1))
+        emit_json(result.as_dict())
     else:
         print(format_advice(result))
     return ExitCode.OK

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from pipelines.cli._common import (
     output_folder,
     store_of,
 )
+from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
 Run the data-check suites (pipelines/quality/check_catalog.py, docs/quality.md) over the
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:
         _write(args.junit, to_junit(report))
     if args.json:
-        json.dump(as_dict(report), sys.stdout, indent=1)
+        emit_json(as_dict(report))
         print()
     else:
         if report.runs_checked == 0:

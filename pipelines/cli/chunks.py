@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, number, store_of
+from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
 Segment every ingested run (or the --run ones) into chunks from its host-side chunk markers
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.json:
-        print(json.dumps(report.as_json(), indent=2))
+        emit_json(report.as_json(), indent=2)
     elif report.runs:
         print(format_report(report.frame()))
         no_markers = sum(1 for r in report.runs if r.markers == 0)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, percent, store_of
+from pipelines.cli._json import emit_json
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, table
 from pipelines.labels import json_value
 
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         payload = to_json(result)
         if explanation is not None:
             payload["attribution"] = explanation.to_json()
-        json.dump(payload, sys.stdout, indent=1, default=str)
+        emit_json(payload)
         print()
     else:
         print(format_comparison(result))

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, output_folder, store_of
+from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
 Write the dashboards of the runs SEL selects (docs/selectors.md; default: every measured run)
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         con.close()
     if args.json:
-        json.dump(report.as_dict(), sys.stdout, indent=1)
+        emit_json(report.as_dict())
         print()
         return ExitCode.OK
     for page in report.pages:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, output_folder
+from pipelines.cli._json import emit_json
 from pipelines.labels import json_value
 
 DESCRIPTION = """\
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     for message in report.quarantined:
         print(message, file=sys.stderr)
     if args.json:
-        print(json.dumps(report_json(report), indent=1, default=str))
+        emit_json(report_json(report))
     else:
         _print_text(report)
     print(f"demo finished in {report.timings['total_s']:.1f} s", file=sys.stderr)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._json import emit_json
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, table
 
 DESCRIPTION = """\
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tracereplay explain: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     if args.json:
-        json.dump(explanation.to_json(), sys.stdout, indent=1, default=str)
+        emit_json(explanation.to_json())
         print()
     else:
         print(format_explanation(explanation, hint))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import TYPE_CHECKING
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
 from pipelines.cli._format import wrapped
+from pipelines.cli._json import emit_json
 from pipelines.labels import UNTAGGED, json_value
 
 if TYPE_CHECKING:  # polars loads when a fit runs, not when the parser is built
@@ -41,6 +41,7 @@ Exit status 0 (verdicts are reported, not enforced)."""
 
 TEXT_COLUMNS = (
     ("model", "model"),
+    ("source", "source"),
     ("schedule", "sched"),
     ("chunk", "chunk"),
     ("seq_len", "seq_len"),
@@ -127,6 +128,8 @@ def _text_row(row: dict) -> dict[str, str]:
     robust = (row.get("slope_robust_lo"), row.get("slope_robust_hi"))
     return {
         "model": model,
+        # the reader: runs of one model from two profilers' exports are two curves
+        "source": _fact(row.get("source")),
         # a history split at a confirmed change point: which side ("1/2 from 2026-11-02")
         "segment": row.get("segment") or "",
         # a curve of an operator-latency table has no schedule: its operator (table:layer, ...)
@@ -182,6 +185,7 @@ def verdict_text(row: dict) -> str:
 # shape tests (a/b with its interval is in both: issue 32)
 COMPACT_COLUMNS = (
     ("model", "model"),
+    ("source", "source"),
     ("schedule", "sched"),
     ("length", "seq/chunk"),
     ("stage", "vs"),
@@ -300,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
         gains = [
             {k: json_value(v) for k, v in r.items()} for r in predicted_gains(curves).to_dicts()
         ]
-        json.dump({"curves": records, "vpp_gains": gains}, sys.stdout, indent=1, default=str)
+        emit_json({"curves": records, "vpp_gains": gains})
         print()
         return ExitCode.OK
     if curves.is_empty():

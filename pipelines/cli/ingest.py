@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._json import emit_json
 
 if TYPE_CHECKING:
     from pipelines.store import Session
@@ -229,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         for run_json in out["runs"]:
             run_json["chunks"] = chunks.get(run_json["run_id"])
         out["warnings"] = warnings  # the sanity checks' lines (a partial run, impossible data)
-        print(json.dumps(out, indent=2, default=str))
+        emit_json(out, indent=2)
     else:
         for r in report.runs:
             print(_line(r, chunks.get(r.run_id)))

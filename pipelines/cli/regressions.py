@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 
@@ -20,6 +19,7 @@ from pipelines.analysis.changes.changepoint_defaults import (
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, day, percent, store_of
 from pipelines.cli._format import MAX_WIDTH, render_table
+from pipelines.cli._json import emit_json
 from pipelines.cli._report import fmt_p, fmt_pct, table
 from pipelines.labels import UNTAGGED, config_label, json_value
 
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             rows.append(
                 {"status": "withdrawn", **{k: json_value(v) for k, v in w.as_dict().items()}}
             )
-        json.dump(rows, sys.stdout, indent=1, default=str)
+        emit_json(rows)
         print()
         return ExitCode.CHECK_FAILED if regressed else ExitCode.OK
     if not changes:

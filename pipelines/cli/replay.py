@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from pipelines.cli import ExitCode
@@ -14,6 +13,7 @@ from pipelines.cli._common import (
     positive_int,
     store_of,
 )
+from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
 Take the chunks (tau_k per chunk and stage) measured in one ingested run, re-simulate its requests
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         for schedule, result in report.results.items():
             written += [str(p) for p in write_ascend_pt(result, args.out / schedule)]
     if args.json:
-        print(json.dumps({**report.as_json(), "written": written}, indent=2, default=str))
+        emit_json({**report.as_json(), "written": written}, indent=2)
     else:
         print(format_comparison(report))
         if not args.no_write:

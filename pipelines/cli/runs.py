@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
 List the runs in the warehouse, one line each: id, source, model, schedule, sequence length,
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         con.close()
     if args.json:
-        print(json.dumps({"runs": frame.to_dicts()}, indent=1, default=str))
+        emit_json({"runs": frame.to_dicts()})
         return ExitCode.OK
     ids = short_ids(frame["run_id"].to_list()) if frame.height else {}
     rows = [

@@ -4,13 +4,13 @@ replayed prediction beside each measured change."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import textwrap
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, percent, store_of
+from pipelines.cli._json import emit_json
 from pipelines.cli._report import table
 from pipelines.labels import json_value
 
@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tracereplay schedules: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     if args.json:
-        json.dump(to_json(report), sys.stdout, indent=1, default=str)
+        emit_json(to_json(report))
         print()
     else:
         print(format_report(report))

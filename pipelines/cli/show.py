@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, output_folder, store_of
+from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
 Show one stored run (its id, or a unique prefix of it):
@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         payload = view.as_json()
         if page is not None:
             payload["html"] = str(page)
-        print(json.dumps(payload, indent=1, default=str))
+        emit_json(payload)
     else:
         # folder names may hold control characters (ESC, TAB): shown as escapes, never sent raw
         print("\n".join(printable(line) for line in _text(view).split("\n")))

@@ -10,7 +10,6 @@ folders (one per rank), a Perfetto/Chrome JSON and/or Kineto traces, ready for
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 from dataclasses import replace
@@ -21,6 +20,7 @@ from pipelines import schedule_kinds
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, count, number, output_folder, positive_int, seed
 from pipelines.cli._format import duration
+from pipelines.cli._json import emit_json
 
 if TYPE_CHECKING:  # polars loads when a simulation runs, not when the parser is built
     from pipelines.sim.result import SimResult
@@ -620,7 +620,7 @@ def run(args: argparse.Namespace) -> int:
     report = summary(result, extra)
     report["written"] = [str(p) for p in written]
     if args.json:
-        print(json.dumps(report, indent=2, default=str))
+        emit_json(report, indent=2)
     else:
         _print_summary(report)
     return ExitCode.OK

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option
+from pipelines.cli._json import json_text
 
 DESCRIPTION = """\
 Ingest the traces under DIR (for example the folders `tracereplay workload` wrote, one run per
@@ -160,5 +160,5 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT
-    print(json.dumps(rows, indent=2) if args.json else format_rows(rows))
+    print(json_text(rows, indent=2) if args.json else format_rows(rows))
     return ExitCode.OK

@@ -16,6 +16,7 @@ from pipelines.cli._common import (
     positive_int,
     seed,
 )
+from pipelines.cli._json import emit_json
 from pipelines.cli._workload_args import add_shape_arguments, workload_config
 
 DESCRIPTION = """\
@@ -167,7 +168,7 @@ def _profile_table(cfg, args: argparse.Namespace) -> int:
     path = write_table(rows, args.out)
     wall_s = time.perf_counter() - start
     if args.json:
-        print(json.dumps({"config": cfg.as_dict(), "table": str(path), "points": len(rows)}))
+        emit_json({"config": cfg.as_dict(), "table": str(path), "points": len(rows)}, indent=None)
     else:
         print(f"{cfg.model_name}: {len(rows)} points in {wall_s:.1f} s wall -> {path}")
         print(f"next: tracereplay ingest {path} && tracereplay fit")

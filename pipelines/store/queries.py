@@ -272,8 +272,8 @@ def fit_inputs(con: duckdb.DuckDBPyConnection, runs: str = "runs") -> pl.DataFra
 
     configuration = project_relations()[0]["stg_run_configuration"].select
     return con.execute(
-        f"with runs as (select * from {runs}) select run_id, content_hash, segmentation, model,"
-        " schedule, chunk_size, seq_len, tp, pp, vp, hardware, attention"
+        f"with runs as (select * from {runs}) select run_id, content_hash, segmentation, source,"
+        " model, schedule, chunk_size, seq_len, tp, pp, vp, hardware, attention"
         f" from ({configuration}) as r where replay_of is null order by run_id"
     ).pl()
 
@@ -519,6 +519,6 @@ def table_curve_configs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """One row per latency table and curve configuration of int_table_tau: run_id (the table
     id) and the configuration columns, `operator` included."""
     return con.execute(
-        "select distinct run_id, model, schedule, chunk_size, seq_len, tp, pp, vp, hardware,"
-        " attention, operator from int_table_tau order by all"
+        "select distinct run_id, source, model, schedule, chunk_size, seq_len, tp, pp, vp,"
+        " hardware, attention, operator from int_table_tau order by all"
     ).pl()

@@ -6,4 +6,5 @@ device_work     the classification of device work: compute, collective, p2p, mem
                 (docs/device_work.md)
 intervals       interval arithmetic on event spans (union, overlap, clipping to a window)
 overlap         the overlap-analysis lanes and how communication is split into overlapped and
-                exposed time"""
+                exposed time
+configuration   the run facts that make runs one configuration (source and hardware included)"""

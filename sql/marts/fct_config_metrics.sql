@@ -1,8 +1,9 @@
--- one row per configuration (model, schedule, seq_len, chunk_size, tp, pp, vp, hardware) x
+-- one row per configuration (source, model, schedule, seq_len, chunk_size, tp, pp, vp, hardware) x
 -- metric over its measured runs (reruns left out): n, mean, median, sample standard deviation
 -- and a 95 % Student-t interval of the mean (student_t_quantile is scipy.stats.t.ppf, registered
 -- by pipelines/analysis/runs/run_metrics.py before this file runs; null for n < 2).
 select
+    source,
     model,
     schedule,
     seq_len,

@@ -9,6 +9,7 @@ import duckdb
 import polars as pl
 
 from pipelines.store import functions, queries, relations
+from pipelines.vocabulary.configuration import RUN_CONFIG_KEYS
 
 # (relation, layer) in dependency order; the integrator will hand these to the general runner.
 MART_BUILD_ORDER: tuple[tuple[str, str], ...] = (
@@ -23,17 +24,9 @@ MART_BUILD_ORDER: tuple[tuple[str, str], ...] = (
     ("fct_op_time_by_run", "marts"),
 )
 
-CONFIG_KEYS: tuple[str, ...] = (
-    "model",
-    "schedule",
-    "seq_len",
-    "chunk_size",
-    "tp",
-    "pp",
-    "vp",
-    "hardware",
-)
-"""A configuration: runs that repeat one workload on one setup."""
+CONFIG_KEYS: tuple[str, ...] = RUN_CONFIG_KEYS
+"""A configuration: runs that repeat one workload on one setup, read by one reader
+(pipelines/vocabulary/configuration.py)."""
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 CONFIG_KEYS = (
-    *("model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware", "attention"),
-    "operator",
+    *("source", "model", "schedule", "chunk_size", "seq_len", "tp", "pp", "vp", "hardware"),
+    *("attention", "operator"),
 )
-"""A configuration: the run facts whose runs (repeats) are pooled into one fit. `operator` names
+"""A configuration: the run facts whose runs (repeats) are pooled into one fit
+(pipelines.vocabulary.configuration.RUN_CONFIG_KEYS: the reader `source` and `hardware` included,
+so runs of two readers or two accelerators are never one curve). `operator` names
 the curve of an operator-latency table (attention, layer, ...: docs/latency_tables.md); NULL for
 runs."""
 
