@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 
 from pipelines.cli import ExitCode
@@ -130,10 +129,9 @@ def run(args: argparse.Namespace) -> int:
         else f"{cfg.chunk}-token chunks"
     )
     if args.json:
-        print(
-            json.dumps(
-                {"config": cfg.as_dict(), "traces": [str(p) for p in paths], "wall_s": wall_s}
-            )
+        emit_json(
+            {"config": cfg.as_dict(), "traces": [str(p) for p in paths], "wall_s": wall_s},
+            indent=None,
         )
     else:
         print(
