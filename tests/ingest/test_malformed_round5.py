@@ -68,6 +68,7 @@ TRACE_VIEW: dict[str, tuple[Callable[[dict], None], str | None, str, str]] = {
     # case: (change, raw text for the mark, dropped code, what the line says)
     "pid a string": (_set("pid", "npu"), None, "invalid_event", "pid npu is not an integer"),
     "args a number": (_set("args", 7), None, "invalid_event", "args 7 is not an object"),
+    "tid a string": (_set("tid", "x"), None, "invalid_event", "tid x is not an integer"),
     "ph missing": (lambda e: e.pop("ph"), None, "invalid_event", "no ph"),
     "ts given twice": (
         _set("__round5__", 1),

@@ -6,7 +6,7 @@ microseconds with 3 decimals, parsed exactly to integer nanoseconds; `dur` is fl
 rounded to nanoseconds. A complete event with a bad `ts` or `dur` (missing, NaN, Infinity,
 negative, out of int64 range) is dropped and counted by reason (`TraceView.dropped`, codes in
 dropped.py, rules in docs/ingest_rules.md); a JSON-number `ts` is read with its own digits.
-An entry without `ph`, or a complete event whose `pid` is no integer or whose `args` are no
+An entry without `ph`, or a complete event whose `pid` or `tid` is no integer or whose `args` are no
 object, is set aside as invalid_event; an entry giving one key twice as duplicate_key, on every
 path (DuckDB, msgspec, streamed).
 
@@ -469,14 +469,19 @@ def _note_set_aside(
 
 
 # An entry that is an object but no usable event (docs/ingest_rules.md): no `ph` at all, a
-# complete event whose `pid` is no integer (torch_npu writes integers: it could not be mapped to
-# its process' lane) or whose `args` is no object. Each is dropped as invalid_event and named.
+# complete event whose `pid` or `tid` is no integer (torch_npu writes integers: it could not be
+# mapped to its process' lane or its thread) or whose `args` is no object. Each is dropped as
+# invalid_event and named.
 _INVALID_EVENT = (
     ("no_ph", "'no ph'"),
     ("left(name, 1) in ('{', '[') and json_valid(name)", "'name is ' || name"),
     (
         "try_cast(pid as bigint) is null and pid is not null",
         "'pid ' || pid || ' is not an integer'",
+    ),
+    (
+        "try_cast(tid as bigint) is null and tid is not null",
+        "'tid ' || tid || ' is not an integer'",
     ),
     (
         "args is not null and args::varchar <> 'null' and left(args::varchar, 1) <> '{'",
