@@ -167,8 +167,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--one-run",
         type=int,
         metavar="FITS",
-        help="instead: one run of 8 chunks, model and robust slope interval coverage and width "
-        "per disturbance cell, FITS x 2 stage curves per cell",
+        help="instead: one run of N chunks (--chunks, default 8), model and robust slope "
+        "interval coverage and width per disturbance cell, FITS x 2 stage curves per cell",
+    )
+    accuracy.add_argument(
+        "--chunks",
+        metavar="N",
+        help="with --one-run: the chunk counts of the run, comma-separated, each >= 5 "
+        "(e.g. 9,10; default 8)",
     )
     accuracy.add_argument(
         "--only",
@@ -430,12 +436,24 @@ def run_tau_accuracy(args: argparse.Namespace) -> int:
         from pipelines.bench.tau_stage_cells import run_one_run_cells
 
         only = tuple(name.strip() for name in (args.only or "").split(",") if name.strip())
+        chunks = "8" if args.chunks is None else args.chunks
+        texts = [n.strip() for n in chunks.split(",") if n.strip()]
+        if not texts or not all(n.isdigit() and int(n) >= 5 for n in texts):
+            print(
+                "tracereplay bench tau-accuracy: --chunks takes chunk counts of at least 5 such as "
+                f"9,10, got {args.chunks!r}",
+                file=sys.stderr,
+            )
+            return ExitCode.BAD_INPUT
         try:
-            run_one_run_cells(args.one_run, args.seed, only, args.json)
+            run_one_run_cells(args.one_run, args.seed, only, args.json, tuple(map(int, texts)))
         except ValueError as exc:
             print(f"tracereplay bench tau-accuracy: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT
         return ExitCode.OK
+    if args.chunks is not None:
+        print("tracereplay bench tau-accuracy: --chunks goes with --one-run", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     if args.stage_cells is not None:
         from pipelines.bench.tau_stage_cells import run_stage_cells
 

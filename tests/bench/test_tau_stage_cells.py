@@ -38,6 +38,19 @@ def test_the_one_run_table_counts_both_intervals(capsys) -> None:
     assert row["robust_half_over_white_median"] > row["model_half_over_white_median"] > 0
 
 
+def test_chunks_sets_the_one_run_length_and_a_bad_count_is_refused(capsys) -> None:
+    argv = ["bench", "tau-accuracy", "--one-run", "1", "--only", "iid 3%", "--json"]
+    assert main([*argv, "--chunks", "9,10"]) == ExitCode.OK
+    rows = json.loads(capsys.readouterr().out)["cells"]
+    assert [row["n_chunks"] for row in rows] == [9, 10]
+    assert all(row["model"]["n"] == 2 and row["glm"]["n"] == 2 for row in rows)
+    for bad in ("4", "x", ""):
+        assert main([*argv, "--chunks", bad]) == ExitCode.BAD_INPUT
+        assert "--chunks takes chunk counts" in capsys.readouterr().err
+    assert main(["bench", "tau-accuracy", "--chunks", "9"]) == ExitCode.BAD_INPUT
+    assert "--chunks goes with --one-run" in capsys.readouterr().err
+
+
 def test_an_outlier_chunk_is_the_same_index_in_every_run() -> None:
     cell = Cell("x2 chunk, no noise", 0.0, Disturbance(outlier_factor=2.0))
     _, tau, _ = draw_runs(TAU, 2, cell, np.random.default_rng(0), outlier_k=5)
