@@ -13,7 +13,6 @@ engine        CPP, DCPP, VPP on the reference engine, interleaved; --sweep: a/b 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, number, output_folder, positive_int
 from pipelines.cli._engine_bench import add_engine_bench
+from pipelines.cli._json import emit_json
 
 if TYPE_CHECKING:
     from pipelines.bench.scale import IncrementalProbe
@@ -403,7 +403,7 @@ def run_ingest(args: argparse.Namespace) -> int:
             print()
     if args.json:
         out = [r.as_json() for r in reports]
-        print(json.dumps(out[0] if len(out) == 1 else out, indent=2))
+        emit_json(out[0] if len(out) == 1 else out, indent=2)
     ok = all(
         r.all_met and all(m is not None and m.ok for m in map(r.by_path, OURS_PATHS) if m)
         for r in reports
@@ -568,7 +568,7 @@ def run_startup(args: argparse.Namespace) -> int:
     met = help_target_met(timings)
     if args.json:
         record = {"timings": [asdict(t) for t in timings], "bytecode": bytecode, "met": met}
-        print(json.dumps(record, indent=2))
+        emit_json(record, indent=2)
     else:
         print(format_startup(timings, bytecode))
     return ExitCode.OK if met else ExitCode.CHECK_FAILED
@@ -580,7 +580,7 @@ def run_fidelity(args: argparse.Namespace) -> int:
 
     claims = all_claims(args.section or tuple(SECTIONS), args.variant)
     if args.json:
-        print(json.dumps([c.as_dict() for c in claims], indent=2))
+        emit_json([c.as_dict() for c in claims], indent=2)
     else:
         print(format_claims(claims, args.variant))
     return ExitCode.OK if all(c.met for c in claims) else ExitCode.CHECK_FAILED
@@ -634,7 +634,7 @@ def run_scale(args: argparse.Namespace) -> int:
     ok &= fit.ratio <= INCREMENTAL_TARGET
     out["fit"] = _ratio_json(fit)
     if args.json:
-        print(json.dumps(out, indent=2))
+        emit_json(out, indent=2)
     else:
         for label, probe in (("ingest   one run", inc), ("fit      one new configuration", fit)):
             verdict = "met" if probe.ratio <= INCREMENTAL_TARGET else "UNMET"
