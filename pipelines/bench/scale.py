@@ -16,6 +16,9 @@ fit          one run of a new configuration fitted (`fit_and_store`, warehouse c
              configurations by model name. statsmodels is imported by the untimed first fit, on
              both sides. Each side is the median of 3 (the new run removed and the fit brought
              back after each, untimed).
+store        the same on a DuckDB warehouse file: one new run ingested after `small`, then
+             `large` runs (target <= 1.5x), and `tracereplay runs`, `check`, `regressions`
+             over each (target <= 3x); the history is one real run's rows copied in SQL.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,3 +237,113 @@ def fit_probe(
                 _fit_now()  # untimed: back to the history's fits
             walls[count] = statistics.median(times)
     return IncrementalProbe(small, large, walls)
+
+
+COMMANDS = ("runs", "check", "regressions")
+"""CLI commands timed over a DuckDB warehouse file of `small` vs `large` runs (issue 37: each
+at 1,000 runs <= COMMAND_TARGET x its time at 10)."""
+
+COMMAND_TARGET = 3.0
+
+
+@dataclass
+class StoreProbe:
+    """A DuckDB warehouse file of `small`, then `large` runs: one more run ingested (median of
+    `repeat`) and each of COMMANDS run as its own process (`--json`, the faster of 2)."""
+
+    small: int
+    large: int
+    ingest_s: dict[int, float]
+    command_s: dict[str, dict[int, float]]
+    command_rc: dict[str, dict[int, int]]
+
+    @property
+    def ingest_ratio(self) -> float:
+        return self.ingest_s[self.large] / self.ingest_s[self.small]
+
+    def command_ratio(self, command: str) -> float:
+        walls = self.command_s[command]
+        return walls[self.large] / walls[self.small]
+
+
+def copy_run_rows(con: duckdb.DuckDBPyConnection, run_id: str, copies: int) -> None:
+    """`copies` more runs in a warehouse file, each the rows of `run_id` in every run table under
+    the id history-NNNNN (its runs row with its own origin and content hash)."""
+    for table in RUN_TABLES:
+        columns = {
+            row[0]
+            for row in con.execute(
+                "select column_name from information_schema.columns"
+                " where table_schema = 'main' and table_name = ?",
+                [table],
+            ).fetchall()
+        }
+        if "run_id" not in columns:
+            continue
+        replaced = ["'history-' || lpad(i::varchar, 5, '0') as run_id"]
+        if table == "runs":
+            replaced.append("origin || '/history-' || i::varchar as origin")
+            if "content_hash" in columns:
+                replaced.append("content_hash || '-' || i::varchar as content_hash")
+        con.execute(
+            f"insert into {table} select t.* replace ({', '.join(replaced)})"
+            f" from {table} t, range(?) r(i) where t.run_id = ?",
+            [copies, run_id],
+        )
+
+
+def _command_wall(command: str, warehouse: Path) -> tuple[float, int]:
+    """Seconds and exit status of `tracereplay COMMAND --warehouse W --json` in its own process
+    (interpreter start and imports included, as a user sees it); the faster of 2."""
+    best, code = float("inf"), 0
+    argv = [sys.executable, "-m", "pipelines.cli", command, "--warehouse", str(warehouse)]
+    for _ in range(2):
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*argv, "--json"],
+            capture_output=True,
+            check=False,
+        )
+        best, code = min(best, time.perf_counter() - start), done.returncode
+    return best, code
+
+
+def store_probe(work: Path, small: int = 10, large: int = 1000, repeat: int = 3) -> StoreProbe:
+    """The DuckDB-file counterpart of `incremental_probe`, plus COMMANDS at both sizes. The
+    history is one real ingested run (two ranks) copied in SQL (`copy_run_rows`)."""
+    first = replicate_rank(work / "template" / "run", 2)
+    newcomer = replicate_rank(work / "new" / "run", 2, DEFAULT_RANK)
+    ingest_s: dict[int, float] = {}
+    command_s: dict[str, dict[int, float]] = {c: {} for c in COMMANDS}
+    command_rc: dict[str, dict[int, int]] = {c: {} for c in COMMANDS}
+    for count in (small, large):
+        warehouse = work / f"warehouse_{count}.duckdb"
+        for path in work.glob(f"{warehouse.name}*"):
+            path.unlink()
+        store = open_store(warehouse)
+        con = store.open()
+        try:
+            run_id = ingest_paths([first], con, progress=False).runs[0].run_id
+            copy_run_rows(con, run_id, count - 1)
+            con.execute("checkpoint")
+        finally:
+            con.close()
+        times = []
+        for _ in range(repeat):  # the new run removed after each
+            con = store.open()
+            try:
+                start = time.perf_counter()
+                report = ingest_paths([newcomer], con, progress=False)
+                times.append(time.perf_counter() - start)
+                if [r.status for r in report.runs] != ["loaded"]:
+                    raise RuntimeError(f"the new run was not loaded: {report.as_json()}")
+                for table in RUN_TABLES:
+                    con.execute(f"delete from {table} where run_id = ?", [report.runs[0].run_id])
+            finally:
+                con.close()
+        ingest_s[count] = statistics.median(times)
+        for command in COMMANDS:
+            command_s[command][count], command_rc[command][count] = _command_wall(
+                command, warehouse
+            )
+    return StoreProbe(small, large, ingest_s, command_s, command_rc)

@@ -307,7 +307,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             " new run ingested into a lake of --small runs, then --large runs (history made by"
             " copying one ingested run's Parquet files); target ratio <= 1.5x. fit: one run of a"
             " new configuration fitted after --small, then --large fitted runs (5"
-            " configurations); target ratio <= 1.5x. docs/lake.md"
+            " configurations); target ratio <= 1.5x. store: the same ingest on a DuckDB warehouse"
+            " file (<= 1.5x), and runs, check, regressions over it (<= 3x each). docs/lake.md,"
+            " docs/bench_scale.md"
         ),
     )
     scale.add_argument(
@@ -603,7 +605,14 @@ def _ratio_json(probe: IncrementalProbe) -> dict:
 def run_scale(args: argparse.Namespace) -> int:
     import tempfile
 
-    from pipelines.bench.scale import cluster_probe, fit_probe, incremental_probe
+    from pipelines.bench.scale import (
+        COMMAND_TARGET,
+        COMMANDS,
+        cluster_probe,
+        fit_probe,
+        incremental_probe,
+        store_probe,
+    )
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="tracereplay-scale-"))
     out: dict[str, object] = {"workdir": str(work)}
@@ -633,10 +642,46 @@ def run_scale(args: argparse.Namespace) -> int:
     fit = fit_probe(work / "fit", args.small, args.large)
     ok &= fit.ratio <= INCREMENTAL_TARGET
     out["fit"] = _ratio_json(fit)
+    store = store_probe(work / "store", args.small, args.large)
+    ok &= store.ingest_ratio <= INCREMENTAL_TARGET
+    ok &= all(store.command_ratio(c) <= COMMAND_TARGET for c in COMMANDS)
+    out["duckdb_file"] = {
+        "small": store.small,
+        "large": store.large,
+        "ingest": {
+            "wall_s": {str(k): round(v, 3) for k, v in store.ingest_s.items()},
+            "ratio": round(store.ingest_ratio, 3),
+            "target": INCREMENTAL_TARGET,
+        },
+        **{
+            c: {
+                "wall_s": {str(k): round(v, 3) for k, v in store.command_s[c].items()},
+                "exit_status": {str(k): v for k, v in store.command_rc[c].items()},
+                "ratio": round(store.command_ratio(c), 3),
+                "target": COMMAND_TARGET,
+            }
+            for c in COMMANDS
+        },
+    }
     if args.json:
         emit_json(out, indent=2)
     else:
-        for label, probe in (("ingest   one run", inc), ("fit      one new configuration", fit)):
+        for c in COMMANDS:
+            ratio = store.command_ratio(c)
+            print(
+                f"file     {c:<11} over {store.small} runs {store.command_s[c][store.small]:.2f} s,"
+                f" over {store.large} {store.command_s[c][store.large]:.2f} s: {ratio:.2f}x"
+                f" (target <= {COMMAND_TARGET}x: {'met' if ratio <= COMMAND_TARGET else 'UNMET'})"
+            )
+        ratio = store.ingest_ratio
+        verdict = "met" if ratio <= INCREMENTAL_TARGET else "UNMET"
+        print(
+            f"file     ingest one run after {store.small} runs {store.ingest_s[store.small]:.2f} s,"
+            f" after {store.large} {store.ingest_s[store.large]:.2f} s: {ratio:.2f}x"
+            f" (target <= {INCREMENTAL_TARGET}x: {verdict})"
+        )
+        lake = (("lake     ingest one run", inc), ("fit      one new configuration", fit))
+        for label, probe in lake:
             verdict = "met" if probe.ratio <= INCREMENTAL_TARGET else "UNMET"
             print(
                 f"{label} after {probe.small} runs {probe.wall_s[probe.small]:.2f} s, after "
