@@ -72,6 +72,17 @@ def test_a_first_chunk_on_its_own_path_is_a_knee_at_0_to_1_never_a_kink_further_
     assert fit.n_outliers == 0  # chunks 1-6 were 'slow' outliers before the first-chunk shape
 
 
+def test_chunk_1_of_a_first_chunk_curve_is_no_outlier_and_the_knee_stays_at_0_to_1() -> None:
+    # draws of the taxonomy's first-chunk cell (N = 16) that the screen misread before chunk 1's
+    # own-path reading was chunk 0's level and the line through chunks 2 on only: chunk 1 (and
+    # 2) set aside as x1.1-1.3 outliers, then a knee at k = 3-4 (148, 184, 237) or `linear`
+    # (176); docs/tau_k.md §4
+    for seed in (148, 176, 184, 237):
+        ((verdict, fit, _),) = _verdicts(cells.first_chunk(16), range(seed, seed + 1))
+        assert fit.n_outliers == 0, (seed, fit.outliers)
+        assert verdict.label == "knee" and verdict.knee_at == "0->1", (seed, verdict.evidence)
+
+
 def test_a_convex_curve_is_not_read_as_a_first_chunk_knee() -> None:
     k = np.arange(16.0)
     labels = []

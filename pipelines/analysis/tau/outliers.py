@@ -24,7 +24,12 @@ on its own path (no prefix: tau_1/tau_0 = 3.2 at 128-token chunks on FlashInfer)
 shapes: the line through chunks 1 on plus chunk 0's own level; without it, a fast chunk 0 made
 chunks 1-6 of such a curve "slow" outliers (issue 32). Chunk 1 is judged under both readings of
 chunk 0 and is an outlier only under both (a knee at k = 2 looks, without chunk 1, like chunk 0
-on its own path).
+on its own path): chunk 0 on its own path (its own level, the line through chunks 2 on) and
+chunk 0 the start of the curve (every shape above). The own-path reading once took every shape
+as well, and then a knee at k = 3 through chunks 0 and 2 often fitted the others better by
+noise: chunk 1 of a first-chunk curve (tau_1/tau_0 = 3.2, 2 % noise, N = 16) was set aside as a
+x1.1-1.4 outlier in 25 of the first 65 draws of the taxonomy's cell (the verdict mostly still
+right), and the knee read at k = 3-4 in 13 of 2,000 (docs/tau_k.md §4).
 """
 
 from __future__ import annotations
@@ -73,11 +78,17 @@ def _designs(k: np.ndarray, first: bool = True) -> list[np.ndarray]:
 
 def _studentised(k: np.ndarray, y: np.ndarray, i: int) -> tuple[float, float, float]:
     """(t statistic, prediction, df) of point i against the best shape fitted to the others.
-    Chunk 1 (with chunk 0 present) against both readings of chunk 0, its own path or the start
-    of the curve, whichever it fits better: without chunk 1 the others cannot tell a first-chunk
-    knee from a knee at k = 2, and a chunk is only called an outlier under both."""
+    Chunk 1 (with chunk 0 present) against both readings of chunk 0, whichever it fits better:
+    its own path (chunk 0's own level and the line through chunks 2 on, nothing else) or the
+    start of the curve (every shape through chunk 0): without chunk 1 the others cannot tell a
+    first-chunk knee from a knee at k = 2 or 3, and a chunk is only called an outlier under both.
+    The own-path reading was once every shape plus chunk 0's level, in which a knee at k = 3
+    through chunks 0 and 2 fits the others as well as chunk 0's own level does and, chosen by
+    noise, made a true chunk 1 a x1.2-1.3 outlier: the first-chunk knee then read as a knee at
+    k = 3-4 (13 of 2,000 draws of the taxonomy's first-chunk cell, docs/tau_k.md §4)."""
     if k[i] == 1 and k.min() == 0:
-        both = [_studentised_with(k, y, i, _designs(k, first)) for first in (True, False)]
+        own_path = [np.column_stack([np.ones_like(k), k, (k == 0).astype(float)])]
+        both = [_studentised_with(k, y, i, d) for d in (own_path, _designs(k, first=False))]
         return min(both, key=lambda r: abs(r[0]))
     return _studentised_with(k, y, i, _designs(k))
 
