@@ -159,6 +159,36 @@ def quarantine_has(
 # --- slices and chunks -----------------------------------------------------------------------
 
 
+def slices_args_cut_sql(keys: Sequence[str]) -> str:
+    """The query of `run_slices_args_cut` (parameters: run_id, lanes). Its args are cut to `keys`: a
+    JSON object of the keys present at the top level, each with its JSON value as DuckDB writes
+    it (`json_extract`, one parse per row); NULL when none is present. A reader that takes a
+    key with Polars' `json_path_match` after a substring test for the quoted key
+    (`launch_links.link_ids`, `device_work.work_slices`) gets the same strings from it."""
+    quoted = [json.dumps(key).replace("'", "''") for key in keys]
+    named = " or ".join(f"contains(args, '{key}')" for key in quoted)
+    paths = ", ".join(f"'$.{key}'" for key in quoted)
+    members = ", ".join(
+        f"case when v[{i}] is not null then '{key}:' || v[{i}]::varchar end"
+        for i, key in enumerate(quoted, start=1)
+    )
+    return (
+        "select rank, lane, name, category, start_ns, dur_ns,"
+        f" nullif('{{' || concat_ws(',', {members}) || '}}', '{{}}') as args"
+        " from (select rank, lane, name, category, start_ns, dur_ns,"
+        f" case when {named} then json_extract(args, [{paths}]) end as v"
+        " from slices where run_id = ? and list_contains(?::varchar[], lane))"
+    )
+
+
+def run_slices_args_cut(
+    con: duckdb.DuckDBPyConnection, run_id: str, lanes: Sequence[str], keys: Sequence[str]
+) -> pl.DataFrame:
+    """One run's slices on `lanes` without run_id, thread and step, args cut to `keys`
+    (`slices_args_cut_sql`)."""
+    return con.execute(slices_args_cut_sql(keys), [run_id, list(lanes)]).pl()
+
+
 def run_slices(con: duckdb.DuckDBPyConnection, run_id: str, lanes: Sequence[str]) -> pl.DataFrame:
     """The slices of one run on the given lanes."""
     return con.execute(

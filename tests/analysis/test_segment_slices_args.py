@@ -15,7 +15,6 @@ from pipelines.analysis.chunks.chunk_store import (
     SEGMENT_LANES,
     segment_run,
     segment_slices,
-    segment_slices_sql,
 )
 from pipelines.analysis.chunks.segment import DEFAULT_MARKER_REGEX, segment_chunks
 from pipelines.bench.generate import generate_rank
@@ -68,7 +67,7 @@ def test_the_cut_args_read_the_same_as_the_full_ones() -> None:
     )
     con.register("frame", frame)
     con.execute("create table slices as select * from frame")
-    lean = con.execute(segment_slices_sql(), ["r", list(SEGMENT_LANES)]).pl()
+    lean = queries.run_slices_args_cut(con, "r", SEGMENT_LANES, SEGMENT_ARGS_KEYS)
     assert lean.height == len(ARGS)
     assert _read_as_readers_do(lean["args"]) == _read_as_readers_do(frame["args"])
     # rows that name no key read nothing and carry no args; the others only the keys read

@@ -135,6 +135,7 @@ ALLOWED_SELECT = {
     "pipelines/ingest/readers/kernel_details.py": "scans an input CSV view",
     "pipelines/ingest/readers/step_trace.py": "scans an input CSV view",
     "pipelines/ingest/readers/cluster.py": "scans an input CSV view",
+    "pipelines/ingest/readers/json_keys.py": "json_keys over an input trace's raw entries",
     "pipelines/bench/ingest_children.py": "DuckDB's own read_json as a benchmark baseline",
     "pipelines/quality/check_queries.py": "counts and samples the rows a sql/quality check returns",
 }

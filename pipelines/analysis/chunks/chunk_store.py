@@ -283,37 +283,15 @@ SEGMENT_ARGS_KEYS = tuple(
 each at the top level with Polars' `json_path_match`."""
 
 
-def segment_slices_sql(keys: tuple[str, ...] = SEGMENT_ARGS_KEYS) -> str:
-    """The query of `segment_slices` (parameters: run_id, lanes). Its args are cut to `keys`: a
-    JSON object of the keys present at the top level, each with its JSON value as DuckDB writes
-    it (`json_extract`, one parse per row); NULL when none is present. A reader that takes a
-    key with Polars' `json_path_match` after a substring test for the quoted key
-    (`launch_links.link_ids`, `device_work.work_slices`) gets the same strings from it."""
-    quoted = [json.dumps(key).replace("'", "''") for key in keys]
-    named = " or ".join(f"contains(args, '{key}')" for key in quoted)
-    paths = ", ".join(f"'$.{key}'" for key in quoted)
-    members = ", ".join(
-        f"case when v[{i}] is not null then '{key}:' || v[{i}]::varchar end"
-        for i, key in enumerate(quoted, start=1)
-    )
-    return (
-        "select rank, lane, name, category, start_ns, dur_ns,"
-        f" nullif('{{' || concat_ws(',', {members}) || '}}', '{{}}') as args"
-        " from (select rank, lane, name, category, start_ns, dur_ns,"
-        f" case when {named} then json_extract(args, [{paths}]) end as v"
-        " from slices where run_id = ? and list_contains(?::varchar[], lane))"
-    )
-
-
 def segment_slices(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
-    """The run's slices on SEGMENT_LANES, only the columns segmentation reads (not run_id,
-    thread, step), with args cut in SQL to the keys segmentation reads (`segment_slices_sql`:
+    """The run's slices on SEGMENT_LANES, only the columns segmentation reads (not run_id, thread,
+    step), with args cut in SQL to the keys segmentation reads (`queries.run_slices_args_cut`:
     ~25 % of the args bytes of a marked trace built from the msinsight level1 export; NULL where
     none is present). DuckDB's cache of the blocks read is let go afterwards
     (`insert.release_buffers`). With both, segmenting a marked 2 GB trace fits the ingest budget
     (docs/bench_ingest.md, issue 37 item 1); the chunks are the same
     (tests/analysis/test_segment_slices_args.py)."""
-    frame = con.execute(segment_slices_sql(), [run_id, list(SEGMENT_LANES)]).pl()
+    frame = queries.run_slices_args_cut(con, run_id, SEGMENT_LANES, SEGMENT_ARGS_KEYS)
     release_buffers(con)
     return frame
 
