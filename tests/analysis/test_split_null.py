@@ -38,3 +38,33 @@ def test_split_p_decreases_with_t_and_uses_the_bonferroni_bound_in_the_far_tail(
     assert all(a >= b for a, b in itertools.pairwise(ps)) and ps[0] > 0.5
     assert ps[-1] <= 51 * 2 * stats.t.sf(8.0, 58)
     assert split_pvalue(3.0, 9, 5) == 1.0  # too short for any split with 5 runs a side
+
+
+def test_the_null_is_kept_on_disk_and_read_back_identical(tmp_path, monkeypatch) -> None:
+    from pipelines.analysis.changes import split_null
+
+    monkeypatch.setenv(split_null.CACHE_ENV, str(tmp_path))
+    split_null._null_max.cache_clear()
+    first = split_null._null_max(30, 5)
+    kept = split_null.null_cache_dir() / "L30-m5.npy"
+    assert kept.is_file() and str(kept).startswith(str(tmp_path))
+    assert np.array_equal(np.load(kept), split_null._simulated_null_max(30, 5))
+    split_null._null_max.cache_clear()
+    kept.write_bytes(b"\x93NUMPY damaged")  # not an array any more
+    again = split_null._null_max(30, 5)
+    assert np.array_equal(again, first)
+    assert np.array_equal(np.load(kept), first)  # rewritten whole
+    split_null._null_max.cache_clear()
+
+
+def test_an_unwritable_cache_folder_costs_only_the_simulation(tmp_path, monkeypatch) -> None:
+    from pipelines.analysis.changes import split_null
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv(split_null.CACHE_ENV, str(blocked))
+    split_null._null_max.cache_clear()
+    values = split_null._null_max(24, 5)
+    assert np.array_equal(values, split_null._simulated_null_max(24, 5))
+    assert split_pvalue(3.0, 24, 5) == split_pvalue(3.0, 24, 5)
+    split_null._null_max.cache_clear()
