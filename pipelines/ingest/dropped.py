@@ -24,6 +24,7 @@ INVALID_STEP = "invalid_step"  # a Step Id that is not an integer (e.g. 3.5) or 
 UNPARSABLE_WAIT = "unparsable_wait"  # a wait cell that is neither missing nor a number
 INVALID_EVENT = "invalid_event"  # a trace event that is not an object of the format's fields
 DUPLICATE_KEY = "duplicate_key"  # a trace event that gives one key twice (which one was meant?)
+DUPLICATE_ROW = "duplicate_row"  # a device row repeating an earlier one exactly: counted once
 
 CODES = (
     MISSING_TIMESTAMP,
@@ -38,6 +39,7 @@ CODES = (
     UNPARSABLE_WAIT,
     INVALID_EVENT,
     DUPLICATE_KEY,
+    DUPLICATE_ROW,
 )
 
 # The latest end (start + duration, ns) a row may have: a margin under int64's 9.223e18 so that

@@ -465,9 +465,17 @@ def _tasks(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.DataFra
         comm_cols = "null, null, null, null"
     # a kernel (COMPUTE_TASK_INFO row) without a name id is dropped and named, never left to
     # the warehouse's NOT NULL (dropped there without a word)
+    # a TASK row that repeats an earlier one in every column (TASK has no key; its
+    # COMMUNICATION_TASK_INFO row too, when there is one) is one task written twice: two tasks
+    # cannot start at one instant on one stream, so it is counted once (drop.DUPLICATE_ROW)
+    copy_key = [f"t.{_identifier(c)}" for c in columns["TASK"]]
+    if comm_join:
+        copy_key += [f"k.{_identifier(c)}" for c in columns["COMMUNICATION_TASK_INFO"]]
+    repeated = f"row_number() over (partition by {', '.join(copy_key)} order by t.rowid) > 1"
     reason = (
         f"coalesce({_time_reason('t.startNs', 't.endNs')}, case when c.globalTaskId is not null"
-        f" and c.name is null then '{MISSING_NAME}' end)"
+        f" and c.name is null then '{MISSING_NAME}' when {repeated}"
+        f" then '{drop.DUPLICATE_ROW}' end)"
     )
     sql = f"""
         select t.globalTaskId, {_ns("t.startNs")}, {_ns("t.endNs")} - {_ns("t.startNs")},

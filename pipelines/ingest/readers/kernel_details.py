@@ -51,6 +51,29 @@ def _huge(cell: str) -> str:
     )
 
 
+ROW_HASH = "_row_hash"  # md5 of the row's every cell as read (JSON of the row: NULL != "NULL")
+
+
+def _collapse_copies(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with every row that repeats an earlier row cell for cell (all columns of the
+    file, not only the ones read) marked `duplicate_row`, and `_first`: the 0-based index of
+    the first row of its kind. One device task is one row: two kernels cannot start at one
+    instant on one stream, so a row written twice is one kernel, counted once (a reason found
+    in the row itself comes first: both copies of a bad row are dropped for it)."""
+    first = pl.col("_index").min().over(ROW_HASH)
+    return (
+        frame.with_row_index("_index")
+        .with_columns(
+            pl.when(pl.col(drop.DROPPED).is_null() & (pl.col("_index") != first))
+            .then(pl.lit(drop.DUPLICATE_ROW))
+            .otherwise(pl.col(drop.DROPPED))
+            .alias(drop.DROPPED),
+            first.alias("_first"),
+        )
+        .drop(ROW_HASH, "_index")
+    )
+
+
 @dataclass
 class KernelDetails:
     """Kernel rows (canonical `kernels` columns without run_id/rank) and the device they ran on."""
@@ -138,7 +161,8 @@ def read_kernel_details(path: Path) -> KernelDetails:
                    {step_cell} as step_text,
                    {wait_cell} as wait_text,
                    {trimmed(col["start"])} as start_text,
-                   {trimmed(col["dur"])} as dur_text
+                   {trimmed(col["dur"])} as dur_text,
+                   md5(to_json(kd)) as {ROW_HASH}
             from kd
             )
             select * exclude (step_text, wait_text, start_text, dur_text),
@@ -148,13 +172,19 @@ def read_kernel_details(path: Path) -> KernelDetails:
         ).pl()
     finally:
         con.close()
+    frame = _collapse_copies(frame)
     # every dropped row is named by its line (not only the cells that are no number)
     unusable = frame.with_row_index().filter(pl.col(drop.DROPPED).is_not_null())
     set_aside = long_lines.reasons() + [
         f"line {long_lines.source_line(index)}: {why}"
-        for index, why in unusable.select("index", drop.DROPPED).head(3).iter_rows()
+        + (
+            f" (a copy of line {long_lines.source_line(first)})"
+            if why == drop.DUPLICATE_ROW
+            else ""
+        )
+        for index, why, first in unusable.select("index", drop.DROPPED, "_first").head(3).rows()
     ]
-    frame, dropped = drop.split(frame)
+    frame, dropped = drop.split(frame.drop("_first"))
     devices = frame["device_id"].drop_nulls()
     device_id = int(devices.mode().sort()[0]) if len(devices) else None
     return KernelDetails(

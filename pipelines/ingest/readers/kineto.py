@@ -150,8 +150,10 @@ def read_trace(path: Path) -> RankFrames:
     """Read one Kineto trace file. Raises QuarantineError for unreadable input."""
     path = Path(path)
     trace, bad_events = _decode(_raw_bytes(path), path.name)
-    frame = _event_frame(trace).with_columns(
-        pl.Series(drop.ENTRY, _entry_positions(len(trace.traceEvents or []), bad_events))
+    frame = _mark_copies(
+        _event_frame(trace).with_columns(
+            pl.Series(drop.ENTRY, _entry_positions(len(trace.traceEvents or []), bad_events))
+        )
     )
     set_aside = sorted([*bad_events, *drop.positions(frame, "traceEvents")], key=_entry_of)
     events, dropped = drop.split(frame)
@@ -271,6 +273,26 @@ def _cpu_compute_lane(complete: pl.DataFrame) -> pl.DataFrame:
 
 
 # --- events, device work and its launch -------------------------------------------------------
+
+
+COPY_KEY = ("ph", "name", "cat", "pid", "tid", "ts_ns", "dur_ns", "args")
+
+
+def _mark_copies(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with every device event (a kernel, memcpy or memset: one GPU stream is `tid`)
+    that repeats an earlier one in every field marked `duplicate_row`: two kernels cannot start
+    at one instant on one stream, so an event written twice is one kernel, counted once."""
+    if frame.is_empty():
+        return frame
+    category = pl.col("cat").str.to_lowercase().replace(OLD_CATEGORIES)
+    device = (pl.col("ph") == "X") & category.is_in(DEVICE_CATEGORIES)
+    repeated = device & ~pl.struct(COPY_KEY).is_first_distinct()
+    return frame.with_columns(
+        pl.when(pl.col(drop.DROPPED).is_null() & repeated)
+        .then(pl.lit(drop.DUPLICATE_ROW))
+        .otherwise(pl.col(drop.DROPPED))
+        .alias(drop.DROPPED)
+    )
 
 
 def _complete_events(events: pl.DataFrame) -> pl.DataFrame:
