@@ -31,6 +31,7 @@ import time
 
 import numpy as np
 import polars as pl
+from threadpoolctl import threadpool_limits
 
 from pipelines.analysis.tau.fits import fit_stage
 from pipelines.analysis.tau.outliers import screen_outliers
@@ -53,6 +54,14 @@ from pipelines.bench.tau_cells import (
 from pipelines.replay.tables import chunks_frame
 from pipelines.sim.disturbance import ar1_sequence, draw_onset
 from pipelines.sim.run import simulate
+
+ONE_BLAS_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")
+"""The cells' fits solve matrices of 8-21 rows; OpenBLAS splits even those over its threads,
+which then wait on each other when the cores are shared: measured 2026-12-04 (2 cores, load 4,
+cProfile of `--one-run 20 --chunks 9 --only "iid 3%"`), scipy's solve_triangular on 9x9 took
+13 ms a call and half the run (22.0 s), one thread 4.2 s in all. Same LAPACK routines, one
+thread: identical numbers (every interval of 400 stage curves, bit for bit; docs/tau_k_accuracy.md
+§6.11). Applied as a decorator: the limit holds while a cell runs, then is restored."""
 
 
 def stage_curves(model: str, n: int) -> list[np.ndarray]:
@@ -85,6 +94,7 @@ def draw_runs(
     return k, np.concatenate(ys), np.repeat(np.arange(runs), n)
 
 
+@ONE_BLAS_THREAD
 def stage_cell_rates(cell: Cell, n: int, runs: int, fits: int, seed: int) -> dict:
     """The four rates of one cell over `fits` draws of the 2 stage curves."""
     rng = np.random.default_rng(seed)
@@ -198,6 +208,7 @@ MODEL_TARGET_CELLS = ("iid 3%", "iid 5%", "one x2 chunk", "one x1.3 chunk")
 """The cells where the model interval's 93-97 % target applies (its noise model holds)."""
 
 
+@ONE_BLAS_THREAD
 def one_run_rates(cell: Cell, n: int, fits: int, seed: int) -> dict:
     """One run of n chunks per fit, 2 stage curves each: coverage of the model slope interval
     and of the robust one (pipelines.analysis.tau.robust_slope), the median ratio of each
