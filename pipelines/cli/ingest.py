@@ -56,11 +56,13 @@ quarantine reasons: not_found, not_profiler_output, unrecognised_input, empty_fi
   not_kineto, no_device_events, unsupported_device, not_a_file, too_large, read_error,
   removed_during_ingest, unreadable_table (plus
   reader-specific codes of the db/Kineto/cluster readers); invalid_event / invalid_rows: some
-  entries of a file set aside (positions in the detail), the rest loaded
+  entries of a file set aside (positions in the detail), the rest loaded; repaired_rows: some
+  entries loaded after a repair the detail names
 dropped rows (a bad value drops its row, counted per run in runs.dropped_rows):
   missing_timestamp, unparsable_timestamp, timestamp_out_of_range, missing_duration,
   unparsable_duration, non_finite_duration, negative_duration, duration_out_of_range,
-  invalid_step, unparsable_wait, invalid_event (docs/ingest_rules.md)
+  invalid_step, unparsable_wait, invalid_event, duplicate_key, duplicate_row (an exact copy of
+  an earlier device row: counted once) (docs/ingest_rules.md)
 
 example: tracereplay ingest ~/prof/job_42 --tag model=qwen3-8b --tag schedule=vpp --json"""
 

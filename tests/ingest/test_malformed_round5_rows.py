@@ -133,25 +133,82 @@ def _cell(path: Path, row: int, column: str) -> str:
 
 @pytest.fixture
 def small_lines(monkeypatch) -> int:
-    """A 4 KiB line limit, so the cases stay small (the rule is the same at 8 MiB)."""
+    """A 4 KiB line limit and a 1 KiB limit for a cell of an unused column, so the cases stay
+    small (the rule is the same at 8 MiB / 1 MiB)."""
     monkeypatch.setattr(csv_text, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(csv_text, "MAX_UNUSED_CELL_BYTES", 1024)
     return 4096
 
 
-def test_a_line_longer_than_the_limit_costs_its_row(
+def test_a_long_cell_of_an_unused_column_is_emptied_and_its_row_loads(
     sim_kd: Path, tmp_path: Path, small_lines: int
 ) -> None:
+    """A 10 KB `Input Shapes` cell (no reader uses it) in a line over the limit: the cell is
+    left empty, the row loads with its times, and the repair is named by line."""
     clean = read_kernel_details(sim_kd)
     path = _edited(sim_kd, tmp_path / "kernel_details.csv", 3, "Input Shapes", "x" * 10_000)
     # a bad value after the long line keeps its own line number
     _edited(path, path, 7, "Duration(us)", "NaN")
     kd = read_kernel_details(path)
-    assert kd.kernels.height == clean.kernels.height - 2
-    assert kd.set_aside[0].startswith("line 5: too_large (a line of 0.0 MiB")
-    assert kd.set_aside[1:] == ["line 9: non_finite_duration"]
-    assert kd.unusable == 2
-    kept = clean.kernels.filter(~clean.kernels.with_row_index()["index"].is_in([3, 7]))
+    assert kd.kernels.height == clean.kernels.height - 1
+    assert kd.repaired == [
+        "line 5: its 'Input Shapes' cell of 9.8 KiB left empty (a column no reader uses;"
+        " the row loaded)"
+    ]
+    assert kd.set_aside == ["line 9: non_finite_duration"]
+    assert kd.unusable == 1
+    kept = clean.kernels.filter(~clean.kernels.with_row_index()["index"].is_in([7]))
     assert kd.kernels.equals(kept)
+
+
+def test_a_long_cell_holding_quotes_commas_and_line_breaks_is_one_cell(
+    tmp_path: Path, real_dir: Path, small_lines: int
+) -> None:
+    """The scan that finds the cell knows CSV quoting: `""`, commas and a line break inside
+    the quoted cell do not end it, in a CRLF file; the row after it keeps its line number."""
+    clean = read_kernel_details(real_dir / REAL_KD)
+    value = '"a,b\n' + "1,2;" * 3000 + '"\r\nx,"'
+    path = _edited(real_dir / REAL_KD, tmp_path / "kernel_details.csv", 12, "Start Time(us)", "abc")
+    _edited(path, path, 9, "Input Shapes", value)
+    kd = read_kernel_details(path)
+    assert len(kd.repaired) == 1 and kd.repaired[0].startswith("line 11: its 'Input Shapes'")
+    assert kd.set_aside == ["line 14: unparsable_timestamp"]
+    kept = clean.kernels.filter(~clean.kernels.with_row_index()["index"].is_in([12]))
+    assert kd.kernels.equals(kept)
+
+
+def test_a_long_cell_of_a_column_read_costs_its_row(
+    sim_kd: Path, tmp_path: Path, small_lines: int
+) -> None:
+    """A kernel name over the limit is not emptied (the name is stored): the row is set aside
+    as too_large, the rest loads."""
+    clean = read_kernel_details(sim_kd)
+    path = _edited(sim_kd, tmp_path / "kernel_details.csv", 3, "Name", "k" * 10_000)
+    kd = read_kernel_details(path)
+    assert kd.repaired == []
+    assert kd.set_aside[0].startswith("line 5: too_large (a line of 9.9 KiB, over the 4.0 KiB")
+    kept = clean.kernels.filter(~clean.kernels.with_row_index()["index"].is_in([3]))
+    assert kd.kernels.equals(kept)
+
+
+def test_ingest_names_the_emptied_cell_in_a_repaired_rows_row(
+    tmp_path: Path, real_dir: Path, small_lines: int
+) -> None:
+    rank = tmp_path / "run" / "rank0_ascend_pt"
+    shutil.copytree(real_dir / REAL_KD.parent.parent, rank)
+    details = rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    _edited(details, details, 0, "Input Shapes", "9" * 5000)
+    report = ingest_paths([rank.parent], FileStore(tmp_path / "w.duckdb"), progress=False)
+    (run,) = report.runs
+    assert run.dropped_rows is None or run.dropped_rows == {}
+    (item,) = report.quarantined
+    assert (item.reason, Path(item.path).name) == ("repaired_rows", "kernel_details.csv")
+    assert "line 2: its 'Input Shapes' cell of 4.9 KiB left empty" in item.detail
+    con = FileStore(tmp_path / "w.duckdb").open()
+    try:
+        assert con.sql("select count(*) from kernels").fetchone() == (191,)
+    finally:
+        con.close()
 
 
 def test_a_header_longer_than_the_limit_quarantines_the_file(

@@ -6,6 +6,9 @@ missing values as `N/A` or empty; older files have CRLF line ends. Cells are tri
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,11 +38,19 @@ PARSE_ONCE_BYTES = 32 << 20
 MAX_LINE_BYTES = 8 << 20
 
 
+# In a line longer than MAX_LINE_BYTES, a cell longer than this in a column the reader does not
+# use (kernel_details' `Input Shapes`) is left empty and the row kept: nothing reads the value,
+# and its row's times are good. A long cell of a used column still costs its row.
+MAX_UNUSED_CELL_BYTES = 1 << 20
+
+
 @dataclass
 class LongLines:
-    """Lines of one CSV set aside because they are longer than MAX_LINE_BYTES."""
+    """Lines of one CSV set aside because they are longer than MAX_LINE_BYTES, and the cells of
+    unused columns left empty so that their row fits."""
 
     lines: list[tuple[int, int]] = field(default_factory=list)  # (line number, bytes)
+    blanked: list[tuple[int, str, int]] = field(default_factory=list)  # (line, column, bytes)
 
     def source_line(self, data_row: int) -> int:
         """The file's line number (1-based, header = line 1) of data row `data_row` (0-based)
@@ -53,19 +64,37 @@ class LongLines:
     def reasons(self) -> list[str]:
         """`line N: too_large (...)` for each line set aside."""
         return [
-            f"line {n}: too_large (a line of {size / 2**20:.1f} MiB, over the"
-            f" {MAX_LINE_BYTES >> 20} MiB a CSV line may hold)"
+            f"line {n}: too_large (a line of {_size(size)}, over the"
+            f" {_size(MAX_LINE_BYTES)} a CSV line may hold)"
             for n, size in self.lines
         ]
 
+    def repairs(self) -> list[str]:
+        """`line N: its 'column' cell of X MiB left empty (...)` for each cell blanked."""
+        return [
+            f"line {n}: its {column!r} cell of {_size(size)} left empty (a column no"
+            " reader uses; the row loaded)"
+            for n, column, size in self.blanked
+        ]
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 1 << 20 else f"{n / 2**10:.1f} KiB"
+
 
 def open_csv(
-    con: duckdb.DuckDBPyConnection, path: Path, view: str, long_lines: LongLines | None = None
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    view: str,
+    long_lines: LongLines | None = None,
+    used: tuple[str, ...] | None = None,
 ) -> list[str]:
     """Register `path` as view `view` (all VARCHAR); returns the header names. Raises
     QuarantineError for empty, binary or unparsable files. With `long_lines`, a data line longer
     than MAX_LINE_BYTES is left out and recorded there (the rest loads); without, such a file is
-    quarantined as `too_large`."""
+    quarantined as `too_large`. With `used` (the header names the reader reads, any case), a
+    long line's cells over MAX_UNUSED_CELL_BYTES in the other columns are left empty instead
+    and the row kept (recorded in `long_lines.blanked`)."""
     try:
         size = path.stat().st_size
         with path.open("rb") as handle:
@@ -80,7 +109,7 @@ def open_csv(
         try:
             columns = _parse(con, path, view, size)
         except _LineTooLong:
-            columns = _parse_without_long_lines(con, path, view, size, long_lines)
+            columns = _parse_without_long_lines(con, path, view, size, long_lines, used)
         except duckdb.Error as exc:
             if "Invalid unicode" not in str(exc):
                 raise
@@ -142,29 +171,152 @@ def _parse_without_long_lines(
     view: str,
     size: int,
     long_lines: LongLines | None,
+    used: tuple[str, ...] | None = None,
 ) -> list[str]:
     """Read a copy of `path` without its lines longer than MAX_LINE_BYTES, streamed (memory
-    bounded by the limit); raises QuarantineError(too_large) when the header is one of them or
-    the caller cannot take rows set aside."""
+    bounded by the limit): a long line's over-long cells of unused columns are emptied (when
+    `used` is given) and the line kept if it then fits; otherwise it is left out. Raises
+    QuarantineError(too_large) when the header is one of them or the caller cannot take rows
+    set aside."""
     found = LongLines()
     copy = memory_budget.new_spill_dir() / path.name
     with path.open("rb") as source, copy.open("wb") as target:
-        number = 0
+        number = 0  # records (lines, but a quoted line break does not end one)
+        header: list[str] | None = None
+        pending: list[bytes] = []  # the pieces of the record being read
+        held, quote_open = 0, False  # bytes in `pending`; inside quotes at its end
         while piece := source.readline(MAX_LINE_BYTES + 1):
-            number += 1
-            if len(piece) <= MAX_LINE_BYTES or piece.endswith(b"\n"):
-                target.write(piece)
+            pending.append(piece)
+            held += len(piece)
+            quote_open ^= bool(piece.count(b'"') & 1)
+            if held <= MAX_LINE_BYTES + 1:  # its line break not counted
+                if quote_open or not piece.endswith(b"\n"):
+                    continue  # a quoted line break: the record goes on
+                number += 1
+                if header is None:
+                    header = _header_names(b"".join(pending))
+                target.writelines(pending)
+                pending, held = [], 0
                 continue
-            length = len(piece)
-            while not piece.endswith(b"\n") and (piece := source.readline(1 << 20)):
-                length += len(piece)
-            found.lines.append((number, length))
-    if not found.lines:
+            number += 1
+            named = header or []
+            keep = (
+                {i for i, name in enumerate(named) if name.lower() in used}
+                if used is not None and long_lines is not None
+                else set(range(len(named)))
+            )
+            record = _LongRecord(number, named, keep)
+            for part in pending:
+                record.feed(part)
+            while not record.done and (piece := source.readline(1 << 20)):
+                record.feed(piece)
+            if record.fits():
+                target.write(bytes(record.out))
+                found.blanked.extend(record.blanked)
+            else:
+                found.lines.append((number, record.length))
+            pending, held, quote_open = [], 0, False
+        target.writelines(pending)  # a last record the file ends inside (no line break)
+    if not found.lines and not found.blanked:
         raise QuarantineError("csv_parse_error", f"{path.name}: a line DuckDB could not size")
-    if found.lines[0][0] == 1 or long_lines is None:
+    if (found.lines and found.lines[0][0] == 1) or long_lines is None:
         raise QuarantineError("too_large", f"{path.name}: {'; '.join(found.reasons()[:3])}")
     long_lines.lines.extend(found.lines)
+    long_lines.blanked.extend(found.blanked)
     return _register(con, view, _read_csv(con, copy), size)
+
+
+def _header_names(line: bytes) -> list[str]:
+    """The header cells of a CSV's first line, trimmed (a BOM dropped)."""
+    text = line.decode("utf-8-sig", errors="replace")
+    return [cell.strip() for cell in next(csv.reader(io.StringIO(text)), [])]
+
+
+_DELIMITER = re.compile(rb'[,"\n]')
+
+
+class _LongRecord:
+    """One CSV record longer than MAX_LINE_BYTES, fed in pieces: its cells are found by a
+    quote-aware scan (a `"` toggles quoting, so `""` inside quotes is a quote; a comma or line
+    break inside quotes is text), each cell's raw bytes copied to `out` unless it is longer
+    than MAX_UNUSED_CELL_BYTES in a column outside `keep`: then it is written as an empty cell
+    and recorded in `blanked`. Memory: one cell up to the cell limit and `out` up to the line
+    limit, whatever the record's length."""
+
+    def __init__(self, line: int, header: list[str], keep: set[int]) -> None:
+        self.line, self.header, self.keep = line, header, keep
+        self.out = bytearray()
+        self.cell = bytearray()
+        self.cell_bytes = 0
+        self.ends_in_cr = False
+        self.column = 0
+        self.quoted = False
+        self.done = False
+        self.length = 0  # bytes of the record in the file
+        self.too_large = False
+        self.blanked: list[tuple[int, str, int]] = []
+
+    def feed(self, piece: bytes) -> None:
+        self.length += len(piece)
+        at = 0
+        while at < len(piece) and not self.done:
+            if self.quoted:
+                end = piece.find(b'"', at)
+                stop = len(piece) if end < 0 else end + 1
+                self._take(piece[at:stop])
+                self.quoted = end < 0
+                at = stop
+                continue
+            match = _DELIMITER.search(piece, at)
+            if match is None:
+                self._take(piece[at:])
+                break
+            end = match.start()
+            mark = piece[end : end + 1]
+            if mark == b'"':
+                self._take(piece[at : end + 1])
+                self.quoted = True
+            elif mark == b",":
+                self._take(piece[at:end])
+                self._end_cell(b",")
+            else:
+                self._take(piece[at:end])
+                self._end_cell(b"\n")
+                self.done = True
+            at = end + 1
+
+    def _take(self, data: bytes) -> None:
+        self.cell_bytes += len(data)
+        self.ends_in_cr = data.endswith(b"\r") if data else self.ends_in_cr
+        if self.cell_bytes <= MAX_UNUSED_CELL_BYTES:
+            self.cell += data
+
+    def _end_cell(self, separator: bytes) -> None:
+        if self.cell_bytes > MAX_UNUSED_CELL_BYTES:
+            name = self.header[self.column] if self.column < len(self.header) else ""
+            if self.column in self.keep or self.column >= len(self.header):
+                self.too_large = True
+            else:
+                # a CRLF line's last cell keeps its CR
+                self.cell = bytearray(b"\r" if separator == b"\n" and self.ends_in_cr else b"")
+                self.blanked.append((self.line, name, self.cell_bytes))
+        if len(self.out) + len(self.cell) + 1 > MAX_LINE_BYTES:
+            self.too_large = True
+        if not self.too_large:
+            self.out += self.cell
+            self.out += separator
+        self.cell = bytearray()
+        self.cell_bytes = 0
+        self.ends_in_cr = False
+        self.column += 1
+
+    def fits(self) -> bool:
+        """Whether the record, its over-long unused cells emptied, is whole and within the
+        line limit (a record the file ends inside is ended there)."""
+        if not self.done and not self.quoted:
+            self._end_cell(b"\n")
+            self.done = True
+        return self.done and not self.quoted and not self.too_large
 
 
 def _register(

@@ -40,6 +40,18 @@ from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import scratch_connection
 
 COMM_CORES = ("HCCL", "COMMUNICATION")
+# the header names read, per field (any case): a long line's cells in other columns may be left
+# empty (csv_text.MAX_UNUSED_CELL_BYTES)
+COLUMNS = {
+    "name": ("Name", "Op Name"),
+    "start": ("Start Time(us)", "Task Start Time(us)"),
+    "dur": ("Duration(us)", "Task Duration(us)"),
+    "core": ("Accelerator Core", "Task Type"),
+    "type": ("Type", "OP Type"),
+    "wait": ("Wait Time(us)", "Task Wait Time(us)"),
+    "step": ("Step Id", "Step ID"),
+    "device": ("Device_id", "Device Id"),
+}
 
 
 def _huge(cell: str) -> str:
@@ -84,6 +96,8 @@ class KernelDetails:
     # cells that are not numbers (text, NaN, inf): "line N: reason" of the first few, how many
     set_aside: list[str] = field(default_factory=list)
     unusable: int = 0
+    # cells of unused columns left empty so that their row could load: "line N: ..."
+    repaired: list[str] = field(default_factory=list)
 
 
 def read_kernel_details(path: Path) -> KernelDetails:
@@ -91,19 +105,20 @@ def read_kernel_details(path: Path) -> KernelDetails:
     con = scratch_connection()
     try:
         long_lines = LongLines()
-        columns = open_csv(con, path, "kd", long_lines)
+        used = tuple(name.lower() for names in COLUMNS.values() for name in names)
+        columns = open_csv(con, path, "kd", long_lines, used=used)
         col = require(
             columns,
             path.name,
-            name=("Name", "Op Name"),
-            start=("Start Time(us)", "Task Start Time(us)"),
-            dur=("Duration(us)", "Task Duration(us)"),
+            name=COLUMNS["name"],
+            start=COLUMNS["start"],
+            dur=COLUMNS["dur"],
         )
-        core = pick_column(columns, "Accelerator Core", "Task Type")
-        ktype = pick_column(columns, "Type", "OP Type")
-        wait = pick_column(columns, "Wait Time(us)", "Task Wait Time(us)")
-        step = pick_column(columns, "Step Id", "Step ID")
-        device = pick_column(columns, "Device_id", "Device Id")
+        core = pick_column(columns, *COLUMNS["core"])
+        ktype = pick_column(columns, *COLUMNS["type"])
+        wait = pick_column(columns, *COLUMNS["wait"])
+        step = pick_column(columns, *COLUMNS["step"])
+        device = pick_column(columns, *COLUMNS["device"])
         # a start or duration cell that is not a number (text, NaN, inf) costs its row only; Excel
         # damage still quarantines the file (no time in it can be trusted)
         check_time_columns(
@@ -193,4 +208,5 @@ def read_kernel_details(path: Path) -> KernelDetails:
         dropped=dropped,
         set_aside=set_aside,
         unusable=unusable.height + len(long_lines.lines),
+        repaired=long_lines.repairs(),
     )
