@@ -19,11 +19,17 @@ from pipelines.analysis.changes.changepoint_defaults import (
 from pipelines.analysis.changes.changepoints import (
     DEFAULT_MIN_MAGNITUDE,
     SPIKE_WINDOW,
+    ChangePoint,
     detect_change_points,
     isolated_nights,
     series_pvalue,
 )
-from pipelines.analysis.changes.rescans import nightly_confirmations, withdrawn_points
+from pipelines.analysis.changes.rescans import (
+    NightlyConfirmation,
+    nightly_confirmations,
+    withdrawn_points,
+)
+from pipelines.analysis.changes.search_cache import cached_search
 from pipelines.analysis.runs.run_metrics import CONFIG_KEYS, METRICS, build_marts, check_metrics
 from pipelines.labels import is_untagged
 from pipelines.selectors import parse_selector, require_runs
@@ -166,9 +172,9 @@ def find_changes(
         runs = group["run_id"].to_list()
         when = [str(t)[:19] for t in group["collected_at"].to_list()]
         spikes += _spikes(config, metric, y, runs, when)
-        found = detect_change_points(np.asarray(y), min_magnitude=min_magnitude)
+        found, gate_p = search_series(y, min_magnitude)
         if not found:
-            series_p.append(series_pvalue(np.asarray(y)))
+            series_p.append(gate_p)
         if withdrawn:
             gone += _withdrawn(config, metric, y, runs, when, found, min_magnitude)
         for cp in found:
@@ -215,12 +221,8 @@ def _withdrawn(config, metric, y, runs, when, latest, min_magnitude) -> list[Wit
     """The points of the last WITHDRAW_LOOKBACK nightly scans of one series that the latest
     scan (`latest`) no longer finds (indexes count finite values, as detect_change_points')."""
     finite = np.flatnonzero(np.isfinite(y))
-    values = y[finite]
-    first = max(0, len(values) - WITHDRAW_LOOKBACK)
-    seen = nightly_confirmations(values, first=first, min_magnitude=min_magnitude)
-    seen = [c for c in seen if c.nights < len(values)]
     out = []
-    for c in withdrawn_points(seen, latest):
+    for c in _withdrawn_search(y, latest, min_magnitude):
         row, last = int(finite[c.point.index]), int(finite[c.nights - 1])
         out.append(
             WithdrawnChange(
@@ -234,6 +236,65 @@ def _withdrawn(config, metric, y, runs, when, latest, min_magnitude) -> list[Wit
             )
         )
     return out
+
+
+def search_series(y: np.ndarray, min_magnitude: float) -> tuple[list[ChangePoint], float]:
+    """The change points of one series (detect_change_points) and, when it has none, its gate p
+    (series_pvalue; NaN otherwise): from the search cache when this exact series was searched
+    before (pipelines.analysis.changes.search_cache)."""
+
+    def search() -> tuple[list[ChangePoint], float]:
+        found = detect_change_points(np.asarray(y), min_magnitude=min_magnitude)
+        return found, (math.nan if found else series_pvalue(np.asarray(y)))
+
+    return cached_search(
+        "points",
+        y,
+        {"min_magnitude": min_magnitude},
+        search,
+        lambda r: {"points": [_point_json(cp) for cp in r[0]], "gate_p": r[1]},
+        lambda d: ([_point_of(p) for p in d["points"]], float(d["gate_p"])),
+    )
+
+
+def _withdrawn_search(
+    y: np.ndarray, latest: list[ChangePoint], min_magnitude: float
+) -> list[NightlyConfirmation]:
+    """withdrawn_points of the last WITHDRAW_LOOKBACK nightly scans of one series against the
+    latest scan (`latest`: search_series' points of the same y, so y and min_magnitude are all
+    it depends on), cached as search_series is."""
+
+    def search() -> list[NightlyConfirmation]:
+        values = y[np.isfinite(y)]
+        first = max(0, len(values) - WITHDRAW_LOOKBACK)
+        seen = nightly_confirmations(values, first=first, min_magnitude=min_magnitude)
+        seen = [c for c in seen if c.nights < len(values)]
+        return withdrawn_points(seen, latest)
+
+    return cached_search(
+        "withdrawn",
+        y,
+        {"min_magnitude": min_magnitude, "lookback": WITHDRAW_LOOKBACK},
+        search,
+        lambda gone: [{"nights": c.nights, "point": _point_json(c.point)} for c in gone],
+        lambda d: [NightlyConfirmation(int(c["nights"]), _point_of(c["point"])) for c in d],
+    )
+
+
+_INT_FIELDS = ("index", "index_lo", "index_hi", "n_before", "n_after")
+
+
+def _point_json(cp: ChangePoint) -> dict[str, object]:
+    return {k: (int(v) if k in _INT_FIELDS else v) for k, v in cp.as_dict().items()}
+
+
+def _point_of(d: dict) -> ChangePoint:
+    return ChangePoint(
+        **{
+            k: (int(d[k]) if k in _INT_FIELDS else d[k] if k == "status" else float(d[k]))
+            for k in ChangePoint.__dataclass_fields__
+        }
+    )
 
 
 def _spikes(

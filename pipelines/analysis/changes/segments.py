@@ -19,10 +19,11 @@ from collections.abc import Sequence
 import duckdb
 import polars as pl
 
-from pipelines.analysis.changes.changepoint_defaults import DEFAULT_FDR
+from pipelines.analysis.changes.changepoint_defaults import DEFAULT_FDR, DEFAULT_MIN_SEGMENT
 from pipelines.analysis.tau.curve_keys import CONFIG_KEYS
 from pipelines.selectors import SelectorError
 from pipelines.store import queries
+from pipelines.vocabulary.configuration import RUN_CONFIG_KEYS
 
 SEGMENT = "segment"
 SEGMENTED_CURVE_KEYS = (*CONFIG_KEYS, SEGMENT, "vstage")
@@ -88,11 +89,36 @@ def with_segments(points: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
     return joined.with_columns(pl.col(SEGMENT).fill_null(""))
 
 
+def may_split(con: duckdb.DuckDBPyConnection, points: pl.DataFrame) -> bool:
+    """Whether a confirmed change point can split any run of `points`: False when every
+    configuration of their runs has fewer than 2 x DEFAULT_MIN_SEGMENT measured runs with a
+    collection time (replays left out; copies counted, so this bounds find_changes' series from
+    above), since a shorter series cannot hold a confirmed point (detect_change_points' gate
+    needs 2 x min_segment values and its tail points are pending). Reads the `runs` table only,
+    not the metric marts the whole scan needs."""
+    if points.is_empty() or "run_id" not in points.columns:
+        return False
+    ids = [run_id for run_id, _ in queries.run_sources(con)]
+    runs = queries.run_columns(con, ids, [*RUN_CONFIG_KEYS, "collected_at", "replay_of"])
+    keys = list(RUN_CONFIG_KEYS)
+    measured = runs.filter(pl.col("replay_of").is_null() & pl.col("collected_at").is_not_null())
+    counts = measured.group_by(keys).len("measured")
+    wanted = runs.filter(pl.col("run_id").is_in(points["run_id"].unique().implode()))
+    wanted = wanted.select(keys).unique()
+    reach = wanted.join(counts, on=keys, how="inner", nulls_equal=True)
+    return bool((reach["measured"] >= 2 * DEFAULT_MIN_SEGMENT).any())
+
+
 def segment_points(con: duckdb.DuckDBPyConnection, points: pl.DataFrame) -> pl.DataFrame:
     """with_segments of the points and the confirmed change points of the whole warehouse's
-    nightly history (find_changes over every collected run; none when there is no history)."""
+    nightly history (find_changes over every collected run; none when there is no history).
+    The whole scan runs only when some configuration of the points has history enough to hold
+    a confirmed point (`may_split`): the points' segments are the same either way, and the
+    Benjamini-Hochberg family of the scan stays the whole warehouse's when it runs."""
     from pipelines.analysis.changes.history import find_changes
 
+    if not may_split(con, points):
+        return with_segments(points, pl.DataFrame())
     try:
         scan = find_changes(con, build=False, withdrawn=False)
     except SelectorError:  # no collected runs: no history to split

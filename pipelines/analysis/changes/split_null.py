@@ -26,8 +26,10 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from scipy import stats
@@ -61,14 +63,20 @@ CACHE_ENV = "TRACEREPLAY_CACHE_DIR"
 """Where the simulated nulls are kept; default $XDG_CACHE_HOME/tracereplay (or ~/.cache/...)."""
 
 
-def null_cache_dir() -> Path:
-    """The folder of this numpy version's simulated nulls (the generator's stream is numpy's)."""
+def cache_base() -> Path:
+    """The user's tracereplay cache folder: $TRACEREPLAY_CACHE_DIR, else
+    $XDG_CACHE_HOME/tracereplay (or ~/.cache/tracereplay)."""
     base = os.environ.get(CACHE_ENV)
     if not base:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         base = os.path.join(xdg, "tracereplay")
+    return Path(base)
+
+
+def null_cache_dir() -> Path:
+    """The folder of this numpy version's simulated nulls (the generator's stream is numpy's)."""
     version = ".".join(np.__version__.split(".")[:2])
-    return Path(base) / "split_null" / f"draws{NULL_DRAWS}-numpy{version}"
+    return cache_base() / "split_null" / f"draws{NULL_DRAWS}-numpy{version}"
 
 
 @lru_cache(maxsize=512)
@@ -89,12 +97,18 @@ def _null_max(length: int, min_segment: int) -> np.ndarray:
 
 def _keep(path: Path, values: np.ndarray) -> None:
     """Write `values` to `path` whole or not at all (a temporary file renamed over it)."""
+    keep_file(path, lambda out: np.save(out, values, allow_pickle=False))
+
+
+def keep_file(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write a cache file whole or not at all: `write` fills a temporary file in the same folder,
+    renamed over `path`; a folder that cannot be written is skipped (the cache is only a cache)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, spare = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as out:
-                np.save(out, values, allow_pickle=False)
+                write(out)
             os.replace(spare, path)
         except BaseException:
             Path(spare).unlink(missing_ok=True)
