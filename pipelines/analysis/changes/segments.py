@@ -98,9 +98,8 @@ def may_split(con: duckdb.DuckDBPyConnection, points: pl.DataFrame) -> bool:
     not the metric marts the whole scan needs."""
     if points.is_empty() or "run_id" not in points.columns:
         return False
-    ids = [run_id for run_id, _ in queries.run_sources(con)]
-    runs = queries.run_columns(con, ids, [*RUN_CONFIG_KEYS, "collected_at", "replay_of"])
     keys = list(RUN_CONFIG_KEYS)
+    runs = queries.read_relation(con, "runs").select("run_id", *keys, "collected_at", "replay_of")
     measured = runs.filter(pl.col("replay_of").is_null() & pl.col("collected_at").is_not_null())
     counts = measured.group_by(keys).len("measured")
     wanted = runs.filter(pl.col("run_id").is_in(points["run_id"].unique().implode()))
