@@ -101,6 +101,45 @@ def test_the_msa_knee_is_located_within_one_chunk() -> None:
             assert abs(verdict.breakpoint_k - info["knee"]) <= 1, (chunk, verdict.evidence)
 
 
+def _curve_rows(run_id: str, k: np.ndarray, tau: np.ndarray) -> pl.DataFrame:
+    config = dict(model="m", schedule=None, chunk_size=128, seq_len=2048, vstage=0)
+    return pl.DataFrame(
+        [
+            {
+                **config,
+                "run_id": run_id,
+                "request_id": "q",
+                "chunk_idx": int(i),
+                "tau_ns": int(t),
+                "is_partial": False,
+            }
+            for i, t in zip(k, tau, strict=True)
+        ]
+    )
+
+
+def test_a_tables_points_are_fitted_as_independent_measurements() -> None:
+    """An operator table times each (c, p) point in its own loop (Vidur: 2 warm-up and 5 timed
+    calls per input, inputs spread over the GPUs), so its curve has no serial correlation to
+    estimate. Fitted as one trace run, rho from the line's residuals is what a knee 3 chunks
+    before the end inflates: draw 0 of the MSA 128-token N = 16 cell is `linear` as a run (rho
+    0.90, the knee p_adj 0.013) and a knee at k = 12 as a table (docs/tau_k.md §4)."""
+    rng = np.random.default_rng([0, 0])
+    k, tau, info = cells.msa_knee(16, 128)(rng)
+    noisy = cells._noisy(rng, tau, 0.02)
+    as_run = fit_curves(_curve_rows("run-1", k, noisy), n_boot=0).row(0, named=True)
+    as_table = fit_curves(_curve_rows("lt-0123456789abcdef", k, noisy), n_boot=0)
+    table_row = as_table.row(0, named=True)
+    assert "line residuals" in as_run["ci_method"] and as_run["verdict"] == "linear"
+    assert "independent points" in table_row["ci_method"], table_row["ci_method"]
+    assert table_row["verdict"] == "knee" and abs(table_row["breakpoint_k"] - info["knee"]) <= 1
+    # one table among runs is no table curve: the run's serial correlation still counts
+    mixed = pl.concat(
+        [_curve_rows("run-1", k, noisy), _curve_rows("lt-0123456789abcdef", k, noisy)]
+    )
+    assert "independent points" not in fit_curves(mixed, n_boot=0).row(0, named=True)["ci_method"]
+
+
 @pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_staircase_every_256_keys_at_128_token_chunks_is_named_and_lines_are_not() -> None:
     stairs = _verdicts(cells.staircase(32), range(20))

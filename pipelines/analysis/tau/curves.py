@@ -19,6 +19,7 @@ from pipelines.analysis.tau.cost_law import CostLawFit, fit_cost_law, law_text
 from pipelines.analysis.tau.curve_keys import CURVE_KEYS
 from pipelines.analysis.tau.fits import CurveFit, band_of, fit_stage_lines, with_prediction
 from pipelines.analysis.tau.flattening import flat_bound
+from pipelines.analysis.tau.table_points import is_table_id
 from pipelines.analysis.tau.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
 
 BAND_VALUES = ("fit_ns", "lo_ns", "hi_ns")
@@ -142,13 +143,15 @@ def fit_curves_with_bands(
         for index, group in enumerate(by_stage):
             group = group.sort("run_id", "chunk_idx")
             k = group.get_column("chunk_idx").to_numpy()
+            run_ids = group.get_column("run_id").to_numpy()
             fit, stage, lines = fit_stage_lines(
                 k,
                 group.get_column("tau_ns").to_numpy(),
-                group.get_column("run_id").to_numpy(),
+                run_ids,
                 level=level,
                 n_boot=n_boot,
                 seed=seed + 7919 * index,
+                independent=_table_points(run_ids),
             )
             key = dict(zip(config, config_key if config else (), strict=True))
             if staged:
@@ -193,6 +196,12 @@ def fit_curves_with_bands(
     band_schema = {**key_schema, "chunk_idx": pl.Int64, **dict.fromkeys(BAND_VALUES, pl.Float64)}
     bands = pl.DataFrame(band_columns, schema=band_schema) if rows else pl.DataFrame()
     return CurveFits(result, bands)
+
+
+def _table_points(run_ids: np.ndarray) -> bool:
+    """Whether a curve's points are an operator-latency table's: separate measurements of
+    separate (tokens, prefix) points, fitted without serial correlation (fits._noise_model)."""
+    return len(run_ids) > 0 and all(is_table_id(str(run_id)) for run_id in set(run_ids))
 
 
 def _cost_law_rows(

@@ -631,14 +631,23 @@ def _r2(y: np.ndarray, fitted: np.ndarray) -> float:
     return 1 - float(np.sum((y - fitted) ** 2)) / total if total > 0 else NAN
 
 
-def _noise_model(ks, ys, rs, xk, yk, cnt, tau_hat, scale) -> Noise:
+def _noise_model(ks, ys, rs, xk, yk, cnt, tau_hat, scale, independent=False) -> Noise:
     """The noise model of a mean curve (xk, yk, cnt) from its kept points (ks, ys, rs): rho and
     the pure error from the runs when repeated (no shape of tau(k) enters them); from one run,
     rho from the line's residuals, bias-corrected: the nuisance estimated under the null (the
     line), so that serially correlated noise cannot pass for a kink or a bend. The price: one
-    run needs a larger kink to reach significance (docs/tau_k.md §3, §6.3)."""
+    run needs a larger kink to reach significance (docs/tau_k.md §3, §6.3).
+
+    `independent`: the points are separate measurements, not chunks run one after another (an
+    operator-latency table: each (tokens, prefix) point timed in its own loop of warm-up and
+    repeated calls, its median kept), so rho = 0 and nothing is estimated from the residuals;
+    the replicates' pure error, where the table repeats a point, still pools into the scale.
+    One run's rho from the line's residuals is what a knee inflates (rho 0.6-0.9 on iid
+    curves with a knee 3 chunks before the end: docs/tau_k.md §4 "Measured")."""
     tau_hat = np.maximum(tau_hat, 0.1 * scale)
     pe_ss, pe_df, rho_runs = pure_error(ks, ys, rs, xk, yk)
+    if independent:
+        return noise_model(xk, tau_hat, cnt, 0.0, (pe_ss, pe_df), "independent points")
     if pe_df > 0:
         return noise_model(xk, tau_hat, cnt, rho_runs, (pe_ss, pe_df), "runs")
     if len(xk) < 6:  # too few chunk indices to estimate rho
@@ -672,7 +681,9 @@ class _Line:
     line_note: str
 
 
-def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale: float) -> _Line:
+def _line_of(
+    k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale: float, independent: bool
+) -> _Line:
     """Outlier chunks leave the line and the shape tests (and are reported); the balance residual
     and the VPP bubble, which a slow chunk really changes, keep them. Few runs: GLS of the mean
     curve under multiplicative AR(1) noise (pipelines.analysis.tau.serial), rho from the runs' pure
@@ -698,7 +709,7 @@ def _line_of(k: np.ndarray, y: np.ndarray, runs: np.ndarray, n_runs: int, scale:
     dw = durbin_watson_within(sm.WLS(yk, X, weights=w).fit().resid * np.sqrt(w), order_runs)
     noise = None
     if groups is None:
-        noise = _noise_model(ks, ys, rs, xk, yk, cnt, first.fittedvalues, scale)
+        noise = _noise_model(ks, ys, rs, xk, yk, cnt, first.fittedvalues, scale, independent)
     line = _line_fit(X, yk, groups, noise)
     method = "cluster(run)" if groups is not None else noise.label()
     note = ""
@@ -749,14 +760,19 @@ def fit_curve(
     level: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
+    independent: bool = False,
 ) -> CurveFit:
     """Fit tau = a + b*k (and the alternatives) to the points of one curve.
 
-    `k`, `tau`: one entry per observed chunk; `runs`: the run of each point (clusters). The
-    predicted VPP bubble takes this curve as four equal virtual stages; fit_curves predicts it
-    from every stage curve of a configuration (fit_stage + bubble_pred.predict_bubbles).
+    `k`, `tau`: one entry per observed chunk; `runs`: the run of each point (clusters);
+    `independent`: the points are separate measurements (an operator-latency table), no serial
+    correlation (AR(1) rho = 0, _noise_model). The predicted VPP bubble takes this curve as
+    four equal virtual stages; fit_curves predicts it from every stage curve of a configuration
+    (fit_stage + bubble_pred.predict_bubbles).
     """
-    fit, stage = fit_stage(k, tau, runs, level=level, n_boot=n_boot, seed=seed)
+    fit, stage = fit_stage(
+        k, tau, runs, level=level, n_boot=n_boot, seed=seed, independent=independent
+    )
     if stage is None:
         return fit
     return with_prediction(fit, predict_bubbles([stage], level))
@@ -775,10 +791,13 @@ def fit_stage(
     level: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
+    independent: bool = False,
 ) -> tuple[CurveFit, StageCurve | None]:
     """The fit of one stage curve (VPP predictions not yet filled in) and its estimated curve
     with bootstrap draws for bubble_pred.predict_bubbles."""
-    fit, stage, _ = fit_stage_lines(k, tau, runs, level=level, n_boot=n_boot, seed=seed)
+    fit, stage, _ = fit_stage_lines(
+        k, tau, runs, level=level, n_boot=n_boot, seed=seed, independent=independent
+    )
     return fit, stage
 
 
@@ -790,6 +809,7 @@ def fit_stage_lines(
     level: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
+    independent: bool = False,
 ) -> tuple[CurveFit, StageCurve | None, list]:
     """fit_stage, and the fitted line models behind the reported intervals (for band_of): the
     reported line first, then the one its intervals are joined with (none for a curve too
@@ -819,7 +839,7 @@ def fit_stage_lines(
 
     # outlier chunks leave the line and the shape tests (and are reported); the balance residual
     # and the VPP bubble, which a slow chunk really changes, keep them
-    prep = _line_of(k, y, runs, n_runs, scale)
+    prep = _line_of(k, y, runs, n_runs, scale, independent)
     screen, ks, groups, xk, yk, cnt = prep.screen, prep.ks, prep.groups, prep.xk, prep.yk, prep.cnt
     X, line, noise, shape_noise, m = prep.X, prep.line, prep.noise, None, len(prep.yk)
     dw_line = prep.dw
