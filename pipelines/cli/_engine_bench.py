@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option
+from pipelines.cli._common import add_json_option, positive_int
 from pipelines.cli._format import duration, render_table
 from pipelines.cli._json import emit_json
 from pipelines.cli._workload_args import add_shape_arguments, workload_config
@@ -41,7 +41,9 @@ def add_engine_bench(benches: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default: 5)")
+    parser.add_argument(
+        "--rounds", type=positive_int, default=5, help="interleaved rounds (default: 5)"
+    )
     add_shape_arguments(parser, repeats=4, repeats_help="profiled passes per run")
     parser.add_argument("--sweep", action="store_true", help="the a/b sweep instead of the rounds")
     parser.add_argument(

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, number, output_folder, positive_int
+from pipelines.cli._common import (
+    add_json_option,
+    count,
+    number,
+    output_folder,
+    positive_int,
+    seed,
+)
 from pipelines.cli._engine_bench import add_engine_bench
 from pipelines.cli._json import emit_json
 
@@ -98,7 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ingest.add_argument(
         "--repeat",
-        type=int,
+        type=positive_int,
         default=1,
         metavar="N",
         help="run every path but HTA N times and report the median (default 1)",
@@ -135,9 +142,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sim = benches.add_parser(
         "sim", help="simulator timings: one 1M-token request per schedule, and a sweep"
     )
-    sim.add_argument("--repeat", type=int, default=5, help="timed runs per schedule (default 5)")
     sim.add_argument(
-        "--sweep", type=int, default=10_000, metavar="N", help="sweep configurations (default 1e4)"
+        "--repeat", type=positive_int, default=5, help="timed runs per schedule (default 5)"
+    )
+    sim.add_argument(
+        "--sweep",
+        type=positive_int,
+        default=10_000,
+        metavar="N",
+        help="sweep configurations (default 1e4)",
     )
     sim.set_defaults(func=run_sim)
 
@@ -146,18 +159,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how well tau_k fits and verdicts recover the simulator's truth (rates with n, CI)",
     )
     accuracy.add_argument(
-        "--runs", type=int, default=200, help="runs per campaign, DSA half (default 200)"
+        "--runs", type=positive_int, default=200, help="runs per campaign, DSA half (default 200)"
     )
-    accuracy.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+    accuracy.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0)")
     accuracy.add_argument(
         "--cells",
-        type=int,
+        type=positive_int,
         metavar="FITS",
         help="instead: the disturbance table (iid, outlier, AR(1), step x N x G), FITS per cell",
     )
     accuracy.add_argument(
         "--stage-cells",
-        type=int,
+        type=positive_int,
         metavar="FITS",
         help="instead: the same disturbance table drawn around the simulator's noise-free stage "
         "curves, about 2x faster (FITS 200: n = 400 per cell, about +-2 points, ~75 min on "
@@ -165,7 +178,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     accuracy.add_argument(
         "--one-run",
-        type=int,
+        type=positive_int,
         metavar="FITS",
         help="instead: one run of N chunks (--chunks, default 8), model and robust slope "
         "interval coverage and width per disturbance cell, FITS x 2 stage curves per cell",
@@ -190,7 +203,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     accuracy.add_argument(
         "--vpp-fits",
-        type=int,
+        type=positive_int,
         metavar="FITS",
         help="instead: coverage of the predicted VPP bubble's interval (model x noise x N x G), "
         "FITS per cell",
@@ -219,23 +232,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run-to-run noise levels in %%, comma-separated (default %(default)s)",
     )
     changepoints.add_argument("--step", type=float, default=3.0, help="step in %% (default 3)")
-    changepoints.add_argument("--nights", type=int, default=60, help="nights a series (60)")
-    changepoints.add_argument("--step-at", type=int, default=40, help="first slow night (40)")
-    changepoints.add_argument("--series", type=int, default=1000, help="stepped series (1000)")
     changepoints.add_argument(
-        "--clean", type=int, default=1000, help="clean and one-spike series, each (1000)"
+        "--nights", type=positive_int, default=60, help="nights a series (60)"
+    )
+    changepoints.add_argument("--step-at", type=count, default=40, help="first slow night (40)")
+    changepoints.add_argument(
+        "--series", type=positive_int, default=1000, help="stepped series (1000)"
+    )
+    changepoints.add_argument(
+        "--clean", type=positive_int, default=1000, help="clean and one-spike series, each (1000)"
     )
     changepoints.add_argument(
         "--rescan-series",
-        type=int,
+        type=count,
         default=1000,
         help="clean series re-scanned nightly, at 2 %% noise (1000; 0: none)",
     )
     changepoints.add_argument(
-        "--rescan-nights", type=int, default=90, help="nights of a re-scanned series (90)"
+        "--rescan-nights", type=positive_int, default=90, help="nights of a re-scanned series (90)"
     )
-    changepoints.add_argument("--window", type=int, default=2, help="nights either way (2)")
-    changepoints.add_argument("--seed", type=int, default=0, help="seed of the draws (0)")
+    changepoints.add_argument("--window", type=count, default=2, help="nights either way (2)")
+    changepoints.add_argument("--seed", type=seed, default=0, help="seed of the draws (0)")
     add_json_option(changepoints)
     changepoints.set_defaults(func=run_changepoints)
 
@@ -248,10 +265,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(moderated t); counts regressed, improved and a printed effect outside its own "
         "interval, each with its 95 %% Wilson interval. docs/regressions.md",
     )
-    power.add_argument("--draws", type=int, default=2000, help="draws per cell (2000)")
-    power.add_argument("--runs", type=int, default=5, help="runs a side (5)")
-    power.add_argument("--history", type=int, default=20, help="nights of history (20)")
-    power.add_argument("--seed", type=int, default=0, help="seed of the draws (0)")
+    power.add_argument("--draws", type=positive_int, default=2000, help="draws per cell (2000)")
+    power.add_argument("--runs", type=positive_int, default=5, help="runs a side (5)")
+    power.add_argument("--history", type=positive_int, default=20, help="nights of history (20)")
+    power.add_argument("--seed", type=seed, default=0, help="seed of the draws (0)")
     add_json_option(power)
     power.set_defaults(func=run_compare_power)
 
@@ -264,7 +281,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and whether the heavy dependencies have bytecode. Exit status: 0 the --help median is "
         "under 300 ms, 1 it is not, 2 bad arguments.",
     )
-    startup.add_argument("--repeat", type=int, default=10, help="runs per command (default 10)")
+    startup.add_argument(
+        "--repeat", type=positive_int, default=10, help="runs per command (default 10)"
+    )
     add_json_option(startup)
     startup.set_defaults(func=run_startup)
     fidelity = benches.add_parser(
@@ -475,7 +494,7 @@ def run_tau_accuracy(args: argparse.Namespace) -> int:
             print(f"tracereplay bench tau-accuracy: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT
         return ExitCode.OK
-    if args.only or args.repeats:
+    if args.only is not None or args.repeats is not None:
         print(
             "tracereplay bench tau-accuracy: --only and --repeats go with --stage-cells",
             file=sys.stderr,

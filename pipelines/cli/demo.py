@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, output_folder
+from pipelines.cli._common import add_json_option, output_folder, positive_int
 from pipelines.cli._json import emit_json
 from pipelines.labels import json_value
 
@@ -58,7 +58,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "`tracereplay fit` reads: $TRACEREPLAY_WAREHOUSE or data/warehouse.duckdb)",
     )
     parser.add_argument(
-        "--repeats", type=int, default=3, metavar="N", help="runs per configuration (default: 3)"
+        "--repeats",
+        type=positive_int,
+        default=3,
+        metavar="N",
+        help="runs per configuration (default: 3)",
     )
     parser.add_argument(
         "--quick",

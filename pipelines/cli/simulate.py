@@ -215,7 +215,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--decode-streams",
-        type=int,
+        type=count,
         default=0,
         metavar="N",
         help="N running decode streams ride along the prefill steps, one token each per step of "

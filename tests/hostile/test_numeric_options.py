@@ -41,6 +41,22 @@ CASES: list[tuple[list[str], str]] = [
     (["bench", "ingest", "--size-mb", "0"], "--size-mb"),
     (["bench", "ingest", "--hta-mb=-1"], "--hta-mb"),
     (["bench", "scale", "--ranks", "0"], "--ranks"),
+    # round three (issue 36): options that were plain `int`. A negative seed reached numpy (a
+    # traceback); --rescan-series / --rescan-nights -1 or 0 started the benchmark; the rest were
+    # refused only inside the command, by a line that did not name the option
+    (["bench", "tau-accuracy", "--seed=-1"], "--seed"),
+    (["bench", "changepoints", "--seed=-1"], "--seed"),
+    (["bench", "compare-power", "--seed=-1"], "--seed"),
+    (["bench", "changepoints", "--rescan-nights", "0"], "--rescan-nights"),
+    (["bench", "changepoints", "--rescan-series=-1"], "--rescan-series"),
+    (["bench", "changepoints", "--window=-1"], "--window"),
+    (["bench", "compare-power", "--draws", "0"], "--draws"),
+    (["bench", "tau-accuracy", "--one-run", "0"], "--one-run"),
+    (["bench", "sim", "--sweep=-1"], "--sweep"),
+    (["bench", "startup", "--repeat", "0"], "--repeat"),
+    (["bench", "engine", "--rounds", "0"], "--rounds"),
+    (["demo", "--repeats", "0"], "--repeats"),
+    (["simulate", "--decode-streams=-1"], "--decode-streams"),
 ]
 
 
@@ -77,3 +93,10 @@ def test_the_edges_of_each_range_are_accepted(
     and a zero --pack-window (packing off) still run."""
     assert main(argv) == 0
     assert capsys.readouterr().out.lstrip().startswith("{")
+
+
+def test_an_empty_text_option_is_refused_not_ignored(capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench tau-accuracy --repeats=` (an empty list) started the default benchmark: a value
+    given empty is refused like any other misplaced one (round three)."""
+    assert main(["bench", "tau-accuracy", "--repeats="]) == 2
+    assert "--repeats" in capsys.readouterr().err.strip().splitlines()[-1]
