@@ -102,7 +102,9 @@ def test_cli_prints_itl_and_refuses_misuse(capsys: pytest.CaptureFixture[str]) -
     assert "need --decode-streams" in capsys.readouterr().err
     assert main(["simulate", "--decode-context", "8192"]) == 2
     assert "need --decode-streams" in capsys.readouterr().err
-    assert main(["simulate", "--decode-streams", "-3"]) == 2
-    assert "decode streams must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # at the parser (issue 36, round three)
+        main(["simulate", "--decode-streams", "-3"])
+    assert refused.value.code == 2
+    assert "argument --decode-streams: '-3'" in capsys.readouterr().err
     assert main(["simulate", "--schedule", "single", "--decode-streams", "8"]) == 2
     assert "pipeline schedules" in capsys.readouterr().err
