@@ -194,9 +194,11 @@ def test_cli_reads_the_lake(real_dir, tmp_path):
     runs = subprocess.run(
         [*cli, "runs", "--json"], env=env, check=True, capture_output=True, text=True
     )
-    assert "text-level1" in runs.stdout
+    # set B1's id: its reader, its rank folders' stem and profiler_info's collection time
+    (run_id,) = [r["run_id"] for r in json.loads(runs.stdout)["runs"]]
+    assert run_id.startswith("ascend-pt-rank-20250109-0748-")
     shown = subprocess.run(
-        [*cli, "show", "text-level1"], env=env, check=True, capture_output=True, text=True
+        [*cli, "show", run_id[:-6]], env=env, check=True, capture_output=True, text=True
     )
     assert "rank" in shown.stdout
     assert (root / "warehouse.duckdb").is_file()
@@ -263,8 +265,8 @@ def test_a_damaged_partition_costs_its_run_and_reingest_rewrites_it(
     for folder in (damaged_folder, other_folder):
         subprocess.run([*cli, "ingest", str(folder)], env=env, check=True, capture_output=True)
     before = {r[0]: r for r in _lake_rows(root, "runs")}
-    # the copy at runs/level1 (its id: runs-level1-<hash>; the hash's hex may hold "db")
-    damaged_run = next(r for r in before if r.startswith("runs-level1-"))
+    # the copy at runs/level1 (same bytes as set B1: its id differs from B1's in the hash only)
+    damaged_run = next(r for r, row in before.items() if row[2] == str(damaged_folder.resolve()))
     kernels_before = len([r for r in _lake_rows(root, "kernels") if r[0] == damaged_run])
     target = partition_dir(root, table, damaged_run) / PART
     target.write_bytes(spoil(target.read_bytes()))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -57,9 +58,11 @@ def test_the_attribution_is_printed_once_for_metrics_that_moved_together(history
     out = capsys.readouterr().out
     assert out.count("where the time went") == 1
     block = out.split("where the time went")[0].split("\n\n")[-1].splitlines()
-    header, runs, dated = block[:3]
+    header, before, after, dated = block[:4]
     assert "ttft_ns" in header and "makespan_ns" in header
-    assert runs.startswith("last run before raw-night-12-") and "first after raw-night-13-" in runs
+    # run ids carry the profiler's collection time (docs/run_identity.md): nights 12 and 13
+    assert re.match(r"last run before: ascend-pt-[a-z0-9-]*-20260312-\d{4}-[0-9a-f]{12}$", before)
+    assert re.match(r"first run after: ascend-pt-[a-z0-9-]*-20260313-\d{4}-[0-9a-f]{12}$", after)
     # where the first run after it may lie, 95 %: a night or more around night 13
     assert dated.startswith(("first run after it, 95 % set: ", "dated to that run"))
     assert max(len(line) for line in out.splitlines()) <= 120

@@ -122,7 +122,8 @@ def test_runs_lists_and_selects(real_warehouse: Path, capsys) -> None:
 def test_show_unknown_and_ambiguous(real_warehouse: Path, capsys) -> None:
     assert main(["show", "zzz", "--warehouse", str(real_warehouse)]) == 2
     assert "no run matching" in capsys.readouterr().err
-    assert main(["show", "t", "--warehouse", str(real_warehouse)]) == 2
+    # a prefix every Ascend text run shares (`ascend-pt-<stem>-<collected>-<hash>`)
+    assert main(["show", "ascend-pt-", "--warehouse", str(real_warehouse)]) == 2
     assert "runs (" in capsys.readouterr().err
 
 
@@ -165,5 +166,7 @@ def test_runs_keep_one_line_per_run_with_a_long_model_name(tmp_path: Path, capsy
     assert main(["runs", "--warehouse", target]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) <= 120
-    (row,) = [line for line in lines if line.startswith("raw-")]
+    # the id names the profiler metadata's model, schedule and length (not the tag), and keeps
+    # the model's words that fit in 60 characters
+    (row,) = [line for line in lines if line.startswith("ascend-pt-qwen3-coder-30b-cpp-64k-")]
     assert "xxxxxxxx…" in row and row.rstrip().endswith("yes")

@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     for (config, before, after), members in blocks.items():
         metrics = ", ".join(changes[i].metric for i in members)
         print(f"\n{config} {metrics}:")
-        print(f"last run before {before}, first after {after}")
+        print(f"last run before: {before}\nfirst run after: {after}")
         print(_date_interval([changes[i] for i in members]))
         explained_here = next((explanations[i] for i in members if i in explanations), None)
         if explained_here is not None:
@@ -243,7 +243,8 @@ def _date_interval(members: list) -> str:
         return "dated to that run (95 % posterior set of the date)"
     return (
         f"first run after it, 95 % set: {first.earliest_after_at[:10]} … "
-        f"{last.latest_after_at[:10]}\n  from {first.earliest_after_run} to {last.latest_after_run}"
+        f"{last.latest_after_at[:10]}\n  from {first.earliest_after_run}"
+        f"\n  to   {last.latest_after_run}"
     )
 
 

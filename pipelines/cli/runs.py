@@ -10,9 +10,10 @@ from pipelines.cli._common import add_json_option, add_warehouse_option, store_o
 from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
-List the runs in the warehouse, one line each: id, source, model, schedule, sequence length,
-chunk size, ranks, collection time, makespan (first event start to last event end) and whether
-chunks are stored. SEL is a run selector (docs/selectors.md), e.g.
+List the runs in the warehouse, oldest first, one line each: id (it holds the reader, the
+configuration or profiler folder name and the collection time: docs/run_identity.md), source,
+model, schedule, sequence length, chunk size, ranks, makespan (first event start to last event
+end) and whether chunks are stored. SEL is a run selector (docs/selectors.md), e.g.
 `model=deepseek-v3.1,schedule=vpp|cpp,since=2026-11-01`; simulated reruns only with
 `replays=yes`. Exit status: 0 ok, 2 no warehouse, a bad selector or no run matches."""
 
@@ -57,18 +58,17 @@ def run(args: argparse.Namespace) -> int:
             r["schedule"] or "-",
             f"{tokens(r['seq_len'])}/{tokens(r['chunk_size'])}",
             r["ranks"],
-            r["collected_at"].strftime("%Y-%m-%d") if r["collected_at"] else "-",
             duration(r["makespan_ns"]),
             "yes" if r["chunks"] else "no",
         )
         for r in frame.iter_rows(named=True)
     ]
-    headers = ("run", "source", "model", "sched", "seq/chunk", "ranks", "collected")
-    headers += ("makespan", "chunks")
+    # no `collected` column: the run id carries the collection time (docs/run_identity.md)
+    headers = ("run", "source", "model", "sched", "seq/chunk", "ranks", "makespan", "chunks")
     rows = _model_cut_to_fit(headers, rows, MODEL_COLUMN, console_width())
-    print(render_table(headers, rows, right=(4, 5, 7)))
+    print(render_table(headers, rows, right=(4, 5, 6)))
     print(
-        f"\n{frame.height} runs (ids shortened to a unique prefix; --json has them whole);"
+        f"\n{frame.height} runs, oldest first; ids cut to a unique prefix (whole in --json);"
         " `tracereplay show RUN` for one run"
     )
     return ExitCode.OK

@@ -18,7 +18,6 @@ import hashlib
 import importlib
 import json
 import os
-import re
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from pipelines.ingest.discover import RankInput, RunInput
 from pipelines.ingest.dropped import merged as merged_counts
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames, RunFrames, stored_path
+from pipelines.ingest.run_ids import run_id_for
 from pipelines.ingest.steps.step_breakdown import assess
 
 RUN_INT_KEYS = ("chunk_size", "seq_len", "tp", "pp", "vp", "dp", "world_size")
@@ -143,19 +143,6 @@ def combined_hash(digests: list[FileDigest]) -> str:
 def content_hash(files: list[Path]) -> str:
     """The content hash of a run's files (see `combined_hash`)."""
     return combined_hash(file_digests(files))
-
-
-def run_id_for(origin: Path | str, content: str) -> str:
-    """`<stem>-<12 hex>` of a run read from `origin` with content hash `content`."""
-    key = hashlib.sha256(f"{stored_path(origin)}\0{content}".encode()).hexdigest()
-    return f"{run_stem(Path(stored_path(origin)))}-{key[:12]}"
-
-
-def run_stem(origin: Path) -> str:
-    """A short readable name from the run folder's last two path parts."""
-    parts = [origin.parent.name, origin.name] if origin.parent.name else [origin.name]
-    slug = re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
-    return (slug or "run")[:40].rstrip("-")
 
 
 def _reader(module: str, function: str) -> Callable[..., Any]:
@@ -291,6 +278,7 @@ class RunAssembler:
         self.quarantined: list[Quarantined] = []
         self.skipped: list[tuple[str, str]] = []
         self.facts: dict[str, Any] = {}
+        self._run_id: str | None = None
 
     @property
     def digests(self) -> list[FileDigest]:
@@ -304,7 +292,27 @@ class RunAssembler:
 
     @property
     def run_id(self) -> str:
-        return run_id_for(self.run.origin, self.hash)
+        """The run's id (pipelines.ingest.run_ids), fixed the first time it is asked for: after
+        `read()`, when a Kineto or cluster run's facts are known."""
+        if self._run_id is None:
+            self._run_id = run_id_for(self.run, self.hash, self._reader_facts())
+        return self._run_id
+
+    def _reader_facts(self) -> dict[str, Any]:
+        """model, schedule, seq_len and the collection time the readers found (run_ids uses them
+        for runs without rank folders)."""
+        facts: dict[str, Any] = {}
+        times = []
+        for frames in self.rank_frames:
+            for key, value in (frames.info.get("conventions") or {}).items():
+                facts.setdefault(key, value)
+            if isinstance(frames.info.get("collected_at"), datetime):
+                times.append(frames.info["collected_at"])
+        for key, value in self.facts.items():
+            facts.setdefault(key, value)
+        if times:
+            facts["collected_at"] = min(times)
+        return facts
 
     def _call(self, path: Path, reader: Callable[[Path], Any], blame: Path | None = None) -> Any:
         return _guarded(path, reader, self.quarantined, blame)

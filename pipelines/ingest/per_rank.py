@@ -3,8 +3,9 @@
 A big cluster run is one run (one run_id, docs/run_identity.md) but its rank folders need nothing
 from each other, so each can be read and written by its own process or machine:
 
-1. `plan_run(folder)`: discover the one run in `folder`, hash its files, fix the run_id; list
-   its rank folders (the partitions).
+1. `plan_run(folder)`: discover the one run in `folder`, hash its files, fix the run_id (the
+   same function as `tracereplay ingest`, from the rank folders' small profiler files:
+   pipelines.ingest.run_ids); list its rank folders (the partitions).
 2. `ingest_rank(plan, index)`: read rank folder `index` alone and write its rows as
    `<lake>/<table>/run_id=<id>/part-rank<r>.parquet` for ranks, slices, kernels, comm_ops and
    step_breakdown (LakeSession.write_rank); quarantine rows as their own batch.
@@ -33,10 +34,10 @@ from pipelines.ingest.assemble import (
     RunAssembler,
     combined_hash,
     file_digests,
-    run_id_for,
 )
 from pipelines.ingest.discover import RankInput, RunInput, discover
 from pipelines.ingest.frames import SCHEMAS
+from pipelines.ingest.run_ids import run_id_for
 from pipelines.memory_budget import release_spills
 from pipelines.store import LakeStore, parquet_lake
 
@@ -86,7 +87,7 @@ def plan_run(
         lake=str(Path(lake_root).resolve()),
         origin=str(run.origin),
         source=run.source,
-        run_id=run_id_for(run.origin, content),
+        run_id=run_id_for(run, content),
         content_hash=content,
         rank_dirs=tuple(str(r.path) for r in run.ranks),
         readers=tuple(r.reader for r in run.ranks),
@@ -101,10 +102,6 @@ class _RankAssembler(RunAssembler):
     def __init__(self, run: RunInput, run_id: str, tags: dict[str, str]) -> None:
         super().__init__(run, tags, digests=[])
         self._run_id = run_id
-
-    @property
-    def run_id(self) -> str:
-        return self._run_id
 
 
 def ingest_rank(plan: RunPlan, index: int) -> RankResult:

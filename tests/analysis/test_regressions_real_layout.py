@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from datetime import date, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +68,9 @@ def test_a_step_in_real_layout_runs_is_found_on_the_breakdown(real_history: Path
     assert "total_ns" in {r["metric"] for r in rows}
     for row in rows:
         assert row["status"] == "confirmed" and row["direction"] == "regression"
-        assert f"night-{STEP_AT:02d}-" in row["run_after"], row["run_after"]
+        # the run id carries the moved collection time (B1 collected 2025-01-09): night STEP_AT
+        stamp = (date(2025, 1, 9) + timedelta(days=STEP_AT)).strftime("%Y%m%d")
+        assert row["run_after"].startswith(f"ascend-pt-rank-{stamp}-"), row["run_after"]
         assert row["n_before"] == STEP_AT and row["n_after"] == NIGHTS - STEP_AT
         # the interval is of the realised factors' ratio, within 1 pp of the injected step
         assert abs(row["magnitude"] - STEP) < 0.01, row

@@ -53,7 +53,8 @@ def test_show_prints_control_characters_as_escapes(run_folder, tmp_path, capsys)
     with contextlib.redirect_stderr(io.StringIO()):
         assert main(["ingest", str(folder), "--warehouse", warehouse, "--no-progress"]) == 0
     capsys.readouterr()
-    assert main(["show", "test-show", "--warehouse", warehouse, "--no-fit"]) == 0
+    # the id comes from the profiler's files, never from the folder's name (docs/run_identity.md)
+    assert main(["show", "ascend-pt-", "--warehouse", warehouse, "--no-fit"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "esc\\x1b[31mred" in out
 

@@ -94,7 +94,8 @@ def test_cli_msinsight_twice_changes_nothing(real_dir: Path, tmp_path: Path, cap
     for r in first["runs"]:
         by_source.setdefault(r["source"], []).append(r)
     assert sorted(by_source) == ["ascend_pt", "ascend_pt_db"]
-    b1 = next(r for r in first["runs"] if r["run_id"].startswith("text-level1"))
+    b1 = next(r for r in first["runs"] if r["origin"].endswith("/pytorch/text/level1"))
+    assert b1["run_id"].startswith("ascend-pt-rank-20250109-0748-")
     assert b1["ranks"] == 2 and b1["kernels"] == 382 and b1["events"] > 8000
     assert counts["runs"] == len(first["runs"]) and counts["quarantine"] == 0
 
