@@ -83,12 +83,29 @@ def day(text: str) -> str:
 
 
 def _check_parents(path: Path, text: str) -> None:
-    """The nearest existing folder above `path` must be a folder, so `path` can be made."""
+    """The nearest existing folder above `path` must be a folder one can write in, so `path`
+    can be made (a read-only folder, /proc: a traceback after the work before)."""
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
                 raise argparse.ArgumentTypeError(f"{parent} is a file, so {text} cannot be made")
+            if not (path.exists() and path.is_dir()):
+                _check_writable(parent, text)
             return
+
+
+def _check_writable(folder: Path, text: str) -> None:
+    """Make and remove a folder in `folder` (a permission check alone says yes to root where
+    nothing can be made, as in /proc)."""
+    import tempfile
+
+    try:
+        Path(tempfile.mkdtemp(prefix=".tracereplay-probe-", dir=folder)).rmdir()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise argparse.ArgumentTypeError(
+            f"nothing can be written in {folder} ({reason}), so {text} cannot be made"
+        ) from None
 
 
 def output_folder(text: str) -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from pipelines.paths import printable
 from pipelines.store import catalog, functions, queries, relations
 from pipelines.store.base import Session, Store, StoreError, WriteSessions
 from pipelines.store.insert import insert_frame, memory_limited
@@ -45,7 +46,16 @@ MEMORY = ":memory:"
 
 def check_warehouse_file(target: Path) -> None:
     """Refuse an existing path that is not a DuckDB database (a directory, an empty file, JSON,
-    CSV, SQLite ...): DuckDB would otherwise open an in-memory database or fail obscurely."""
+    CSV, SQLite ...): DuckDB would otherwise open an in-memory database or fail obscurely. A
+    folder named with a `?` is refused too: DuckDB (1.5) names the write-ahead log by putting
+    `.wal` before the first `?` of the resolved path, even through a link, so every commit
+    there failed with a traceback ("Cannot open file .../d.wal?x/w.duckdb")."""
+    folder = os.path.dirname(os.path.abspath(target))
+    if "?" in folder:
+        raise StoreError(
+            f"{printable(folder)} holds a '?': DuckDB cannot keep a database in such a folder"
+            " (it reads what follows '?' as options); give a path without one"
+        )
     try:
         mode = target.stat().st_mode
     except FileNotFoundError:
