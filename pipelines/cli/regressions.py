@@ -255,20 +255,25 @@ def _print_spikes(spikes: list) -> None:
     """The single-night spikes set aside before the search (none is a change point)."""
     if not spikes:
         return
-    print(
-        f"\n{len(spikes)} single-night spike(s) set aside, not change points (beyond"
-        f" {DEFAULT_SPIKE_SIGMAS} robust sigma of the nights on both sides):"
+    text = (
+        f"{len(spikes)} single-night spike(s) set aside, not change points (beyond"
+        f" {DEFAULT_SPIKE_SIGMAS} robust sigma of the nights on both sides; off: how far off"
+        " its neighbours):"
     )
+    print("\n" + textwrap.fill(text, width=MAX_WIDTH, break_on_hyphens=False))
     rows = [
         {
             "configuration": config_label(s.config),
             "metric": s.metric,
-            "night": f"{s.collected_at[:10]} {s.run_id}",
+            # the run id holds its collection date when the profiler recorded one
+            "night": s.run_id
+            if s.collected_at[:10].replace("-", "") in s.run_id
+            else f"{s.collected_at[:10]} {s.run_id}",
             "off": f"{s.deviation:+.1%}",
         }
         for s in spikes[:SPIKES_SHOWN]
     ]
     columns = [("configuration", "configuration"), ("metric", "metric"), ("night", "night")]
-    print(table([*columns, ("off", "off its neighbours")], rows))
+    print(table([*columns, ("off", "off")], rows))
     if len(spikes) > SPIKES_SHOWN:
         print(f"... and {len(spikes) - SPIKES_SHOWN} more")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date, timedelta
 
 import numpy as np
 import pytest
@@ -116,6 +117,25 @@ def test_a_single_night_spike_is_listed_but_is_no_change_point(tmp_path, capsys)
     assert "1 single-night spike(s) set aside" in out
     (line,) = [x for x in out.splitlines() if "s-n17" in x]
     assert "ttft_ns" in line and "+" in line.split()[-1]
+
+
+def test_a_spike_of_a_run_named_by_its_profiler_fits_120_columns(tmp_path, capsys):
+    """Run ids of the profiler-named form (docs/run_identity.md) hold the collection date: the
+    spike line shows the id alone, within 120 columns."""
+    path = tmp_path / "warehouse.duckdb"
+    con = open_store(path).open()
+    rng = np.random.default_rng(7)
+    model = "qwen3-coder-30b-a3b"  # the longest preset name
+    for night in range(30):
+        day = (date(2026, 1, 1) + timedelta(days=night)).strftime("%Y%m%d")
+        run_id = f"ascend-pt-deepseek-v3-1-cpp-64k-{day}-0200-{night:012x}"
+        write_run(con, run_id, night, model=model, scale=1.10 if night == 17 else 1.0, rng=rng)
+    con.close()
+    assert main(["regressions", "--warehouse", str(path), "--metric", "ttft_ns"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if "-20260118-0200-" in x]
+    assert "2026-01-18" not in line
+    assert max(len(x) for x in out.splitlines()) <= 120
 
 
 def test_explain_says_what_to_do_for_the_state_the_runs_are_in() -> None:
