@@ -41,6 +41,7 @@ from pipelines.analysis.changes.break_date import (
     split_costs,
 )
 from pipelines.analysis.changes.changepoint_defaults import (
+    CONFIRM_MIN_MAGNITUDE,
     DEFAULT_CONFIRM,
     DEFAULT_MAX_PVALUE,
     DEFAULT_MIN_MAGNITUDE,
@@ -301,7 +302,11 @@ def persists(
     least PERSIST_MIN_BEFORE tested nights before it in its segment. The earlier
     histories are asked about this point only, at a looser level than the gate: a real change
     stays significant as nights are taken away, a false alarm of one scan mostly does not
-    (docs/regressions.md §re-scans has the rules measured)."""
+    (docs/regressions.md §re-scans has the rules measured). Whatever its p, a point smaller
+    than CONFIRM_MIN_MAGNITUDE either way does not stand (pending): the gate lets small false
+    changes through where segments are long (docs/regressions.md, the ±2 nights target)."""
+    if abs(point.magnitude) < CONFIRM_MIN_MAGNITUDE:
+        return False
     if persist <= 1 or point.p_value <= fast:
         return True
     if point.n_before < PERSIST_MIN_BEFORE:
