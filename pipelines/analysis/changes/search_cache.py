@@ -16,6 +16,8 @@ Entries are JSON files (floats written with repr, which reads back to the same d
 infinities as JSON's extensions) under `cache_base()/change_search/<kind>/`, written whole by
 rename; a file that cannot be read back is searched again and rewritten, a folder that cannot
 be written is skipped. `TRACEREPLAY_CHANGE_CACHE=0` turns the cache off (every series searched).
+Nothing is evicted: each new night adds one file (a few hundred bytes) per series it lengthens; the
+folder is safe to delete at any time.
 The Benjamini-Hochberg step across series is never cached: it runs over the whole family on
 every scan (pipelines.analysis.changes.history.find_changes).
 """
