@@ -73,10 +73,44 @@ def check_warehouse_file(target: Path) -> None:
     except OSError as exc:
         raise StoreError(f"{target} cannot be read: {exc.strerror or exc}") from exc
     if not head:
-        raise StoreError(f"{target} is an empty file, not a DuckDB warehouse")
+        # DuckDB makes the file, locks it, then writes its header: another writer starting
+        # at that instant saw an empty file and gave up (two writers on one new warehouse)
+        state = _empty_file_state(target)
+        if state == "locked":
+            return  # being made: the open waits for its lock
+        if state == "filled":
+            return check_warehouse_file(target)
+        raise StoreError(
+            f"{target} is an empty file, not a DuckDB warehouse (a creation cut off?); remove"
+            " it or give another path"
+        )
     if head[DUCKDB_MAGIC_OFFSET:] != DUCKDB_MAGIC:
         kind = "an SQLite database" if head.startswith(b"SQLite format") else "not a DuckDB file"
         raise StoreError(f"{target} exists and is {kind}; give a new path or a DuckDB warehouse")
+
+
+def _empty_file_state(target: Path, wait_s: float = 2.0) -> str:
+    """What an empty warehouse file is, watched for up to `wait_s`: "filled" (its header came, or
+    the file went), "locked" (a process holds its lock: DuckDB is making it) or "empty" (a file
+    nobody is making, such as one left by a creation killed before its header)."""
+    import fcntl
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            if target.stat().st_size > 0:
+                return "filled"
+            with target.open("rb") as handle:
+                try:
+                    fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except OSError:
+                    return "locked"
+                fcntl.lockf(handle, fcntl.LOCK_UN)
+        except FileNotFoundError:
+            return "filled"  # gone: looked at again as a new path
+        if time.monotonic() >= deadline:
+            return "empty"
+        time.sleep(_POLL_S)
 
 
 def damaged(target: Path | str, error: BaseException) -> StoreError:
