@@ -75,8 +75,8 @@ class NightlyHistory:
     """`nights` nights of one run per configuration; nights=0 writes no history. 24 nights leave
     11 after the regression's night 13. A point is confirmed once it still stands in the scans
     1-10 nights shorter with 10 tested nights before it, or at once when its p is in the fast
-    lane (p <= 0.0001; docs/regressions.md §re-scans): the demo's 5 % step is found in that
-    lane (tests/test_demo_full.py)."""
+    lane (p <= 0.00014, FAST_CONFIRM_SHARE of the gate; docs/regressions.md §re-scans): the
+    demo's 5 % step is found in that lane (tests/test_demo_full.py)."""
 
     configs: tuple[NightlyConfig, ...] = (
         NightlyConfig("deepseek-v3.1", "cpp", 65536),
