@@ -44,7 +44,7 @@ DUCKDB_MAGIC_OFFSET = 8
 MEMORY = ":memory:"
 
 
-def check_warehouse_file(target: Path) -> None:
+def check_warehouse_file(target: Path, replace_empty: bool = False) -> None:
     """Refuse an existing path that is not a DuckDB database (a directory, an empty file, JSON,
     CSV, SQLite ...): DuckDB would otherwise open an in-memory database or fail obscurely. A
     folder named with a `?` is refused too: DuckDB (1.5) names the write-ahead log by putting
@@ -79,7 +79,12 @@ def check_warehouse_file(target: Path) -> None:
         if state == "locked":
             return  # being made: the open waits for its lock
         if state == "filled":
-            return check_warehouse_file(target)
+            return check_warehouse_file(target, replace_empty)
+        if replace_empty:
+            # nobody made it for 2 s: what a creation killed before its header leaves; a writer
+            # makes the warehouse anew (it held nothing), so re-ingest after `kill -9` works
+            target.unlink(missing_ok=True)
+            return
         raise StoreError(
             f"{target} is an empty file, not a DuckDB warehouse (a creation cut off?); remove"
             " it or give another path"
@@ -320,7 +325,7 @@ class FileStore(Store):
     def open(self, read_only: bool = False) -> FileSession:
         target = self.location
         if not self.memory:
-            check_warehouse_file(target)
+            check_warehouse_file(target, replace_empty=not read_only)
             if read_only and not target.exists():
                 raise StoreError(f"no warehouse at {target} (run `tracereplay ingest` first)")
             if not read_only:

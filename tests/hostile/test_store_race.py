@@ -2,7 +2,8 @@
 file, locks it and then writes its header, so a second `tracereplay ingest` starting at that
 instant saw an empty file and was refused ("is an empty file, not a DuckDB warehouse"), exit 2,
 its run not stored. An empty file someone holds the lock of is being made: the open waits for
-it; an empty file nobody holds is still refused, in one line that says how to get past it."""
+it; an empty file nobody holds for 2 s is what a creation killed before its header leaves: a
+writer makes the warehouse anew, a reader is refused in one line."""
 
 from __future__ import annotations
 
@@ -49,3 +50,20 @@ def test_an_empty_file_nobody_holds_is_refused_in_one_line(tmp_path: Path) -> No
         check_warehouse_file(target)
     assert "is an empty file, not a DuckDB warehouse (a creation cut off?)" in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+def test_a_writer_makes_a_warehouse_anew_over_an_empty_file_nobody_holds(tmp_path: Path) -> None:
+    """What `kill -9` between DuckDB making the file and writing its header leaves: ingest
+    into it works (it held nothing) instead of being refused until someone removes it."""
+    from pipelines.store.duckdb_file import FileStore
+
+    target = tmp_path / "w.duckdb"
+    target.write_bytes(b"")
+    store = FileStore(target)
+    store.open().close()
+    check_warehouse_file(target)  # a DuckDB file now
+    con = store.open(read_only=True)
+    try:
+        assert con.sql("select count(*) from runs").fetchone() == (0,)
+    finally:
+        con.close()
