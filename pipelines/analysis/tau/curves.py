@@ -20,6 +20,7 @@ from pipelines.analysis.tau.curve_keys import CURVE_KEYS
 from pipelines.analysis.tau.fits import CurveFit, band_of, fit_stage_lines, with_prediction
 from pipelines.analysis.tau.flattening import flat_bound
 from pipelines.analysis.tau.table_points import is_table_id
+from pipelines.analysis.tau.tau_points import flag_partial_chunks
 from pipelines.analysis.tau.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
 
 BAND_VALUES = ("fit_ns", "lo_ns", "hi_ns")
@@ -58,8 +59,6 @@ def _points(chunks: pl.DataFrame, drop_partial: bool) -> pl.DataFrame:
         frame = frame.rename({"busy_ns": "tau_ns"})
     if drop_partial:
         if "is_partial" not in frame.columns:
-            from pipelines.analysis.tau.tau_points import flag_partial_chunks
-
             frame = flag_partial_chunks(frame)  # the rule of sql/intermediate/int_chunk_flags.sql
         # a variable-chunk curve keeps its shorter chunks: the cost law is a law of c as well
         variable = (
