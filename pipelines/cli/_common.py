@@ -63,11 +63,11 @@ percent = number(float, low=0, high=1000, what="a percentage")
 """A threshold in percent: finite, 0 to 1000."""
 finite_float = number(float, what="a finite number")
 """Any float option without a range of its own: NaN and inf refused."""
-positive_int = number(int, low=1, what="a whole number >= 1")
+positive_int = number(int, low=1, what="a whole number")
 """A count that must be at least one (ranks, layers, threads, requests)."""
-count = number(int, low=0, what="a whole number >= 0")
+count = number(int, low=0, what="a whole number")
 """A count that may be zero (warm-up passes, a window, decode streams)."""
-seed = number(int, low=0, what="a seed >= 0")
+seed = number(int, low=0, what="a seed")
 """A random seed: numpy refuses negative seeds."""
 
 

@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"comma-separated, from {', '.join(schedule_kinds.NAMES)} "
         "(default: all but dcpp_vllm_ascend, which is dcpp)",
     )
-    positive = number(int, low=1, what="a whole number >= 1")
+    positive = number(int, low=1, what="a whole number")
     parser.add_argument("--pp", type=positive, default=2, help="pipeline ranks (default: 2)")
     parser.add_argument(
         "--vp", type=positive, default=2, help="virtual stages per rank for vpp* (default: 2)"
@@ -121,7 +121,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=2000,
         help="paired measurements drawn (default: 2000)",
     )
-    parser.add_argument("--seed", type=number(int, low=0, what="a seed >= 0"), default=0)
+    parser.add_argument("--seed", type=number(int, low=0, what="a seed"), default=0)
     add_warehouse_option(parser)
     add_json_option(parser)
     parser.set_defaults(func=run)

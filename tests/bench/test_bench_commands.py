@@ -33,8 +33,15 @@ def test_bench_sim_prints_both_parts(capsys: pytest.CaptureFixture[str]) -> None
         ["bench", "tau-accuracy", "--runs", "0"],
     ],
 )
-def test_bench_rejects_non_positive_sizes(argv: list[str]) -> None:
-    assert main(argv) == ExitCode.BAD_INPUT
+def test_bench_rejects_non_positive_sizes(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused at the parser: exit 2 and one line naming the option and the rule."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"argument {argv[2]}: '0': a whole number must be >= 1" in err
 
 
 def test_startup_is_measured_against_the_baseline_of_the_same_run() -> None:
