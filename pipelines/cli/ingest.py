@@ -62,7 +62,8 @@ dropped rows (a bad value drops its row, counted per run in runs.dropped_rows):
   missing_timestamp, unparsable_timestamp, timestamp_out_of_range, missing_duration,
   unparsable_duration, non_finite_duration, negative_duration, duration_out_of_range,
   invalid_step, unparsable_wait, invalid_event, duplicate_key, duplicate_row (an exact copy of
-  an earlier device row: counted once) (docs/ingest_rules.md)
+  an earlier device row: counted once), too_large (a trace_view.json event whose name is a
+  string past 16 MiB, in a file too large to read whole) (docs/ingest_rules.md)
 
 example: tracereplay ingest ~/prof/job_42 --tag model=qwen3-8b --tag schedule=vpp --json"""
 

@@ -25,6 +25,7 @@ UNPARSABLE_WAIT = "unparsable_wait"  # a wait cell that is neither missing nor a
 INVALID_EVENT = "invalid_event"  # a trace event that is not an object of the format's fields
 DUPLICATE_KEY = "duplicate_key"  # a trace event that gives one key twice (which one was meant?)
 DUPLICATE_ROW = "duplicate_row"  # a device row repeating an earlier one exactly: counted once
+TOO_LARGE = "too_large"  # a value past the size the reader may hold (a huge JSON string)
 
 CODES = (
     MISSING_TIMESTAMP,
@@ -40,6 +41,7 @@ CODES = (
     INVALID_EVENT,
     DUPLICATE_KEY,
     DUPLICATE_ROW,
+    TOO_LARGE,
 )
 
 # The latest end (start + duration, ns) a row may have: a margin under int64's 9.223e18 so that

@@ -128,22 +128,25 @@ def _with_long_string(real_dir: Path, tmp_path: Path, mib: int) -> Path:
     return path
 
 
-def test_an_entry_too_large_for_the_budget_is_a_clear_quarantine(real_dir, tmp_path) -> None:
-    """A 20 MiB string in one entry: read under a budget that holds it (same events as without
-    it), quarantined as too_large with the budget named under one that does not; before, the
-    retry read any entry up to 1 GiB whatever the budget (a 768 MiB string took 3.3 GB)."""
-    from pipelines.ingest.errors import QuarantineError
+def test_a_value_too_large_for_the_budget_is_left_out_by_name(real_dir, tmp_path) -> None:
+    """A 20 MiB string in one entry's args: read whole under a budget that holds it (same events
+    as without it); under one that does not, the string alone is left out and named by byte and
+    key, and every event loads (before: the file was quarantined too_large; earlier still, the
+    retry read any entry up to 1 GiB whatever the budget: a 768 MiB string took 3.3 GB)."""
+    from pipelines.ingest.readers.json_long_strings import LEFT_OUT
     from pipelines.ingest.readers.trace_view import big_entry_peak_bytes
 
     path = _with_long_string(real_dir, tmp_path, 20)
     small = 160 << 20
     assert big_entry_peak_bytes(path) > small  # the retry cannot fit: refused before reading
-    with pytest.raises(QuarantineError) as refused:
-        read_trace_view(path, max_memory=small)
-    assert refused.value.reason == "too_large" and "--max-memory" in refused.value.detail
-    view = read_trace_view(path, max_memory="2GiB")
     plain = read_trace_view(real_dir / B1_RANK0 / TRACE, max_memory="2GiB")
-    assert view.slices.height == plain.slices.height > 0
+    cut = read_trace_view(path, max_memory=small)
+    slices = cut.slices.collect() if isinstance(cut.slices, pl.LazyFrame) else cut.slices
+    assert slices.height == plain.slices.height > 0 and not cut.dropped
+    assert "20.0 MiB (key 'Input Dims')" in cut.set_aside[0] and "--max-memory" in cut.set_aside[0]
+    assert slices.filter(pl.col("args").str.contains(LEFT_OUT, literal=True)).height == 1
+    view = read_trace_view(path, max_memory="2GiB")
+    assert view.slices.height == plain.slices.height and not view.set_aside
 
 
 def test_the_budget_is_per_run_each_rank_gets_what_the_others_left(

@@ -48,6 +48,7 @@ from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.lookups import left_lookup
 from pipelines.ingest.readers import gz, json_keys
+from pipelines.ingest.readers.json_long_strings import LEFT_OUT, long_strings, without_long_strings
 from pipelines.ingest.steps import flows as flow_links
 from pipelines.ingest.steps.ascend_launch import LINK_KEY_REGEX, compact_args, launch_slices
 from pipelines.ingest.units import us_text_to_ns_sql
@@ -508,6 +509,7 @@ def _scan_sql(checked: bool = False) -> str:
         [
             *entry_rules,
             *((condition, drop.INVALID_EVENT) for condition, _ in _INVALID_EVENT),
+            (f"name = '{LEFT_OUT}' or cat = '{LEFT_OUT}'", drop.TOO_LARGE),  # no quote in it
             ("ts is null", drop.MISSING_TIMESTAMP),
             ("start_ns is null and isfinite(try_cast(ts as double))", drop.TIMESTAMP_OUT_OF_RANGE),
             ("start_ns is null", drop.UNPARSABLE_TIMESTAMP),
@@ -630,6 +632,41 @@ def read_trace_view(path: Path, max_memory: int | str | None = None) -> TraceVie
     `slices` is then a LazyFrame over it (docs/bench_ingest.md, "Bounded memory")."""
     budget = memory_budget.max_memory(max_memory)
     path = _whole_gzip(path)
+    try:
+        return _read_within(path, budget)
+    except QuarantineError as exc:
+        if exc.reason != "too_large":
+            raise
+        refused = exc
+    # one value too large to read: the entries holding a string past the first read's limit are
+    # set aside (read from a copy where each such string is LEFT_OUT), the others load
+    limit = object_limits(budget)[0]
+    strings = long_strings(path, limit)
+    if not strings:
+        raise refused
+    copy = memory_budget.new_spill_dir() / path.name
+    without_long_strings(path, strings, copy)
+    try:
+        view = _read_within(copy, budget)
+    finally:
+        copy.unlink(missing_ok=True)
+    lines = [
+        f"byte {s.start}: a string of {s.size / 2**20:.1f} MiB"
+        + (f" (key {s.key!r})" if s.key else "")
+        + f" past the {limit / 2**20:.0f} MiB one value may take was left out (an event whose"
+        f" name or category it was is set aside as {drop.TOO_LARGE}; raise --max-memory to read"
+        " it)"
+        for s in strings
+    ]
+    view.set_aside = [*lines, *view.set_aside]
+    view.set_aside_count = sum(view.dropped.values()) or len(lines)
+    return view
+
+
+def _read_within(path: Path, budget: int) -> TraceView:
+    """The read of `path` under `budget` bytes: in memory or streamed, with a retry at a larger
+    object size when one entry is past 16 MB and the retry fits; QuarantineError too_large when
+    it does not."""
     limits = object_limits(budget)
     too_large = QuarantineError(
         "too_large",
