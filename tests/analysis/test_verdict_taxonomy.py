@@ -140,6 +140,19 @@ def test_a_tables_points_are_fitted_as_independent_measurements() -> None:
     assert "independent points" not in fit_curves(mixed, n_boot=0).row(0, named=True)["ci_method"]
 
 
+def test_a_table_curve_is_never_a_drift() -> None:
+    """A level step inside a run (`drift`: a throttle, a clock change) needs a run; a table's
+    points are measured apart, so a jump between them is a shape. Draw 52 of the MSA 128-token
+    N = 16 cell was `drift` as a table with the step test on (15 of 1,000 draws were); without
+    it the knee at k = 12 is found (docs/tau_k.md, "fitted as tables")."""
+    rng = np.random.default_rng([0, 52])
+    k, tau, info = cells.msa_knee(16, 128)(rng)
+    noisy = cells._noisy(rng, tau, 0.02)
+    row = fit_curves(_curve_rows("lt-0123456789abcdef", k, noisy), n_boot=0).row(0, named=True)
+    assert row["verdict"] == "knee" and abs(row["breakpoint_k"] - info["knee"]) <= 1, row
+    assert row["step_p"] is None or np.isnan(row["step_p"])
+
+
 @pytest.mark.slow  # a seeded rate study (CI runs it: .ci/run)
 def test_a_staircase_every_256_keys_at_128_token_chunks_is_named_and_lines_are_not() -> None:
     stairs = _verdicts(cells.staircase(32), range(20))

@@ -766,7 +766,8 @@ def fit_curve(
 
     `k`, `tau`: one entry per observed chunk; `runs`: the run of each point (clusters);
     `independent`: the points are separate measurements (an operator-latency table), no serial
-    correlation (AR(1) rho = 0, _noise_model). The predicted VPP bubble takes this curve as
+    correlation (AR(1) rho = 0, _noise_model) and no level step inside a run (`drift`: there is
+    no run). The predicted VPP bubble takes this curve as
     four equal virtual stages; fit_curves predicts it from every stage curve of a configuration
     (fit_stage + bubble_pred.predict_bubbles).
     """
@@ -891,6 +892,10 @@ def fit_stage_lines(
         stair = _staircase(xs, ys, ws, gs, line_s, grid_s, scale, noise_s)
     step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise, step=True)
     step.pop("_sse")
+    if independent:
+        # a table's points are measured apart, in no run: there is no run for a level step
+        # (`drift`) to happen inside, and a jump between its points is a shape of tau(k)
+        step = {key: NAN for key in step}
     best_shape = max(curvature_dbic, breakpoint["breakpoint_dbic"])
     lines = [line]
     named = step["step_p"] < DRIFT_ALPHA and step["step_dbic"] > best_shape
