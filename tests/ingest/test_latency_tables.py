@@ -325,7 +325,8 @@ def test_vidur_fits_match_an_independent_least_squares(vidur_warehouse: Path, ca
         a, b, r2 = _ols(ks, ys)
         row = fits[("attention", c)]
         assert row["n_points"] == len(ks)
-        # the fit is GLS under AR(1) noise, not OLS: the same line within 2 %
+        # the fit weights points by 1/tau^2 (independent points, rho = 0), not OLS: the same
+        # line within 2 %
         assert row["slope"] == pytest.approx(b, rel=0.02)
         assert row["intercept"] == pytest.approx(a, rel=0.02)
         assert row["r2"] == pytest.approx(r2, abs=0.005)
