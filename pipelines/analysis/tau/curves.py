@@ -140,13 +140,13 @@ def fit_curves_with_bands(
         )
         fits, stages = [], []
         for index, group in enumerate(by_stage):
-            group = group.sort("run_id", "chunk_idx")
+            group, order = _in_content_order(group)
             k = group.get_column("chunk_idx").to_numpy()
             run_ids = group.get_column("run_id").to_numpy()
             fit, stage, lines = fit_stage_lines(
                 k,
                 group.get_column("tau_ns").to_numpy(),
-                run_ids,
+                order,
                 level=level,
                 n_boot=n_boot,
                 seed=seed + 7919 * index,
@@ -195,6 +195,24 @@ def fit_curves_with_bands(
     band_schema = {**key_schema, "chunk_idx": pl.Int64, **dict.fromkeys(BAND_VALUES, pl.Float64)}
     bands = pl.DataFrame(band_columns, schema=band_schema) if rows else pl.DataFrame()
     return CurveFits(result, bands)
+
+
+def _in_content_order(group: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
+    """A curve's points with its runs in the order of their own points (chunk indexes and tau
+    in chunk order), and each point's run as its place in that order: the fit of a set of runs
+    does not depend on their ids, which hold where their folders lay (the same bytes ingested
+    from two folders, as the demo and Dagster do, are fitted to the same last bit). Runs of
+    identical points keep their id order; swapping them changes no number."""
+    points = group.sort("chunk_idx")
+    content = {
+        str(run_id): (sub.get_column("chunk_idx").to_list(), sub.get_column("tau_ns").to_list())
+        for (run_id,), sub in points.partition_by("run_id", as_dict=True).items()
+    }
+    rank = {run_id: i for i, run_id in enumerate(sorted(content, key=lambda r: (content[r], r)))}
+    ordered = group.with_columns(
+        pl.col("run_id").replace_strict(rank, return_dtype=pl.Int64).alias("_run_order")
+    ).sort("_run_order", "chunk_idx")
+    return ordered.drop("_run_order"), ordered.get_column("_run_order").to_numpy()
 
 
 def _table_points(run_ids: np.ndarray) -> bool:
