@@ -143,7 +143,9 @@ def test_the_dashboard_band_follows_the_line_under_the_step() -> None:
     fitted = fit_curves_with_bands(frame, keys=(), drop_partial=False, n_boot=0)
     row = fitted.fits.row(0, named=True)
     assert row["verdict"] == "drift"
-    assert row["slope"] == fit_stage(k, tau, run, n_boot=0)[0].slope
+    # the same fit; fit_curves takes the runs in the order of their points, not of their ids
+    # (curves._in_content_order), so its float sums run in another order
+    assert row["slope"] == pytest.approx(fit_stage(k, tau, run, n_boot=0)[0].slope, rel=1e-6)
     band = fitted.bands
     grid = band["chunk_idx"].to_numpy()
     assert np.array_equal(grid, np.arange(21))
