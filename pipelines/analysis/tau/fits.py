@@ -463,6 +463,10 @@ def _slowdown_bend(step: dict, curvature: float, breakpoint: dict) -> bool:
     return step["step_rel"] > 0 and rising
 
 
+NO_STEP = dict(step_k=NAN, step_rel=NAN, step_p=NAN, step_effect=NAN, step_dbic=NAN)
+"""The level-step fields of a curve with no step searched (too short, or a table's points)."""
+
+
 def _breakpoint(k, y, w, groups, line, k_grid, scale, noise, step=False):
     """Continuous two-segment fit; breakpoint = the integer k (two or more chunk indices on
     each side) minimising the weighted SSE; its hinge term tested like the curvature and the
@@ -478,7 +482,7 @@ def _breakpoint(k, y, w, groups, line, k_grid, scale, noise, step=False):
         _sse=NAN,
     )
     if step:
-        out = dict(step_k=NAN, step_rel=NAN, step_p=NAN, step_effect=NAN, step_dbic=NAN, _sse=NAN)
+        out = {**NO_STEP, "_sse": NAN}
     if step:  # a throttle multiplies the line from kb on: (a + b k) (1 + c [k >= kb])
         a0, b0 = line.params[0], line.params[1]
 
@@ -767,9 +771,9 @@ def fit_curve(
     `k`, `tau`: one entry per observed chunk; `runs`: the run of each point (clusters);
     `independent`: the points are separate measurements (an operator-latency table), no serial
     correlation (AR(1) rho = 0, _noise_model) and no level step inside a run (`drift`: there is
-    no run). The predicted VPP bubble takes this curve as
-    four equal virtual stages; fit_curves predicts it from every stage curve of a configuration
-    (fit_stage + bubble_pred.predict_bubbles).
+    no run). The predicted VPP bubble takes this curve as four equal virtual stages; fit_curves
+    predicts it from every stage curve of a configuration (fit_stage +
+    bubble_pred.predict_bubbles).
     """
     fit, stage = fit_stage(
         k, tau, runs, level=level, n_boot=n_boot, seed=seed, independent=independent
@@ -890,12 +894,13 @@ def fit_stage_lines(
         breakpoint = _breakpoint(xs, ys, ws, gs, line_s, grid_s, scale, noise_s)
         sse_hinge = breakpoint.pop("_sse")
         stair = _staircase(xs, ys, ws, gs, line_s, grid_s, scale, noise_s)
-    step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise, step=True)
-    step.pop("_sse")
     if independent:
         # a table's points are measured apart, in no run: there is no run for a level step
         # (`drift`) to happen inside, and a jump between its points is a shape of tau(k)
-        step = {key: NAN for key in step}
+        step = dict(NO_STEP)
+    else:
+        step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise, step=True)
+        step.pop("_sse")
     best_shape = max(curvature_dbic, breakpoint["breakpoint_dbic"])
     lines = [line]
     named = step["step_p"] < DRIFT_ALPHA and step["step_dbic"] > best_shape

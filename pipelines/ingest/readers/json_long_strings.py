@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -121,19 +123,15 @@ def without_long_strings(path: Path, strings: list[LongString], target: Path) ->
     with open(path, "rb") as source, open(target, "wb") as out:
         at = 0
         for item in strings:
-            _copy(source, out, item.start - at)
+            _copy_bytes(source, out, item.start - at)
             out.write(replacement)
             source.seek(item.end + 1)
             at = item.end + 1
-        _copy(source, out, None)
+        shutil.copyfileobj(source, out, BLOCK)
 
 
-def _copy(source, out, size: int | None) -> None:
-    left = size
-    while left is None or left > 0:
-        chunk = source.read(BLOCK if left is None else min(BLOCK, left))
-        if not chunk:
-            return
+def _copy_bytes(source: BinaryIO, out: BinaryIO, size: int) -> None:
+    """The next `size` bytes of `source` (fewer at its end) onto `out`, BLOCK at a time."""
+    while size > 0 and (chunk := source.read(min(BLOCK, size))):
         out.write(chunk)
-        if left is not None:
-            left -= len(chunk)
+        size -= len(chunk)
