@@ -225,6 +225,17 @@ def host_ready_ns(
     return ready
 
 
+def packed_step_ready(ready: np.ndarray, request_steps: Sequence[Sequence[Any]]) -> np.ndarray:
+    """When each packed step may start: once the host has set up every request it carries a
+    piece of (`ready`, host_ready_ns, by request index; `request_steps`, prepare's (request
+    index, tokens, prefix) pieces per step). A step never waits for a request it does not
+    carry, as a scheduler adds a request to the running batch once it is set up."""
+    out = np.empty(len(request_steps), dtype=np.int64)
+    for k, step in enumerate(request_steps):
+        out[k] = max(int(ready[int(piece[0])]) for piece in step)
+    return np.maximum.accumulate(out)
+
+
 def _resolve_host(host: float | str | None, model: str | StageCost, hardware: str | None) -> float:
     if host is None:
         return 0.0
@@ -503,8 +514,10 @@ def simulate(
     )
     host = _resolve_host(host_ns_per_token, model, hardware)
     ready = host_ready_ns(requests_frame(requests), host, host_form)
-    if "request_steps" in meta:  # one packed batch: its first step waits for every request
-        ready = np.array([ready.max()], dtype=np.int64)
+    step_ready = None
+    if "request_steps" in meta:  # one packed batch: a step waits for its own requests' set-up
+        step_ready = packed_step_ready(ready, meta["request_steps"])
+        ready = step_ready[:1]
     meta["host_ns_per_token"] = host
     meta["host_form"] = host_form
     parts = collective_parts(plan, coll)
@@ -516,7 +529,11 @@ def simulate(
         blocking = sum(parts.values()) if parts and coll.blocking else None
         durations, run = disturbed_durations(plan, dur, noise, seed, disturbance, blocking)
         parts = {name: ns * run for name, ns in parts.items()}
-    start, end = evaluate(plan.graph, durations, _release(plan, ready))
+    release = _release(plan, ready)
+    if step_ready is not None:
+        first_stage = (plan.kind == COMPUTE) & (plan.stage == 0)
+        release[first_stage] = step_ready[plan.chunk[first_stage]]
+    start, end = evaluate(plan.graph, durations, release)
     meta.update(seed=seed, noise=noise)
     if disturbance is not None:
         meta["disturbance"] = disturbance.describe()

@@ -46,6 +46,17 @@ def test_packed_run_steps_and_ttft() -> None:
         simulate([4096] * 8, "vpp_pack", chunk_size=16384, pack_requests=True)
 
 
+def test_a_packed_step_waits_only_for_the_requests_it_carries() -> None:
+    """Host set-up of 1 us per token: request i is set up at (i + 1) x 4.096 ms. With an 8K
+    budget step k carries requests 2k and 2k + 1, so it may start at 8.192 (k + 1) ms; before
+    this rule the first step waited for all eight (32.768 ms)."""
+    run = simulate([4096] * 8, "cpp", chunk_size=8192, pack_requests=True, host_ns_per_token=1000.0)
+    first = run.tasks.filter((pl.col("kind") == "compute") & (pl.col("vstage") == 0))
+    starts = first.sort("chunk_idx")["start_ns"].to_list()
+    assert starts[0] == 2 * 4096 * 1000
+    assert all(s >= 2 * 4096 * 1000 * (k + 1) for k, s in enumerate(starts))
+
+
 def _quadratic_stage0(tokens: np.ndarray, prefix: np.ndarray) -> np.ndarray:
     """A stage-0 latency whose profiled fit is exactly f(l) = 2e-3 l^2 + 40 l + 5e5 ns."""
     length = np.asarray(tokens, dtype=float) + np.asarray(prefix, dtype=float)
