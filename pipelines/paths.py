@@ -9,8 +9,11 @@ installed package or, in a checkout, in the top-level `sql/` (docs/paths.md)."""
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import BinaryIO
 
 MARKER = "tracereplay.toml"
 WAREHOUSE_NAME = "warehouse.duckdb"
@@ -107,3 +110,34 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+CACHE_ENV = "TRACEREPLAY_CACHE_DIR"
+"""Where the user's cache folder is; default $XDG_CACHE_HOME/tracereplay (or ~/.cache/...)."""
+
+
+def cache_base() -> Path:
+    """The user's tracereplay cache folder: $TRACEREPLAY_CACHE_DIR, else
+    $XDG_CACHE_HOME/tracereplay (or ~/.cache/tracereplay)."""
+    base = os.environ.get(CACHE_ENV)
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "tracereplay")
+    return Path(base)
+
+
+def keep_file(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write a cache file whole or not at all: `write` fills a temporary file in the same folder,
+    renamed over `path`; a folder that cannot be written is skipped (the cache is only a cache)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, spare = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                write(out)
+            os.replace(spare, path)
+        except BaseException:
+            Path(spare).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass  # a read-only or full cache folder costs only the next process's work again

@@ -24,15 +24,14 @@ array is simulated again and rewritten; a cache folder that cannot be written is
 from __future__ import annotations
 
 import math
-import os
-import tempfile
-from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 from scipy import stats
+
+from pipelines.paths import CACHE_ENV as CACHE_ENV  # tests and callers name it here
+from pipelines.paths import cache_base, keep_file
 
 NULL_DRAWS = 20_000
 MIN_EXCEEDANCES = 20
@@ -57,20 +56,6 @@ def split_t(z: np.ndarray, min_segment: int) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.abs(m2 - m1) / (sd * np.sqrt(1 / n1 + 1 / n2))
     return k, np.nan_to_num(t, nan=0.0, posinf=np.inf)
-
-
-CACHE_ENV = "TRACEREPLAY_CACHE_DIR"
-"""Where the simulated nulls are kept; default $XDG_CACHE_HOME/tracereplay (or ~/.cache/...)."""
-
-
-def cache_base() -> Path:
-    """The user's tracereplay cache folder: $TRACEREPLAY_CACHE_DIR, else
-    $XDG_CACHE_HOME/tracereplay (or ~/.cache/tracereplay)."""
-    base = os.environ.get(CACHE_ENV)
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(xdg, "tracereplay")
-    return Path(base)
 
 
 def null_cache_dir() -> Path:
@@ -98,23 +83,6 @@ def _null_max(length: int, min_segment: int) -> np.ndarray:
 def _keep(path: Path, values: np.ndarray) -> None:
     """Write `values` to `path` whole or not at all (a temporary file renamed over it)."""
     keep_file(path, lambda out: np.save(out, values, allow_pickle=False))
-
-
-def keep_file(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write a cache file whole or not at all: `write` fills a temporary file in the same folder,
-    renamed over `path`; a folder that cannot be written is skipped (the cache is only a cache)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, spare = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                write(out)
-            os.replace(spare, path)
-        except BaseException:
-            Path(spare).unlink(missing_ok=True)
-            raise
-    except OSError:
-        pass  # a read-only or full cache folder costs only the next process's simulation
 
 
 def _simulated_null_max(length: int, min_segment: int) -> np.ndarray:
