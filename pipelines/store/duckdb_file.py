@@ -155,7 +155,20 @@ def _say(message: str) -> None:
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create every canonical table that does not exist yet, add the columns a newer
     sql/schema declares to tables an older version created (nullable, so old rows stay), then
-    (re)create the derived views of sql/ unless they are current."""
+    (re)create the derived views of sql/ unless they are current: all in one transaction, so a
+    process killed in the middle leaves the file as it was (issue 36 round four: a `kill -9`
+    during a new warehouse's first open left the tables made so far in the write-ahead log,
+    `chunks` missing, and every read command ended in a traceback building its views)."""
+    con.execute("begin transaction")
+    try:
+        _create_schema(con)
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+
+
+def _create_schema(con: duckdb.DuckDBPyConnection) -> None:
     existing = set(catalog.schema_columns(con))
     tables = {t for t, _ in existing}
     altered = False
@@ -174,6 +187,20 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
         return  # built by these sql/ files over these tables
     relations.build(con)
     relations.store_views_signature(con, signature)
+
+
+def missing_tables_as_empty(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Show each canonical table the file lacks as an empty temp table of this connection, so a
+    read-only open can build its views: a file whose creation was cut off (a `kill -9` during
+    the first open of a version before create_schema's transaction: some tables made, no run
+    written) or one an older version made before a table existed holds no row of it. Returns
+    the tables so made."""
+    present = {table for table, _ in catalog.catalog_tables(con)}
+    missing = [t for t in CANONICAL_TABLES if t not in present]
+    for table in missing:
+        text = ddl_text(table)
+        con.execute(re.sub(r"(?i)\bcreate\s+table\b", "create temp table", text, count=1))
+    return missing
 
 
 def open_duckdb(
@@ -338,6 +365,7 @@ class FileStore(Store):
                 # definitions as temp views
                 functions.register(con)
                 if not relations.views_current(con, relations.views_signature()):
+                    missing_tables_as_empty(con)
                     relations.build(con, temporary=True)
             else:
                 create_schema(con)
