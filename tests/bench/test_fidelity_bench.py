@@ -56,6 +56,17 @@ def test_table2_acceptance_lines_are_met(table2: dict[str, Claim]) -> None:
         assert table2[name].met, name
 
 
+def test_table2_overlap_ratios_are_claims() -> None:
+    """§6.3's overlap ratios (DCPP 0.05 %, VPP 51.75 %) are printed: DCPP's is met, VPP's keeps
+    the direction (0 -> about half) and is 6.1 pp high (docs/fidelity.md §5, 2026-12-04)."""
+    from pipelines.bench.fidelity import table2_claims
+
+    table2 = {c.claim: c for c in table2_claims()}
+    dcpp, vpp = table2["DCPP overlap ratio"], table2["VPP overlap ratio"]
+    assert dcpp.paper == 0.0005 and dcpp.met and dcpp.model < 0.001
+    assert vpp.paper == 0.5175 and 0.5 < vpp.model < 0.6
+
+
 def test_motivation_sweep_keeps_the_papers_direction() -> None:
     claims = motivation_claims()
     assert len(claims) == 5 and all(c.met for c in claims), [c for c in claims if not c.met]
