@@ -1,0 +1,290 @@
+"""Studies behind the missed claims of `tracereplay bench fidelity` (docs/fidelity.md §5):
+whether a miss can be met by any model of the simulator's family, with the numbers.
+
+Run: `uv run python -m pipelines.bench.fidelity_studies [short|overlap]`.
+
+* `short_cells`: §6.2 (100 concurrent requests of 4K / 8K / 16K). For every model, prompt,
+  budget (4K-32K) and step rule (one request per step, or several by the token budget), whether
+  DCPP's steps are CPP's (vLLM-Ascend's rule: a request's first chunk is the budget C, the floor
+  is 4,096 tokens, so a prompt <= C, or a 4K budget, leaves nothing to resize), VPP over CPP and
+  over DCPP, and CPP's headroom: its makespan over compute + blocking collectives, the most any
+  schedule running the same kernels and collectives can gain over it.
+* `overlap_sweep`: §6.3 / §6.4 communication. VPP-Async's overlap ratio and exposed
+  communication under the readings of "overlap ratio" the profiler admits, and first-order what
+  a share f of VPP-Async's TP / EP collective time hidden under compute would move (table 2's
+  VPP exposed comm and VPP vs DCPP exposed, the ablation's and table 2's overlap ratio).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from pipelines.bench.fidelity import kind_coverage
+from pipelines.sim import calibration
+from pipelines.sim.metrics import ranks_frame, summarize
+from pipelines.sim.result import SimResult
+from pipelines.sim.run import simulate
+
+K = 1024
+SHORT_MODELS = ("qwen3-coder-30b-a3b", "deepseek-v3.1", "glm-5.2")
+SHORT_PROMPTS = (4 * K, 8 * K, 16 * K)
+SHORT_BUDGETS = (4 * K, 8 * K, 16 * K, 24 * K, 32 * K)
+SHORT_REQUESTS = 100
+
+
+def _short_run(model: str, prompt: int, schedule: str, budget: int, packed: bool) -> SimResult:
+    options: dict[str, Any] = {"dcpp": calibration.DCPP} if schedule == "dcpp" else {}
+    if packed:
+        options["pack_requests"] = True
+    return simulate(
+        [prompt] * SHORT_REQUESTS,
+        schedule,
+        model=model,
+        chunk_size=budget,
+        host_ns_per_token="preset",
+        **options,
+    )
+
+
+def _steps(result: SimResult) -> list[Any]:
+    """The run's scheduler steps: the packed steps' pieces, or each request's chunks."""
+    if "request_steps" in result.meta:
+        return result.meta["request_steps"]
+    first = result.tasks.filter((pl.col("kind") == "compute") & (pl.col("vstage") == 0))
+    return (
+        first.select(["request_id", "chunk_idx", "tokens", "prefix_tokens"])
+        .sort(["request_id", "chunk_idx"])
+        .rows()
+    )
+
+
+def _collective_ns(result: SimResult) -> float:
+    """Mean over ranks of the run's TP / EP collective time (ns)."""
+    cov = kind_coverage(result)
+    return float(cov.totals(cov.kinds["coll"]).mean())
+
+
+@dataclass(frozen=True)
+class ShortCell:
+    """One §6.2 cell: `vpp` is vpp_pack with one request per step, vpp_async with packed steps
+    (vpp_pack does not run packed steps). Throughputs in tokens/s."""
+
+    model: str
+    prompt: int
+    budget: int
+    packed: bool
+    cpp_steps: int
+    dcpp_steps: int
+    same_steps: bool  # DCPP's steps are CPP's, piece by piece
+    cpp: float
+    dcpp: float
+    vpp: float
+    cpp_makespan_ns: float
+    cpp_headroom: float  # CPP makespan / (compute + collectives) - 1: the most any schedule gains
+
+
+def short_cells(
+    models: tuple[str, ...] = SHORT_MODELS,
+    prompts: tuple[int, ...] = SHORT_PROMPTS,
+    budgets: tuple[int, ...] = SHORT_BUDGETS,
+) -> list[ShortCell]:
+    """Every (model, prompt, budget, step rule) cell of §6.2 (module docstring)."""
+    out = []
+    for model in models:
+        for prompt in prompts:
+            for budget in budgets:
+                for packed in (False, True):
+                    runs = {
+                        s: _short_run(model, prompt, s, budget, packed)
+                        for s in ("cpp", "dcpp", "vpp_async" if packed else "vpp_pack")
+                    }
+                    sums = [summarize(r, posted_edges=True) for r in runs.values()]
+                    cpp_run, dcpp_run = runs["cpp"], runs["dcpp"]
+                    c = sums[0]
+                    busy = c["compute_ns"] + _collective_ns(cpp_run)
+                    out.append(
+                        ShortCell(
+                            model,
+                            prompt,
+                            budget,
+                            packed,
+                            len(_steps(cpp_run)),
+                            len(_steps(dcpp_run)),
+                            _steps(cpp_run) == _steps(dcpp_run),
+                            *(m["throughput_tok_s"] for m in sums),
+                            c["makespan_ns"],
+                            c["makespan_ns"] / busy - 1,
+                        )
+                    )
+    return out
+
+
+def format_short(cells: list[ShortCell]) -> str:
+    """Every cell, then the cells at each schedule's best budget (the paper's reporting)."""
+    lines = [
+        f"{'model':<8}{'prompt':>7}{'budget':>7} {'steps':<7}{'CPP/DCPP':>10}{'same':>6}"
+        f"{'VPP/CPP':>9}{'VPP/DCPP':>10}{'CPP headroom':>14}"
+    ]
+    for c in cells:
+        lines.append(
+            f"{c.model[:7]:<8}{c.prompt // K:>6}K{c.budget // K:>6}K "
+            f"{'packed' if c.packed else 'single':<7}{c.cpp_steps:>5}/{c.dcpp_steps:<4}"
+            f"{'yes' if c.same_steps else 'no':>6}{100 * (c.vpp / c.cpp - 1):>+8.1f}%"
+            f"{100 * (c.vpp / c.dcpp - 1):>+9.1f}%{100 * c.cpp_headroom:>+13.1f}%"
+        )
+    same = [c for c in cells if c.same_steps]
+    gap = max((abs(c.vpp / c.cpp - c.vpp / c.dcpp) for c in same), default=0.0)
+    lines.append(
+        f"DCPP runs CPP's steps in {len(same)} of {len(cells)} cells; there VPP over DCPP and"
+        f" over CPP differ by at most {100 * gap:.3f} pp"
+    )
+    lines.append("")
+    lines.append(
+        "best budget of each schedule (8K-32K, and 4K): budgets CPP / DCPP / VPP, VPP over CPP,"
+        " over DCPP, CPP's headroom at its best budget, DCPP best >= CPP best"
+    )
+    groups: dict[tuple[str, int, bool], list[ShortCell]] = {}
+    for c in cells:
+        groups.setdefault((c.model, c.prompt, c.packed), []).append(c)
+    for (model, prompt, packed), group in groups.items():
+        bc = max(group, key=lambda c: c.cpp)
+        bd = max(group, key=lambda c: c.dcpp)
+        bv = max(group, key=lambda c: c.vpp)
+        lines.append(
+            f"{model[:7]:<8}{prompt // K:>3}K {'packed' if packed else 'single':<7}"
+            f"{bc.budget // K:>3}K /{bd.budget // K:>3}K /{bv.budget // K:>3}K"
+            f"{100 * (bv.vpp / bc.cpp - 1):>+8.1f}%{100 * (bv.vpp / bd.dcpp - 1):>+8.1f}%"
+            f"{100 * bc.cpp_headroom:>+8.1f}%   {'yes' if bd.dcpp >= bc.cpp else 'no'}"
+        )
+    return "\n".join(lines)
+
+
+def dcpp_step_cost_ceiling_ns() -> float:
+    """The largest per-step cost DCPP alone could pay before table 2's DCPP bubble leaves its
+    15 % band (first order: each of DCPP's steps adds the cost to its bubble)."""
+    d = calibration.table2_run("dcpp")
+    paper_bubble = calibration.TABLE2["dcpp"][1] * 1e9
+    return (1.15 * paper_bubble - d["bubble_ns"]) / d["scheduling_steps"]
+
+
+ABLATION = {"requests": [256 * K] * 3, "chunk_size": 32 * K}
+OVERLAP_SHARES = (0.0, 0.1, 0.2, 0.3, 0.418, 0.5)
+
+
+def _comm_parts(result: SimResult) -> dict[str, float]:
+    """Sums over ranks (ns): P2P (send / receive) time, its part under compute, collective
+    time, communication (their union) and its part under compute."""
+    cov = kind_coverage(result)
+    k = cov.kinds
+    comm = k["p2p"] | k["coll"]
+    return {
+        "p2p": float(cov.totals(k["p2p"]).sum()),
+        "p2p_overlapped": float(cov.totals(k["p2p"] & k["compute"]).sum()),
+        "coll": float(cov.totals(k["coll"]).sum()),
+        "comm": float(cov.totals(comm).sum()),
+        "overlapped": float(cov.totals(comm & k["compute"]).sum()),
+    }
+
+
+def _ablation_async() -> SimResult:
+    """§6.4's VPP-Async run: three requests of 256K, 32K chunks, host set-up on."""
+    return simulate(
+        ABLATION["requests"],
+        "vpp_async",
+        chunk_size=ABLATION["chunk_size"],
+        host_ns_per_token="preset",
+    )
+
+
+def overlap_readings() -> dict[str, float]:
+    """VPP-Async's overlap ratio in the ablation (256K, 32K chunks, three requests) under each
+    reading: all communication over ranks (the profiler's Overlapped / Communication, what
+    `summarize` gives), per rank, P2P only, and with table 2's posted edges."""
+    r = _ablation_async()
+    parts = _comm_parts(r)
+    per_rank = ranks_frame(r).with_columns(ov=pl.col("overlapped_ns") / pl.col("comm_ns"))
+    out = {"all communication, both ranks": parts["overlapped"] / parts["comm"]}
+    for rank, ov in per_rank.select(["rank", "ov"]).rows():
+        out[f"pp{rank} only"] = ov
+    out["P2P only (collectives left out)"] = parts["p2p_overlapped"] / parts["p2p"]
+    out["table 2's posted edges"] = summarize(r, posted_edges=True)["overlap_ratio"]
+    return out
+
+
+@dataclass(frozen=True)
+class OverlapRow:
+    share: float  # f: share of VPP-Async's collective time hidden under compute
+    ablation_overlap: float
+    table2_overlap: float
+    table2_vpp_exposed_s: float
+    vpp_vs_dcpp_exposed: float
+    table2_vpp_total_s: float
+
+
+def overlap_sweep(shares: tuple[float, ...] = OVERLAP_SHARES) -> list[OverlapRow]:
+    """First order in f: hiding f of VPP-Async's collective time under compute moves f x coll
+    from exposed to overlapped communication (comm unchanged) and shortens the makespan by at
+    most f x coll per rank (an upper bound on the total's change: the critical path may run
+    through the other rank)."""
+    abl = _ablation_async()
+    a = _comm_parts(abl)
+    vpp = calibration.paper_run(calibration.SEQ_LEN, "vpp_async")
+    dcpp = calibration.table2_run("dcpp")
+    v_sim = simulate(
+        calibration.SEQ_LEN, "vpp_async", chunk_size=calibration.CHUNK, host_ns_per_token="preset"
+    )
+    v = _comm_parts(v_sim)
+    ranks = vpp["ranks"]
+    v_comm = vpp["comm_ns"] * ranks
+    v_over = vpp["overlap_ratio"] * v_comm
+    out = []
+    for f in shares:
+        hidden = f * v["coll"]
+        exposed = (vpp["exposed_comm_ns"] * ranks - hidden) / ranks
+        out.append(
+            OverlapRow(
+                f,
+                (a["overlapped"] + f * a["coll"]) / a["comm"],
+                (v_over + hidden) / v_comm,
+                exposed / 1e9,
+                exposed / dcpp["exposed_comm_ns"] - 1,
+                (vpp["makespan_ns"] - hidden / ranks) / 1e9,
+            )
+        )
+    return out
+
+
+def format_overlap(readings: dict[str, float], rows: list[OverlapRow]) -> str:
+    lines = ["VPP-Async overlap ratio, ablation (256K, 32K chunks, 3 requests); paper 54.03 %"]
+    lines += [f"  {name:<34}{100 * v:6.1f} %" for name, v in readings.items()]
+    lines.append(
+        "share f of VPP-Async collectives hidden (first order) | ablation overlap (54.03 %) |"
+        " table 2 overlap (51.75 %) | VPP exposed (30.63 s) | VPP vs DCPP exposed (+35.05 %)"
+        " | VPP total (281.86 s, upper bound of the change)"
+    )
+    for r in rows:
+        lines.append(
+            f"  f = {r.share:5.3f}{100 * r.ablation_overlap:>12.1f} %"
+            f"{100 * r.table2_overlap:>10.1f} %"
+            f"{r.table2_vpp_exposed_s:>10.2f} s{100 * r.vpp_vs_dcpp_exposed:>+10.1f} %"
+            f"{r.table2_vpp_total_s:>10.2f} s"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    which = argv or ["short", "overlap"]
+    if "short" in which:
+        print(format_short(short_cells()))
+        ceiling = dcpp_step_cost_ceiling_ns()
+        print(f"table 2 allows DCPP {ceiling / 1e6:.1f} ms more per step at most (bubble 15 %)")
+    if "overlap" in which:
+        print(format_overlap(overlap_readings(), overlap_sweep()))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
