@@ -1,14 +1,15 @@
 """Studies behind the missed claims of `tracereplay bench fidelity` (docs/fidelity.md §5):
 whether a miss can be met by any model of the simulator's family, with the numbers.
 
-Run: `uv run python -m pipelines.bench.fidelity_studies [short|dcpp|overlap]`.
+Run: `uv run python -m pipelines.bench.fidelity_studies [short|long|dcpp|overlap]`.
 
 * `short_cells`: §6.2 (100 concurrent requests of 4K / 8K / 16K). For every model, prompt,
   budget (4K-32K) and step rule (one request per step, or several by the token budget), whether
   DCPP's steps are CPP's (vLLM-Ascend's rule: a request's first chunk is the budget C, the floor
   is 4,096 tokens, so a prompt <= C, or a 4K budget, leaves nothing to resize), VPP over CPP and
-  over DCPP, and CPP's headroom: its makespan over compute + blocking collectives, the most any
-  schedule running the same kernels and collectives can gain over it.
+  over DCPP, and CPP's headroom: its makespan after its first kernel over compute + blocking
+  collectives, the most any schedule running the same kernels and collectives can gain over it.
+* `long_cells`: the same for Fig. 4's GLM 64K / 128K and DeepSeek 128K / 256K, one request.
 * `dcpp_estimator_sweep`: table 2's DCPP under the online estimator settings the paper does
   not give (calibration off / on, refit window): how far DCPP's bubble can move.
 * `overlap_sweep`: §6.3 / §6.4 communication. VPP-Async's overlap ratio and exposed
@@ -39,12 +40,14 @@ SHORT_BUDGETS = (4 * K, 8 * K, 16 * K, 24 * K, 32 * K)
 SHORT_REQUESTS = 100
 
 
-def _short_run(model: str, prompt: int, schedule: str, budget: int, packed: bool) -> SimResult:
+def _short_run(
+    model: str, prompt: int, schedule: str, budget: int, packed: bool, count: int = SHORT_REQUESTS
+) -> SimResult:
     options: dict[str, Any] = {"dcpp": calibration.DCPP} if schedule == "dcpp" else {}
     if packed:
         options["pack_requests"] = True
     return simulate(
-        [prompt] * SHORT_REQUESTS,
+        [prompt] * count,
         schedule,
         model=model,
         chunk_size=budget,
@@ -63,6 +66,15 @@ def _steps(result: SimResult) -> list[Any]:
         .sort(["request_id", "chunk_idx"])
         .rows()
     )
+
+
+def headroom(result: SimResult) -> float:
+    """The most any schedule running the run's kernels and blocking collectives could gain over
+    it: (makespan - the wait before its first kernel, host set-up every schedule pays) over
+    (compute + collectives), mean over ranks, minus 1 (table 2's accounting)."""
+    m = summarize(result, posted_edges=True)
+    first = int(result.tasks["start_ns"].min()) - int(result.requests["arrival_ns"].min())
+    return (m["makespan_ns"] - first) / (m["compute_ns"] + _collective_ns(result)) - 1
 
 
 def _collective_ns(result: SimResult) -> float:
@@ -87,7 +99,30 @@ class ShortCell:
     dcpp: float
     vpp: float
     cpp_makespan_ns: float
-    cpp_headroom: float  # CPP makespan / (compute + collectives) - 1: the most any schedule gains
+    cpp_headroom: float  # `headroom` of the CPP run: the most any schedule could gain over it
+
+
+def measure_cell(
+    model: str, prompt: int, budget: int, packed: bool, count: int = SHORT_REQUESTS
+) -> ShortCell:
+    """CPP, DCPP and VPP on `count` prompts of `prompt` tokens under `budget` (VPP: vpp_async
+    for packed steps or one request, vpp_pack for several requests one per step)."""
+    vpp = "vpp_async" if packed or count == 1 else "vpp_pack"
+    runs = {s: _short_run(model, prompt, s, budget, packed, count) for s in ("cpp", "dcpp", vpp)}
+    sums = [summarize(r, posted_edges=True) for r in runs.values()]
+    cpp_run, dcpp_run = runs["cpp"], runs["dcpp"]
+    return ShortCell(
+        model,
+        prompt,
+        budget,
+        packed,
+        len(_steps(cpp_run)),
+        len(_steps(dcpp_run)),
+        _steps(cpp_run) == _steps(dcpp_run),
+        *(m["throughput_tok_s"] for m in sums),
+        sums[0]["makespan_ns"],
+        headroom(cpp_run),
+    )
 
 
 def short_cells(
@@ -96,34 +131,13 @@ def short_cells(
     budgets: tuple[int, ...] = SHORT_BUDGETS,
 ) -> list[ShortCell]:
     """Every (model, prompt, budget, step rule) cell of §6.2 (module docstring)."""
-    out = []
-    for model in models:
-        for prompt in prompts:
-            for budget in budgets:
-                for packed in (False, True):
-                    runs = {
-                        s: _short_run(model, prompt, s, budget, packed)
-                        for s in ("cpp", "dcpp", "vpp_async" if packed else "vpp_pack")
-                    }
-                    sums = [summarize(r, posted_edges=True) for r in runs.values()]
-                    cpp_run, dcpp_run = runs["cpp"], runs["dcpp"]
-                    c = sums[0]
-                    busy = c["compute_ns"] + _collective_ns(cpp_run)
-                    out.append(
-                        ShortCell(
-                            model,
-                            prompt,
-                            budget,
-                            packed,
-                            len(_steps(cpp_run)),
-                            len(_steps(dcpp_run)),
-                            _steps(cpp_run) == _steps(dcpp_run),
-                            *(m["throughput_tok_s"] for m in sums),
-                            c["makespan_ns"],
-                            c["makespan_ns"] / busy - 1,
-                        )
-                    )
-    return out
+    return [
+        measure_cell(model, prompt, budget, packed)
+        for model in models
+        for prompt in prompts
+        for budget in budgets
+        for packed in (False, True)
+    ]
 
 
 def format_short(cells: list[ShortCell]) -> str:
@@ -164,6 +178,25 @@ def format_short(cells: list[ShortCell]) -> str:
             f"{100 * bc.cpp_headroom:>+8.1f}%   {'yes' if bd.dcpp >= bc.cpp else 'no'}"
         )
     return "\n".join(lines)
+
+
+LONG_CELLS = (
+    ("glm-5.2", 64 * K),
+    ("glm-5.2", 128 * K),
+    ("deepseek-v3.1", 128 * K),
+    ("deepseek-v3.1", 256 * K),
+)
+LONG_BUDGETS = (8 * K, 16 * K, 24 * K, 32 * K)
+
+
+def long_cells(cells: tuple[tuple[str, int], ...] = LONG_CELLS) -> list[ShortCell]:
+    """Fig. 4's cells behind the GLM 64K and DeepSeek growth misses: one request, budgets
+    8K-32K, VPP = vpp_async; the same columns as `short_cells` (packed False)."""
+    return [
+        measure_cell(model, length, budget, False, 1)
+        for model, length in cells
+        for budget in LONG_BUDGETS
+    ]
 
 
 def dcpp_step_cost_ceiling_ns() -> float:
@@ -323,11 +356,13 @@ def format_overlap(readings: dict[str, float], rows: list[OverlapRow]) -> str:
 
 
 def main(argv: list[str]) -> None:
-    which = argv or ["short", "dcpp", "overlap"]
+    which = argv or ["short", "long", "dcpp", "overlap"]
     if "short" in which:
         print(format_short(short_cells()))
         ceiling = dcpp_step_cost_ceiling_ns()
         print(f"table 2 allows DCPP {ceiling / 1e6:.1f} ms more per step at most (bubble 15 %)")
+    if "long" in which:
+        print(format_short(long_cells()))
     if "dcpp" in which:
         print(format_dcpp_sweep(dcpp_estimator_sweep()))
     if "overlap" in which:

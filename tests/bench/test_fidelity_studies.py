@@ -61,3 +61,19 @@ def test_no_dcpp_estimator_setting_reaches_the_papers_bubble_difference() -> Non
     assert all(-0.44 < r["bubble_vs_cpp"] < -0.42 for r in many)
     few = [r for r in rows if r["steps"] <= 40]
     assert few and all(r["total_vs_cpp"] < 0 for r in few)
+
+
+def test_a_4k_budget_leaves_no_room_for_deepseeks_10_8_percent() -> None:
+    """Read as a 4K chunk size, §6.2's DeepSeek +10.8 % is VPP over CPP (DCPP runs CPP's steps at
+    its 4,096-token floor); CPP's headroom there is below the band's lower edge, 7.8 %."""
+    cells = short_cells(("deepseek-v3.1",), (4 * K, 8 * K, 16 * K), (4 * K,))
+    assert all(c.same_steps for c in cells)
+    assert all(0 < c.cpp_headroom < 0.078 and c.vpp / c.cpp - 1 < 0.078 for c in cells)
+
+
+def test_long_cells_glm_64k_dcpp_runs_cpps_steps_at_its_best_budget() -> None:
+    from pipelines.bench.fidelity_studies import long_cells
+
+    cells = {c.budget: c for c in long_cells((("glm-5.2", 64 * K),))}
+    assert all(cells[b].same_steps for b in (16 * K, 24 * K, 32 * K))
+    assert max(cells.values(), key=lambda c: c.dcpp).budget == 16 * K
