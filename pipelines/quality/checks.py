@@ -19,6 +19,7 @@ import duckdb
 from pipelines.quality.check_catalog import EXPECTATIONS, TABLES, Expectation, Kind, Severity
 from pipelines.quality.check_queries import SAMPLE_ROWS, Probe, probe, select_runs
 from pipelines.quality.gx_suites import BATCH_ROWS, start_import, validate, wait_for_import
+from pipelines.quality.run_cache import cache_enabled
 from pipelines.quality.suite_files import suite_files
 
 
@@ -76,9 +77,13 @@ def run_checks(
     tables: Iterable[str] | None = None,
     sample_rows: int = SAMPLE_ROWS,
     batch_rows: int = BATCH_ROWS,
+    use_cache: bool | None = None,
 ) -> CheckReport:
     """Check the given runs (None: every run in the warehouse) against the suites of `tables`
-    (None: all). `con` may be read-only; only temporary tables are written."""
+    (None: all). `con` may be read-only; only temporary tables are written. `use_cache` (None:
+    unless TRACEREPLAY_CHECK_CACHE=0) reads and keeps each run's verdicts of the suites judged
+    run by run (run_cache.py), so only runs whose rows changed are validated again; without it
+    every suite is validated whole and `gx_results` holds GX's result of every batch."""
     started = time.perf_counter()
     wanted = set(tables) if tables is not None else None
     items = [e for e in EXPECTATIONS if wanted is None or e.table in wanted]
@@ -94,7 +99,11 @@ def run_checks(
     wait_for_import()
     probes += [probe(con, item, sample_rows) for item in custom if item.table not in TABLES]
     suites = [s for s in suite_files() if wanted is None or s.table in wanted]
-    verdicts, validator = validate(con, suites, probes, set(items), sample_rows, batch_rows)
+    if use_cache is None:
+        use_cache = cache_enabled()
+    verdicts, validator = validate(
+        con, suites, probes, set(items), sample_rows, batch_rows, use_cache
+    )
     results = []
     for item in items:
         verdict = verdicts[item.key]

@@ -33,6 +33,15 @@ from pipelines.quality.check_queries import (
     fetch_batch,
     restrict_checked_runs,
 )
+from pipelines.quality.run_cache import (
+    Broken,
+    entry_path,
+    keep,
+    load,
+    run_fingerprints,
+    splits_by_run,
+    suite_signature,
+)
 from pipelines.quality.suite_files import SuiteFile
 
 BATCH_ROWS = 2_000_000
@@ -85,17 +94,22 @@ def _plain(value: object) -> object:
     return item() if callable(item) else value
 
 
+def _index_rows(rows: Sequence[dict], index: Sequence[str], limit: int) -> list[dict]:
+    """GX's unexpected rows as examples: the index columns first, then the columns it checked."""
+    first = [c for c in index if c in rows[0]]
+    return [
+        {k: _plain(row[k]) for k in (*first, *(k for k in row if k not in first))}
+        for row in rows[:limit]
+    ]
+
+
 def _result_examples(result: Any, frame: Any, index: Sequence[str], limit: int) -> list[dict]:
     """Example rows of one failed expectation: GX's unexpected rows (index columns and the
     columns it checked), or for a table-level expectation (row count) the batch's first rows."""
     details = result.result or {}
     rows = details.get("partial_unexpected_index_list")
     if rows:
-        first = [c for c in index if c in rows[0]]
-        return [
-            {k: _plain(row[k]) for k in (*first, *(k for k in row if k not in first))}
-            for row in rows[:limit]
-        ]
+        return _index_rows(rows, index, limit)
     if result.exception_info and result.exception_info.get("raised_exception", True):
         info = result.exception_info
         if "exception_message" not in info:  # keyed by metric: take the first
@@ -131,6 +145,60 @@ def with_notes(suite: SuiteFile) -> dict:
     return {**suite.data, "expectations": expectations}
 
 
+def _broken(suite: SuiteFile, result: Any, frame: Any, sample_rows: int) -> tuple[Broken, ...]:
+    """The expectations one batch breaks (position in GX's results, rows, first examples)."""
+    return tuple(
+        Broken(
+            position,
+            item.expectation_config.meta["check"],
+            _failing_count(item, frame),
+            tuple(_result_examples(item, frame, suite.index_columns, sample_rows)),
+        )
+        for position, item in enumerate(result.results)
+        if not item.success
+    )
+
+
+def _broken_by_run(
+    suite: SuiteFile, result: Any, runs: Sequence[str], sample_rows: int
+) -> dict[str, tuple[Broken, ...]] | None:
+    """A COMPLETE result of a batch of `runs` split by run_id (None: it cannot be)."""
+    per_run: dict[str, list[Broken]] = {run: [] for run in runs}
+    for position, item in enumerate(result.results):
+        if item.success:
+            continue
+        details = item.result or {}
+        rows = details.get("unexpected_index_list") or []
+        if not rows or len(rows) != details.get("unexpected_count"):
+            return None  # GX raised, or failed without naming rows
+        by_run: dict[object, list[dict]] = {}
+        for row in rows:
+            by_run.setdefault(_plain(row.get("run_id")), []).append(row)
+        if not set(by_run) <= set(per_run):
+            return None
+        for run, found in by_run.items():
+            examples = _index_rows(found, suite.index_columns, sample_rows)
+            check = item.expectation_config.meta["check"]
+            per_run[str(run)].append(Broken(position, check, len(found), tuple(examples)))
+    return {run: tuple(broken) for run, broken in per_run.items()}
+
+
+def _merge(
+    suite: SuiteFile, found: Sequence[Sequence[Broken]], sample_rows: int
+) -> dict[str, Verdict]:
+    """The verdict per check from what each batch (or run, in order) breaks: failing rows
+    summed, examples taken expectation by expectation in the order of GX's results (GX sorts
+    a suite's expectations by column), each in batch (run) order, the first `sample_rows` kept."""
+    verdicts = {c.name: Verdict() for c in suite.checks}
+    for broken in sorted((b for unit in found for b in unit), key=lambda b: b.position):
+        verdict = verdicts[broken.check]
+        verdict.passed = False
+        verdict.failing += broken.failing
+        room = sample_rows - len(verdict.examples)
+        verdict.examples += list(broken.examples[: max(room, 0)])
+    return verdicts
+
+
 class Validator:
     """One ephemeral GX context for one check run; it keeps every validation result, which
     pipelines/quality/data_docs.py renders."""
@@ -157,15 +225,23 @@ class Validator:
         )
 
     def _run(
-        self, definition: Any, frame: Any, index: Sequence[str], rows: int, run_name: str
+        self,
+        definition: Any,
+        frame: Any,
+        index: Sequence[str],
+        rows: int,
+        run_name: str,
+        every_row: bool = False,
     ) -> Any:
         from great_expectations.core.run_identifier import RunIdentifier
 
-        result_format = {
+        result_format: dict[str, object] = {
             "result_format": "SUMMARY",
             "partial_unexpected_count": rows,
             "unexpected_index_column_names": [c for c in index if c in frame.columns],
         }
+        if every_row:  # every unexpected row with its index columns (split by run)
+            result_format.update(result_format="COMPLETE", return_unexpected_index_query=False)
         result = definition.run(
             batch_parameters={"dataframe": frame},
             result_format=result_format,
@@ -180,39 +256,71 @@ class Validator:
         suite: SuiteFile,
         sample_rows: int,
         batch_rows: int = BATCH_ROWS,
+        use_cache: bool = False,
     ) -> dict[str, Verdict]:
         """Validate one suite file over the checked runs (checked_runs filled), batch by batch;
-        the verdict per check name."""
-        verdicts = {c.name: Verdict() for c in suite.checks}
+        the verdict per check name. With `use_cache`, a suite judged run by run
+        (run_cache.splits_by_run) validates only the runs whose verdict is not kept."""
+        if use_cache and splits_by_run(suite):
+            found = self._validate_by_run(con, suite, sample_rows, batch_rows)
+            if found is not None:
+                return _merge(suite, found, sample_rows)
         definition = self._definition(suite.name, with_notes(suite))
         groups: list[list[str] | None] = (
             batches_by_run(con, suite.batch_by_run, batch_rows) if suite.batch_by_run else [None]
         )
+        found = []
         for number, runs in enumerate(groups, start=1):
             with restrict_checked_runs(con, runs):
                 try:
                     frame = fetch_batch(con, suite.batch_query())
                 except (duckdb.CatalogException, duckdb.BinderException) as exc:
                     # a table or column the batch needs is missing: `schema` names it
-                    for verdict in verdicts.values():
-                        verdict.passed = False
-                        verdict.failing = max(verdict.failing, 1)
-                        verdict.examples = [{"error": str(exc).splitlines()[0]}]
-                    return verdicts
+                    error = {"error": str(exc).splitlines()[0]}
+                    return {c.name: Verdict(False, 1, [error]) for c in suite.checks}
             label = "every checked run" if runs is None else f"{len(runs)} runs"
             run_name = f"tracereplay check: batch {number}/{len(groups)}, {label}"
             result = self._run(definition, frame, suite.index_columns, sample_rows, run_name)
-            for item in result.results:
-                if item.success:
-                    continue
-                verdict = verdicts[item.expectation_config.meta["check"]]
-                verdict.passed = False
-                verdict.failing += _failing_count(item, frame)
-                room = sample_rows - len(verdict.examples)
-                if room > 0:
-                    verdict.examples += _result_examples(item, frame, suite.index_columns, room)
+            found.append(_broken(suite, result, frame, sample_rows))
             del frame
-        return verdicts
+        return _merge(suite, found, sample_rows)
+
+    def _validate_by_run(
+        self, con: duckdb.DuckDBPyConnection, suite: SuiteFile, sample_rows: int, batch_rows: int
+    ) -> list[tuple[Broken, ...]] | None:
+        """What each checked run breaks, in run order: kept verdicts read back, the other runs
+        validated (COMPLETE results split by run_id) and kept. None when a batch cannot be
+        split (GX raised, or its rows do not add up): the caller validates the suite whole."""
+        try:
+            fingerprints = run_fingerprints(con, suite)
+        except (duckdb.CatalogException, duckdb.BinderException):
+            return None  # the whole-suite path reports the missing table or column
+        signature = suite_signature(suite, sample_rows)
+        paths = {run: entry_path(suite, signature, fp) for run, fp in fingerprints.items()}
+        kept = {run: load(path) for run, path in paths.items()}
+        todo = sorted(run for run, verdict in kept.items() if verdict is None)
+        if todo:
+            assert suite.batch_by_run is not None  # splits_by_run
+            with restrict_checked_runs(con, todo):
+                groups = batches_by_run(con, suite.batch_by_run, batch_rows)
+            name = f"{suite.name}-by-run"
+            definition = self._definition(name, {**with_notes(suite), "name": name})
+            for number, runs in enumerate(groups, start=1):
+                runs = runs or todo
+                with restrict_checked_runs(con, runs):
+                    frame = fetch_batch(con, suite.batch_query())
+                run_name = f"tracereplay check: new runs, batch {number}/{len(groups)}"
+                result = self._run(
+                    definition, frame, suite.index_columns, sample_rows, run_name, every_row=True
+                )
+                split = _broken_by_run(suite, result, runs, sample_rows)
+                del frame
+                if split is None:
+                    return None
+                for run, broken in split.items():
+                    kept[run] = broken
+                    keep(paths[run], broken)
+        return [kept[run] or () for run in sorted(kept)]
 
     def judge_counts(self, probes: Sequence[Probe]) -> dict[str, bool]:
         """The custom SQL and schema checks: one GX suite over a one-row frame of their failing
@@ -248,6 +356,7 @@ def validate(
     wanted: set[Expectation],
     sample_rows: int,
     batch_rows: int = BATCH_ROWS,
+    use_cache: bool = False,
 ) -> tuple[dict[str, Verdict], Validator]:
     """Every GX suite in `suites` and the custom counts in `probes`; the verdict per check key
     (`<table>.<name>`) of the checks in `wanted`, and the validator holding GX's results."""
@@ -255,7 +364,7 @@ def validate(
     verdicts: dict[str, Verdict] = {}
     keys = {e.key for e in wanted}
     for suite in suites:
-        found = validator.validate_suite(con, suite, sample_rows, batch_rows)
+        found = validator.validate_suite(con, suite, sample_rows, batch_rows, use_cache)
         verdicts.update({f"{suite.table}.{n}": v for n, v in found.items()})
     for key, success in validator.judge_counts(probes).items():
         probe = next(p for p in probes if p.expectation.key == key)

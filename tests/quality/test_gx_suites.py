@@ -88,8 +88,8 @@ def test_batched_validation_gives_the_same_verdicts(two_runs) -> None:
     frame or one frame per run (batch_rows=1), with the same counts and the batches' examples."""
     two_runs.execute("update slices set dur_ns = -5 where run_id = 'r1' and rank = 1")
     two_runs.execute("insert into slices select * from slices where run_id = 'r2' and rank = 0")
-    whole = run_checks(two_runs, tables=["slices"])
-    batched = run_checks(two_runs, tables=["slices"], batch_rows=1)
+    whole = run_checks(two_runs, tables=["slices"], use_cache=False)
+    batched = run_checks(two_runs, tables=["slices"], batch_rows=1, use_cache=False)
     assert len(batched.gx_results) > len(whole.gx_results)  # slices validated run by run
     for one, other in zip(whole.results, batched.results, strict=True):
         assert (one.expectation.key, one.passed, one.failing) == (
