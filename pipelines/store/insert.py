@@ -5,7 +5,7 @@ DuckDB before copying them to Parquet)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import duckdb
 import polars as pl
@@ -33,13 +33,21 @@ def insert_frame(
     # statement bounds DuckDB's working memory (986k slices with 200 MB of args, bench ingest:
     # +140 MB during the insert instead of +380 MB, +600 MB with plain Arrow strings).
     # By name: the table's other columns get NULL, whatever order an older file holds them in.
-    for part in frame.iter_slices(INSERT_BATCH_ROWS):
-        con.register("_incoming", part.to_arrow(compat_level=pl.CompatLevel.newest()))
-        try:
-            con.execute(f"insert into {table} by name select * from _incoming")
-        finally:
-            con.unregister("_incoming")
+    with one_thread(con) if frame.height > INSERT_BATCH_ROWS else nullcontext():
+        for part in frame.iter_slices(INSERT_BATCH_ROWS):
+            con.register("_incoming", part.to_arrow(compat_level=pl.CompatLevel.newest()))
+            try:
+                con.execute(f"insert into {table} by name select * from _incoming")
+            finally:
+                con.unregister("_incoming")
     return frame.height
+
+
+def one_thread(con: duckdb.DuckDBPyConnection) -> AbstractContextManager[None]:
+    """DuckDB on one thread for the block. A statement appends one row group: a second thread
+    finds little to do but costs CPU (500 MB bench trace's 986,400 slices into a fresh warehouse
+    file: 1.5-1.9 s CPU on one thread against 2.4-3.4 s on two, wall no better on two)."""
+    return set_for_block(con, "threads", "1")
 
 
 def check_columns(con: duckdb.DuckDBPyConnection, table: str, names: list[str]) -> None:
@@ -63,12 +71,20 @@ def memory_limited(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     if database_path(con) is None:
         yield
         return
-    old = setting(con, "memory_limit")
-    con.execute(f"set memory_limit = '{memory_budget.duckdb_limit_mib()}MiB'")
+    with set_for_block(con, "memory_limit", f"{memory_budget.duckdb_limit_mib()}MiB"):
+        yield
+
+
+@contextmanager
+def set_for_block(con: duckdb.DuckDBPyConnection, name: str, value: str) -> Iterator[None]:
+    """DuckDB setting `name` (a setting's name, never user text) set to `value` for the block,
+    then back to what it was."""
+    old = setting(con, name)
+    con.execute(f"set {name} = '{value}'")
     try:
         yield
     finally:
-        con.execute(f"set memory_limit = '{old}'")
+        con.execute(f"set {name} = '{old}'")
 
 
 RELEASE_LIMIT = "64MiB"

@@ -447,10 +447,11 @@ def _raw_relation(
 def _ts_ns_sql(column: str) -> str:
     """`column` (µs text) -> exact ns. torch_npu's own form, digits with exactly 3 decimals, is
     the digits without the dot (4x cheaper than the general parse, ~1 s less per 500 MB);
-    anything else goes through units.us_text_to_ns_sql."""
+    anything else goes through units.us_text_to_ns_sql. The form is tested by one regular
+    expression (0.14 s CPU for 1.26 M timestamps, against 0.36 s for the instr + translate test
+    it replaced, which accepted the same strings)."""
     return (
-        f"case when instr({column}, '.') = strlen({column}) - 3"
-        f" and translate({column}, '0123456789', '') = '.'"
+        f"case when regexp_full_match({column}, '[0-9]*[.][0-9]{{3}}')"
         f" then try_cast(replace({column}, '.', '') as bigint)"
         f" else {us_text_to_ns_sql(column)} end"
     )
@@ -541,7 +542,10 @@ def _scan_sql(checked: bool = False) -> str:
         f"case {why} else 'ts ' || coalesce(ts::varchar, 'missing')"
         " || ', dur ' || coalesce(dur::varchar, 'missing') end"
     )
-    # an entry without ph (or set aside whole) is read as a complete event that is never kept
+    # an entry without ph (or set aside whole) is read as a complete event that is never kept;
+    # the text naming a dropped event is built for the dropped rows alone (DuckDB evaluates a
+    # CASE branch only for the rows it selects: built for every complete event, it cost ~0.3 s
+    # CPU per 500 MB)
     bad_entry = "ph is null or _code is not null" if checked else "ph is null"
     entry_columns = ", _code, _why" if checked else ""
     return f"""
@@ -554,9 +558,7 @@ def _scan_sql(checked: bool = False) -> str:
             where ph in ('X', 'M', 's', 'f') or {bad_entry}
         ),
         marked as (
-            select * exclude (no_ph{entry_columns}),
-                   case when ph = 'X' then {reason} end as reason,
-                   case when ph = 'X' then {at} end as at_text
+            select *, case when ph = 'X' then {reason} end as reason
             from events
         )
         select ph, pid, tid, name,
@@ -564,7 +566,7 @@ def _scan_sql(checked: bool = False) -> str:
                start_ns,
                case when reason is null then round(dur_us * 1000)::bigint end as dur_ns,
                reason as {drop.DROPPED},
-               case when reason is not null then at_text end as {_AT},
+               case when reason is not null then {at} end as {_AT},
                case when ph in ('s', 'f') then id end as flow_id,
                case when ph in ('s', 'f') then bp end as bp,
                case when ph in ('X', 'M') then args::varchar end as args
