@@ -235,7 +235,9 @@ def _sniff(path: Path) -> tuple[str, bytes]:
 class TraceEvent(msgspec.Struct, omit_defaults=True):
     """The event fields the readers use; args stay undecoded (docs/stack.md §6)."""
 
-    name: str | None = None  # an object or a number is no event name: the entry is set aside
+    # a JSON number or boolean is kept as its JSON text ("12", "true"), as DuckDB's VARCHAR
+    # column reads it on the other paths; an object or a list is set aside (_INVALID_EVENT)
+    name: str | bool | int | float | None = None
     ph: Any = None
     pid: Any = None
     tid: Any = None
@@ -252,6 +254,9 @@ class _Wrapped(msgspec.Struct):
 
 
 def _text(value: Any) -> str | None:
+    """A decoded JSON scalar as DuckDB's VARCHAR column holds it (`true`, `12`, `1e+20`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     return None if value is None else str(value)
 
 
