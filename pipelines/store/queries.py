@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
@@ -20,6 +20,9 @@ import polars as pl
 from pipelines.store.catalog import checked_name, relation_exists, table_columns
 from pipelines.store.relations import project_relations
 from pipelines.vocabulary.profiler_names import MARKER_NAME_SQL, PROFILER_STEP_PREFIX
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["relation_exists", "table_columns"]  # catalog lookups callers reach through here
 
@@ -159,12 +162,15 @@ def quarantine_has(
 # --- slices and chunks -----------------------------------------------------------------------
 
 
-def slices_args_cut_sql(keys: Sequence[str]) -> str:
-    """The query of `run_slices_args_cut` (parameters: run_id, lanes). Its args are cut to `keys`: a
+def slices_args_cut_sql(keys: Sequence[str], host_names: bool = False) -> str:
+    """The query of `run_slices_args_cut` (parameters: run_id, lanes, and with `host_names` a
+    list of names). Its args are cut to `keys`: a
     JSON object of the keys present at the top level, each with its JSON value as DuckDB writes
     it (`json_extract`, one parse per row); NULL when none is present. A reader that takes a
     key with Polars' `json_path_match` after a substring test for the quoted key
-    (`launch_links.link_ids`, `device_work.work_slices`) gets the same strings from it."""
+    (`launch_links.link_ids`, `device_work.work_slices`) gets the same strings from it.
+    With `host_names`, a host slice is kept only when its args name one of `keys` or its name
+    is in the list (the third parameter); slices of other lanes are all kept."""
     quoted = [json.dumps(key).replace("'", "''") for key in keys]
     named = " or ".join(f"contains(args, '{key}')" for key in quoted)
     paths = ", ".join(f"'$.{key}'" for key in quoted)
@@ -178,15 +184,50 @@ def slices_args_cut_sql(keys: Sequence[str]) -> str:
         " from (select rank, lane, name, category, start_ns, dur_ns,"
         f" case when {named} then json_extract(args, [{paths}]) end as v"
         " from slices where run_id = ? and list_contains(?::varchar[], lane))"
+        + (
+            " where lane <> 'host' or v is not null or list_contains(?::varchar[], name)"
+            if host_names
+            else ""
+        )
     )
 
 
 def run_slices_args_cut(
-    con: duckdb.DuckDBPyConnection, run_id: str, lanes: Sequence[str], keys: Sequence[str]
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    lanes: Sequence[str],
+    keys: Sequence[str],
+    host_names: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """One run's slices on `lanes` without run_id, thread and step, args cut to `keys`
-    (`slices_args_cut_sql`)."""
-    return con.execute(slices_args_cut_sql(keys), [run_id, list(lanes)]).pl()
+    (`slices_args_cut_sql`); with `host_names`, only the host slices whose args name one of
+    `keys` or whose name is listed."""
+    if host_names is None:
+        return con.execute(slices_args_cut_sql(keys), [run_id, list(lanes)]).pl()
+    query = slices_args_cut_sql(keys, host_names=True)
+    return con.execute(query, [run_id, list(lanes), list(host_names)]).pl()
+
+
+def run_slices_args_cut_batches(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    lanes: Sequence[str],
+    keys: Sequence[str],
+    host_names: Sequence[str],
+    rows: int,
+) -> pa.RecordBatchReader:
+    """`run_slices_args_cut` with `host_names`, streamed: Arrow batches of about `rows` rows
+    (DuckDB runs the query as the batches are read; nothing else may run on `con` meanwhile)."""
+    query = slices_args_cut_sql(keys, host_names=True)
+    return con.execute(query, [run_id, list(lanes), list(host_names)]).fetch_record_batch(rows)
+
+
+def run_lane_names(con: duckdb.DuckDBPyConnection, run_id: str, lane: str) -> list[str]:
+    """The distinct slice names of one run's `lane`."""
+    rows = con.execute(
+        "select distinct name from slices where run_id = ? and lane = ?", [run_id, lane]
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def run_slices(con: duckdb.DuckDBPyConnection, run_id: str, lanes: Sequence[str]) -> pl.DataFrame:

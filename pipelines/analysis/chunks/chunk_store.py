@@ -31,8 +31,8 @@ from pipelines.analysis.chunks.segment import (
     MarkerRuleError,
     compile_marker_regex,
     run_totals,
-    segment_chunks,
 )
+from pipelines.analysis.chunks.segment_batches import segment_stored_run
 from pipelines.ingest.steps.launch_links import LINK_KEYS, LIST_KEYS
 from pipelines.store import Session, queries
 from pipelines.store.insert import release_buffers
@@ -283,15 +283,21 @@ SEGMENT_ARGS_KEYS = tuple(
 each at the top level with Polars' `json_path_match`."""
 
 
-def segment_slices(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+def segment_slices(
+    con: duckdb.DuckDBPyConnection, run_id: str, host_names: list[str] | None = None
+) -> pl.DataFrame:
     """The run's slices on SEGMENT_LANES, only the columns segmentation reads (not run_id, thread,
     step), with args cut in SQL to the keys segmentation reads (`queries.run_slices_args_cut`:
     ~25 % of the args bytes of a marked trace built from the msinsight level1 export; NULL where
-    none is present). DuckDB's cache of the blocks read is let go afterwards
-    (`insert.release_buffers`). With both, segmenting a marked 2 GB trace fits the ingest budget
-    (docs/bench_ingest.md, issue 37 item 1); the chunks are the same
-    (tests/analysis/test_segment_slices_args.py)."""
-    frame = queries.run_slices_args_cut(con, run_id, SEGMENT_LANES, SEGMENT_ARGS_KEYS)
+    none is present). With `host_names` (the names that can make a marker, `marker_names`), only
+    the host slices so named or whose args name a key: the others make no marker and link
+    nothing (80 % of a marked level1-built trace's host slices; 78 % of its segmented rows).
+    DuckDB's cache of the blocks read is let go afterwards (`insert.release_buffers`).
+    The chunks are the same (tests/analysis/test_segment_slices_args.py; docs/bench_ingest.md,
+    issue 37 item 1)."""
+    frame = queries.run_slices_args_cut(
+        con, run_id, SEGMENT_LANES, SEGMENT_ARGS_KEYS, host_names=host_names
+    )
     release_buffers(con)
     return frame
 
@@ -308,14 +314,16 @@ def segment_run(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(chunks, unassigned) of one stored run, segmented from the lanes segmentation reads;
     nothing is written. Without a rule (marker_regex None, renumber False) the run's stored
-    rule. Raises MarkerRuleError for a rule that cannot be used."""
+    rule. The run is read in batches (`segment_batches.segment_stored_run`: the same result as
+    `segment_chunks` over `segment_slices`, in memory that does not grow with the run's slices).
+    Raises MarkerRuleError for a rule that cannot be used."""
     if marker_regex is None and not renumber:
         rule = SegmentationRule.from_json(stored_rules(con, [run_id]).get(run_id))
         marker_regex, renumber = rule.marker_regex, rule.renumber
-    slices = segment_slices(con, run_id)
-    return segment_chunks(
-        slices,
+    return segment_stored_run(
+        con,
         run_id,
+        SEGMENT_ARGS_KEYS,
         marker_regex or DEFAULT_MARKER_REGEX,
         include_comm=include_comm,
         link=link,

@@ -20,9 +20,13 @@ from typing import Literal
 import polars as pl
 import regex
 
-from pipelines.analysis.chunks.engine_forwards import ENGINE_FORWARD_RULE, forward_markers
+from pipelines.analysis.chunks.engine_forwards import (
+    ENGINE_FORWARD_RULE,
+    forward_markers,
+    parse_forward,
+)
 from pipelines.ingest.frames import SCHEMAS, conform
-from pipelines.ingest.steps.launch_links import LINK_KEYS, launch_anchors
+from pipelines.ingest.steps.launch_links import ANCHOR_SCHEMA, LINK_KEYS, launch_anchors
 from pipelines.vocabulary.device_work import (  # noqa: F401  (the rule's constants, re-exported)
     COMM_LINK_KEY,
     EXCLUDED_DEVICE_CATEGORIES,
@@ -133,7 +137,7 @@ def parse_marker(
 
     timeout_s bounds the match of a `regex` pattern (TimeoutError past it). A k that is not an
     integer is a label (`attn(F)`): the chunk index is then the label's place in start order
-    (`_markers`); a vs, tokens or prefix that is not an integer raises MarkerRuleError."""
+    (`chunk_markers`); a vs, tokens or prefix that is not an integer raises MarkerRuleError."""
     pattern = compile_marker_regex(marker_regex)
     if timeout_s is not None and isinstance(pattern, regex.Pattern):
         match = pattern.match(name, timeout=timeout_s)
@@ -180,24 +184,16 @@ def _is_int(text: str) -> bool:
     return True
 
 
-def _markers(
-    host: pl.DataFrame,
-    marker_regex: str | Pattern,
-    vstage_of_rank: dict[int, int] | None,
-    renumber: bool,
-    match_timeout_s: float | None = None,
-) -> pl.DataFrame:
-    """One row per chunk marker: rank, key fields, host range [m_start, m_end).
-
-    A `regex` pattern gets match_timeout_s (default MATCH_TIMEOUT_S) for all the names together;
-    past it MarkerRuleError."""
-    if marker_regex == ENGINE_FORWARD_RULE:
-        return forward_markers(host, vstage_of_rank).sort("rank", "m_start")
+def _parse_markers(
+    names: list[str], marker_regex: str | Pattern, match_timeout_s: float | None = None
+) -> list[dict]:
+    """{"name": ..., **MarkerFields} of every name of `names` the rule matches. A `regex`
+    pattern gets match_timeout_s (default MATCH_TIMEOUT_S) for all the names together; past it
+    MarkerRuleError."""
     pattern = compile_marker_regex(marker_regex)
     bounded = isinstance(pattern, regex.Pattern)
     budget = MATCH_TIMEOUT_S if match_timeout_s is None else match_timeout_s
     deadline = time.monotonic() + budget
-    names = host.get_column("name").unique().to_list()
     parsed = []
     for name in names:
         try:
@@ -211,6 +207,40 @@ def _markers(
             ) from None
         if fields is not None:
             parsed.append({"name": name, **fields.__dict__})
+    return parsed
+
+
+def marker_names(
+    names: list[str], marker_regex: str | Pattern, match_timeout_s: float | None = None
+) -> list[str]:
+    """The host slice names of `names` that `segment_chunks` can take a chunk marker from under
+    the rule: those the rule parses (MarkerRuleError as there), and under the default rule or
+    ENGINE_FORWARD_RULE the engines' forward annotations (the default rule's fallback). Host
+    slices of no other name make no marker, so a caller may leave them out of the slices it
+    segments unless their args carry a launch link (`chunk_store.segment_run`)."""
+    found = []
+    if marker_regex != ENGINE_FORWARD_RULE:
+        found = [p["name"] for p in _parse_markers(names, marker_regex, match_timeout_s)]
+    if marker_regex in (DEFAULT_MARKER_REGEX, ENGINE_FORWARD_RULE):
+        found += [n for n in names if parse_forward(n) is not None]
+    return list(dict.fromkeys(found))
+
+
+def chunk_markers(
+    host: pl.DataFrame,
+    marker_regex: str | Pattern,
+    vstage_of_rank: dict[int, int] | None,
+    renumber: bool,
+    match_timeout_s: float | None = None,
+) -> pl.DataFrame:
+    """One row per chunk marker: rank, key fields, host range [m_start, m_end).
+
+    A `regex` pattern gets match_timeout_s (default MATCH_TIMEOUT_S) for all the names together;
+    past it MarkerRuleError."""
+    if marker_regex == ENGINE_FORWARD_RULE:
+        return forward_markers(host, vstage_of_rank).sort("rank", "m_start")
+    names = host.get_column("name").unique().to_list()
+    parsed = _parse_markers(names, marker_regex, match_timeout_s)
     if not parsed and marker_regex == DEFAULT_MARKER_REGEX:
         # no project markers: the engines' own forward annotations (vLLM, SGLang)
         return forward_markers(host, vstage_of_rank).sort("rank", "m_start")
@@ -338,31 +368,74 @@ def segment_chunks(
     over the run's host slice names. Unusable rules raise MarkerRuleError.
     Returns (chunks in the canonical schema, unassigned report: one row per rank of the run).
     """
-    frame = slices.filter(pl.col("run_id") == run_id) if "run_id" in slices.columns else slices
-    frame = frame.with_columns(
-        pl.col("rank").cast(pl.Int32), pl.col("start_ns").cast(pl.Int64)
-    ).with_row_index("row_id")
-    if "args" not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, pl.String).alias("args"))
+    if "run_id" in slices.columns:
+        slices = slices.filter(pl.col("run_id") == run_id)
+    frame = prepared_slices(slices)
     host = frame.filter(pl.col("lane") == "host")
     device = work_slices(frame, include_comm)
     device = device.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
-    markers = _markers(host, marker_regex, vstage_of_rank, renumber, match_timeout_s)
-
-    anchors = device.select("row_id", "rank", pl.col("start_ns").alias("anchor_ns"))
-    linked = pl.DataFrame(schema={"row_id": pl.UInt32, "host_ns": pl.Int64})
+    markers = chunk_markers(host, marker_regex, vstage_of_rank, renumber, match_timeout_s)
+    linked = pl.DataFrame(schema=ANCHOR_SCHEMA)
     if link != "time":
         linked = launch_anchors(device, host, link_keys)
+    part = owned_work(device, markers, linked, link)
+    return summarize_chunks(run_id, markers, [part])
+
+
+def prepared_slices(frame: pl.DataFrame, first_row_id: int = 0) -> pl.DataFrame:
+    """`frame` (canonical slices of one run) as segmentation reads it: rank Int32, start_ns
+    Int64, a row_id (from `first_row_id`) and args (null when the frame has none)."""
+    frame = frame.with_columns(
+        pl.col("rank").cast(pl.Int32), pl.col("start_ns").cast(pl.Int64)
+    ).with_row_index("row_id", offset=first_row_id)
+    if "args" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, pl.String).alias("args"))
+    return frame
+
+
+@dataclass(frozen=True)
+class OwnedWork:
+    """Device work of (a part of) a run, narrowed to what the chunk rows and the unassigned
+    report are computed from: every work slice (rank, start_ns, end_ns), the assigned ones with
+    their chunk key, and the rank of each slice a link anchored."""
+
+    device: pl.DataFrame
+    assigned: pl.DataFrame
+    flow_linked: pl.DataFrame
+
+
+def owned_work(
+    device: pl.DataFrame, markers: pl.DataFrame, linked: pl.DataFrame, link: Link
+) -> OwnedWork:
+    """Which marker owns each slice of `device` (work slices with row_id, rank, start_ns,
+    end_ns): the innermost one containing its anchor, the start of the host slice `linked`
+    (row_id, host_ns) gives it, else its own start (`link` "auto"; "time": its own start only;
+    "flow": linked slices only). Each slice is decided alone, so a run's work may be given in
+    parts (pipelines/analysis/chunks/segment_batches.py)."""
+    anchors = device.select("row_id", "rank", pl.col("start_ns").alias("anchor_ns"))
+    if link != "time":
         anchors = anchors.join(linked, on="row_id", how="left").with_columns(
             pl.coalesce("host_ns", "anchor_ns").alias("anchor_ns")
         )
         if link == "flow":
             anchors = anchors.filter(pl.col("host_ns").is_not_null())
         anchors = anchors.drop("host_ns")
-
     owner = _contained(anchors, markers)
     key = ["rank", "request_id", "vstage", "chunk_idx"]
-    assigned = device.join(owner, on="row_id", how="inner")
+    assigned = device.join(owner, on="row_id", how="inner").select(*key, "start_ns", "end_ns")
+    flow_linked = device.select("row_id", "rank").join(linked, on="row_id").select("rank")
+    return OwnedWork(device.select("rank", "start_ns", "end_ns"), assigned, flow_linked)
+
+
+def summarize_chunks(
+    run_id: str, markers: pl.DataFrame, parts: list[OwnedWork]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(chunks in the canonical schema, the unassigned report: one row per rank) of a run from
+    its markers and its device work in parts (`owned_work`)."""
+    device = pl.concat([p.device for p in parts])
+    assigned = pl.concat([p.assigned for p in parts])
+    flow_linked = pl.concat([p.flow_linked for p in parts])
+    key = ["rank", "request_id", "vstage", "chunk_idx"]
 
     busy = length_by(assigned, key)
     spans = assigned.group_by(key).agg(pl.col("start_ns").min(), pl.col("end_ns").max())
@@ -380,12 +453,7 @@ def segment_chunks(
     counts_assigned = assigned.group_by("rank").agg(pl.len().alias("n_assigned"))
     marker_counts = markers.group_by("rank").agg(pl.len().alias("n_markers"))
     chunk_counts = chunks.group_by("rank").agg(pl.len().alias("n_chunks"))
-    flow_counts = (
-        device.select("row_id", "rank")
-        .join(linked, on="row_id")
-        .group_by("rank")
-        .agg(pl.len().alias("n_flow_linked"))
-    )
+    flow_counts = flow_linked.group_by("rank").agg(pl.len().alias("n_flow_linked"))
     ranks = pl.concat(
         [device.select("rank"), markers.select("rank")], how="vertical_relaxed"
     ).unique()

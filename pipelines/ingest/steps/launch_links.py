@@ -70,6 +70,51 @@ def _listed(frame: pl.DataFrame, key: str, list_key: str) -> pl.DataFrame:
     )
 
 
+def host_link_starts(
+    host: pl.DataFrame, keys: tuple[str, ...] = LINK_KEYS, by: tuple[str, ...] = ("rank",)
+) -> dict[str, pl.DataFrame]:
+    """Per key of `keys`, the earliest start of the host slices carrying each link id:
+    (*by, link, start_ns), one row per id, so an id that many host slices share (ids repeated
+    per copy) never joins many-to-many with the device slices. `host` has row_id, start_ns,
+    args and the columns `by`. The starts of two parts of one host set combine by their minimum
+    (`launch_anchors` of a run read in batches, pipelines/analysis/chunks/segment_batches.py)."""
+    starts = {}
+    for key in keys:
+        starts[key] = (
+            link_ids(host, (key,))
+            .join(host.select(pl.col("row_id").cast(pl.UInt32), *by, "start_ns"), on="row_id")
+            .group_by([*by, "link"])
+            .agg(pl.col("start_ns").min())
+        )
+    return starts
+
+
+def anchors_from_starts(
+    device: pl.DataFrame,
+    starts: dict[str, pl.DataFrame],
+    keys: tuple[str, ...] = LINK_KEYS,
+    by: tuple[str, ...] = ("rank",),
+) -> pl.DataFrame:
+    """(row_id, host_ns) for every device slice linked to a host slice of `starts`
+    (`host_link_starts`): the keys in order, the first that links a device slice decides, and
+    host_ns = the earliest start among the host slices it links to."""
+    found = [pl.DataFrame(schema=ANCHOR_SCHEMA)]
+    for key in keys:  # in order: the first key that links a device slice decides its anchor
+        if device.is_empty():
+            break
+        device_links = link_ids(device, (key,)).join(
+            device.select(pl.col("row_id").cast(pl.UInt32), *by), on="row_id"
+        )
+        linked = (
+            device_links.join(starts[key], on=[*by, "link"], suffix="_host")
+            .group_by("row_id")
+            .agg(pl.col("start_ns").min().cast(pl.Int64).alias("host_ns"))
+        )
+        found.append(linked)
+        device = device.filter(~pl.col("row_id").cast(pl.UInt32).is_in(linked["row_id"].implode()))
+    return pl.concat(found)
+
+
 def launch_anchors(
     device: pl.DataFrame,
     host: pl.DataFrame,
@@ -80,21 +125,6 @@ def launch_anchors(
     the earliest linked host slice. `device` and `host` have row_id, start_ns, args and the
     columns `by` (links only join within equal `by` values, e.g. one rank)."""
     by = tuple(c for c in by if c in device.columns and c in host.columns)
-    found = [pl.DataFrame(schema=ANCHOR_SCHEMA)]
-    for key in keys:  # in order: the first key that links a device slice decides its anchor
-        if device.is_empty() or host.is_empty():
-            break
-        host_links = link_ids(host, (key,)).join(
-            host.select(pl.col("row_id").cast(pl.UInt32), *by, "start_ns"), on="row_id"
-        )
-        device_links = link_ids(device, (key,)).join(
-            device.select(pl.col("row_id").cast(pl.UInt32), *by), on="row_id"
-        )
-        linked = (
-            device_links.join(host_links, on=[*by, "link"], suffix="_host")
-            .group_by("row_id")
-            .agg(pl.col("start_ns").min().cast(pl.Int64).alias("host_ns"))
-        )
-        found.append(linked)
-        device = device.filter(~pl.col("row_id").cast(pl.UInt32).is_in(linked["row_id"].implode()))
-    return pl.concat(found)
+    if device.is_empty() or host.is_empty():
+        return pl.DataFrame(schema=ANCHOR_SCHEMA)
+    return anchors_from_starts(device, host_link_starts(host, keys, by), keys, by)
