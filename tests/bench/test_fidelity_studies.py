@@ -77,3 +77,11 @@ def test_long_cells_glm_64k_dcpp_runs_cpps_steps_at_its_best_budget() -> None:
     cells = {c.budget: c for c in long_cells((("glm-5.2", 64 * K),))}
     assert all(cells[b].same_steps for b in (16 * K, 24 * K, 32 * K))
     assert max(cells.values(), key=lambda c: c.dcpp).budget == 16 * K
+
+
+def test_no_reading_of_the_waits_reaches_a_48_percent_cut() -> None:
+    from pipelines.bench.fidelity_studies import unoverlapped_readings
+
+    readings = list(unoverlapped_readings().values())
+    assert readings[0] > 0.9  # the model's reading: the wrong sign
+    assert all(r > -0.45 for r in readings)  # the band starts at -51 % and ends at -45 %
