@@ -135,17 +135,23 @@ def _read_entry(root: Path, run_id: str, path: str) -> dict[str, Any] | None:
 
 def entries(root: Path) -> list[dict[str, Any]]:
     """The entry of every run in the lake (replays included), rebuilt where stale or missing.
-    Cost: one listing of `runs/`, two stats and (unless already parsed) one small JSON read per
-    run; plain os.path strings, as pathlib's per-path cost dominated at 1,000 runs."""
+    Cost: one listing of `runs/`, a stat of each run's `runs` file and (unless parsed for that
+    file already) a stat and a small JSON read of its entry; plain os.path strings, as
+    pathlib's per-path cost dominated at 1,000 runs."""
     root = Path(root)
     base, folder = str(root), str(root / FOLDER)
     stored = _listed(root / "runs", PREFIX) - {lake.SCHEMA_PARTITION[len(PREFIX) :]}
     out = []
     for run_id in sorted(stored):
         quoted = quote(run_id, safe="")
-        entry = _read_entry(root, run_id, f"{folder}/{PREFIX}{quoted}{SUFFIX}")
         runs_stamp = _stat(f"{base}/runs/{PREFIX}{quoted}/{lake.PART}")
-        if entry is None or entry.get("runs_file") != (list(runs_stamp) if runs_stamp else None):
+        stamp = list(runs_stamp) if runs_stamp else None
+        # an entry is a function of its runs file (run_inputs is written before it): one parsed
+        # for this stamp needs no stat of its own file
+        entry = _parsed.get((base, run_id), (None, None))[1]
+        if entry is None or entry.get("runs_file") != stamp:
+            entry = _read_entry(root, run_id, f"{folder}/{PREFIX}{quoted}{SUFFIX}")
+        if entry is None or entry.get("runs_file") != stamp:
             entry = refresh(root, run_id)
         if entry is not None:
             out.append(entry)
