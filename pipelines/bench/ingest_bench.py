@@ -63,11 +63,13 @@ WALL_RATIO_GOAL = 0.5
 # shifted per copy (the project generator), or kept in every copy (one id then binds an event of
 # every copy: issue 36's hostile shape, paired in time order by pipelines/ingest/steps/flows.py);
 # with markers, one chunk marker per copy, so `tracereplay ingest` segments the run (issue 37
-# item 1).
+# item 1), in both id shapes (issue 36 item 6: the default ingest, segmentation included, under
+# the budget on traces of real export events with ids renumbered per copy, and repeated).
 SHAPES = {
     "generator": ("renumbered", False),
     "repeated-ids": ("repeated", False),
     "markers": ("renumbered", True),
+    "markers-repeated-ids": ("repeated", True),
 }
 
 

@@ -53,8 +53,9 @@ interleaved rounds (A B A B):
               duckdb / duckdb_1t: read_json into a DuckDB file; msgspec; orjson
 
 Shapes: generator (each copy's flow and connection ids shifted, links stay within a copy),
-repeated-ids (every copy keeps the export's ids, so one id binds an event of every copy) and
-markers (generator plus one chunk[req=..,k=..,vs=..] marker per copy: ingest segments it).
+repeated-ids (every copy keeps the export's ids, so one id binds an event of every copy),
+markers (generator plus one chunk[req=..,k=..,vs=..] marker per copy: ingest segments it) and
+markers-repeated-ids (repeated-ids plus those markers).
 
 Prints wall time, MB/s, events/s and peak RSS per path, the load average, and the targets:
 ours wall / DuckDB in-memory wall <= 1 (goal 0.5; the median of the ratios within a round),
@@ -119,10 +120,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument(
         "--shape",
         metavar="LIST",
-        default="generator,repeated-ids,markers",
+        default="generator,repeated-ids,markers,markers-repeated-ids",
         help="comma-separated trace shapes: generator (flow ids shifted per copy),"
         " repeated-ids (every copy keeps the export's flow ids), markers (generator plus one"
-        " chunk marker per copy: segmented at ingest); default all three",
+        " chunk marker per copy: segmented at ingest), markers-repeated-ids (repeated-ids plus"
+        " the markers); default all four",
     )
     ingest.add_argument(
         "--flow-ids",

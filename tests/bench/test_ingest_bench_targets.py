@@ -73,6 +73,7 @@ def test_defaults_compare_what_the_acceptance_names() -> None:
         "generator": ("renumbered", False),
         "repeated-ids": ("repeated", False),
         "markers": ("renumbered", True),
+        "markers-repeated-ids": ("repeated", True),
     }
 
 
@@ -88,12 +89,13 @@ def test_bench_ingest_rejects_unknown_shapes_and_paths(
     assert len(err) == 1 and err[0].startswith("tracereplay bench ingest:")
 
 
+@pytest.mark.parametrize("repeat_ids", [False, True], ids=["markers", "markers-repeated-ids"])
 def test_marker_shape_is_segmented_into_one_chunk_per_copy(
-    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], repeat_ids: bool
 ) -> None:
     source = real_dir / "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
-    trace = generate_rank(tmp_path / "gen", 4, source, markers=True)
-    plain = generate_rank(tmp_path / "plain", 4, source)
+    trace = generate_rank(tmp_path / "gen", 4, source, repeat_ids=repeat_ids, markers=True)
+    plain = generate_rank(tmp_path / "plain", 4, source, repeat_ids=repeat_ids)
     assert trace.copies == plain.copies >= 2
     assert trace.complete_events == plain.complete_events + trace.copies
     warehouse = str(tmp_path / "w.duckdb")
