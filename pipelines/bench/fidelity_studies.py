@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.bench.fidelity import kind_coverage
+from pipelines.bench.fidelity import BUDGETS, DEEPSEEK, best, kind_coverage
 from pipelines.sim import calibration
 from pipelines.sim.chunking import DcppConfig
 from pipelines.sim.metrics import ranks_frame, summarize
@@ -237,6 +237,31 @@ def dcpp_estimator_sweep(
     return out
 
 
+GROWTH_LENGTHS = (64 * K, 128 * K, 256 * K, 512 * K)
+
+
+def growth_by_estimator(
+    configs: tuple[DcppConfig, ...] = DCPP_ESTIMATORS[:1] + DCPP_ESTIMATORS[2:],
+) -> list[tuple[DcppConfig, list[float]]]:
+    """Fig. 4's DeepSeek VPP over DCPP at 64K-512K (best budgets, one request) with DCPP under
+    each estimator setting (`dcpp_estimator_sweep`'s, less the 5-step window)."""
+    out = []
+    for cfg in configs:
+        gains = []
+        for n in GROWTH_LENGTHS:
+            vpp = best(DEEPSEEK, n, "vpp_async")["throughput_tok_s"]
+            dcpp = max(
+                calibration.paper_run(n, "dcpp", model=DEEPSEEK, chunk_size=c, dcpp=cfg)[
+                    "throughput_tok_s"
+                ]
+                for c in BUDGETS
+                if c <= n
+            )
+            gains.append(vpp / dcpp - 1)
+        out.append((cfg, gains))
+    return out
+
+
 def format_dcpp_sweep(rows: list[dict[str, float | bool | int]]) -> str:
     lines = [
         "table 2 DCPP by estimator setting (paper: bubble 20.47 s, -47.0 % vs CPP; total +4.65 %)"
@@ -394,6 +419,10 @@ def main(argv: list[str]) -> None:
         print(format_short(long_cells()))
     if "dcpp" in which:
         print(format_dcpp_sweep(dcpp_estimator_sweep()))
+        print("DeepSeek VPP over DCPP at 64K / 128K / 256K / 512K by DCPP estimator (paper: grows)")
+        for cfg, gains in growth_by_estimator():
+            online = f"on, refit {cfg.max_fit_chunk}" if cfg.online else "off"
+            print(f"  online {online:<14}" + " ".join(f"{100 * g:+6.2f} %" for g in gains))
     if "overlap" in which:
         print(format_overlap(overlap_readings(), overlap_sweep()))
 
