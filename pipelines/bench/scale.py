@@ -43,6 +43,7 @@ from pipelines.bench.rank_copies import DEFAULT_RANK, replicate_rank
 from pipelines.ingest import per_rank
 from pipelines.ingest.load import ingest_paths
 from pipelines.paths import LAKE_ENV
+from pipelines.quality.run_cache import CHECK_CACHE_ENV
 from pipelines.store import lake_catalog, open_store, parquet_lake
 from pipelines.store.lake_layout import partition_dir
 from pipelines.store.schema import RUN_TABLES
@@ -240,12 +241,17 @@ def fit_probe(
     return IncrementalProbe(small, large, walls)
 
 
-COMMANDS = ("runs", "check", "regressions", "regressions-uncached")
+COMMANDS = ("runs", "check", "check-uncached", "regressions", "regressions-uncached")
 """CLI commands timed over a DuckDB warehouse file of `small` vs `large` runs (issue 37: each
 at 1,000 runs <= COMMAND_TARGET x its time at 10). `regressions-uncached` is `regressions` with
 the per-series search cache off (TRACEREPLAY_CHANGE_CACHE=0): the faster of two `regressions`
-runs finds every series searched by the first, so this is what a scan of all-new series costs."""
-_COMMAND_RUNS = {"regressions-uncached": ("regressions", {CACHE_SWITCH_ENV: "0"})}
+runs finds every series searched by the first, so this is what a scan of all-new series costs.
+`check-uncached` is `check` with its per-run verdicts off (TRACEREPLAY_CHECK_CACHE=0,
+pipelines/quality/run_cache.py): every run validated, as a first check of a new store costs."""
+_COMMAND_RUNS = {
+    "regressions-uncached": ("regressions", {CACHE_SWITCH_ENV: "0"}),
+    "check-uncached": ("check", {CHECK_CACHE_ENV: "0"}),
+}
 
 COMMAND_TARGET = 3.0
 
