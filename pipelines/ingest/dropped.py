@@ -26,6 +26,7 @@ INVALID_EVENT = "invalid_event"  # a trace event that is not an object of the fo
 DUPLICATE_KEY = "duplicate_key"  # a trace event that gives one key twice (which one was meant?)
 DUPLICATE_ROW = "duplicate_row"  # a device row repeating an earlier one exactly: counted once
 TOO_LARGE = "too_large"  # a value past the size the reader may hold (a huge JSON string)
+CUT_OFF = "cut_off"  # a CSV's last line that the file ends inside (fewer cells than its header)
 
 CODES = (
     MISSING_TIMESTAMP,
@@ -42,6 +43,7 @@ CODES = (
     DUPLICATE_KEY,
     DUPLICATE_ROW,
     TOO_LARGE,
+    CUT_OFF,
 )
 
 # The latest end (start + duration, ns) a row may have: a margin under int64's 9.223e18 so that

@@ -77,3 +77,99 @@ def test_a_json_scalar_name_is_its_text_on_every_path(
     assert slices.height == read_trace_view(reference).slices.height
     assert view.dropped in ({}, None)
     assert slices.filter(slices["name"] == text).height >= 1
+
+
+def _kernel_lines(real_dir: Path) -> list[str]:
+    path = real_dir / LEVEL1 / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    return path.read_text().split("\n")
+
+
+def test_one_nul_in_a_kernel_name_costs_nothing(real_dir: Path, tmp_path: Path) -> None:
+    """A NUL byte inside one Name cell made the whole kernel_details.csv `not_csv` (binary): 191
+    kernels lost. DuckDB reads the cell as it is; the file is binary only for a NUL in its
+    header line or NULs past 1 % of its head."""
+    from pipelines.ingest.readers.kernel_details import read_kernel_details
+
+    lines = _kernel_lines(real_dir)
+    lines[1] = lines[1].replace("trans_TransData_0", "trans\x00TransData_0", 1)
+    path = tmp_path / "kernel_details.csv"
+    path.write_text("\n".join(lines))
+    read = read_kernel_details(path)
+    assert read.kernels.height == len([x for x in lines[1:] if x])
+    assert "trans\x00TransData_0" in read.kernels["name"].to_list()
+    path.write_bytes(b"Name,Start\x00\n" + b"a,1\n")
+    with pytest.raises(Exception, match="binary"):
+        read_kernel_details(path)
+
+
+@pytest.mark.parametrize("cut_in", ["Duration(us)", "Wait Time(us)", "Input Shapes"])
+def test_a_kernel_line_the_file_ends_inside_is_set_aside(
+    real_dir: Path, tmp_path: Path, cut_in: str
+) -> None:
+    """A kernel_details.csv cut inside its last line (no line break, fewer cells than the
+    header): DuckDB pads the missing cells with NULL, so the kernel was stored with the digits
+    of its duration before the cut (`53.741` -> `53.`). The line is set aside as cut_off."""
+    import csv as csv_module
+    import io
+
+    from pipelines.ingest.readers.kernel_details import read_kernel_details
+
+    lines = [x for x in _kernel_lines(real_dir) if x]
+    header = next(csv_module.reader([lines[0]]))
+    cells = next(csv_module.reader([lines[-1]]))
+    column = header.index(cut_in)
+    out = io.StringIO()
+    csv_module.writer(out, lineterminator="").writerow([*cells[:column], cells[column][:3]])
+    path = tmp_path / "kernel_details.csv"
+    path.write_text("\n".join(lines[:-1]) + "\n" + out.getvalue())
+    read = read_kernel_details(path)
+    assert read.kernels.height == len(lines) - 2
+    assert read.dropped == {"cut_off": 1}
+    assert read.set_aside == [
+        f"line {len(lines)}: cut_off (the file ends inside it: {column + 1} of the header's"
+        f" {len(header)} cells)"
+    ]
+    whole = tmp_path / "whole.csv"
+    whole.write_text("\n".join(lines))  # a last line without a line break, but whole: kept
+    assert read_kernel_details(whole).kernels.height == len(lines) - 1
+
+
+def _step_file(tmp_path: Path, real_dir: Path, rows: list[str]) -> Path:
+    path = real_dir / LEVEL1 / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    header = path.read_text().splitlines()[0]
+    out = tmp_path / "step_trace_time.csv"
+    out.write_text("\n".join([header, *rows]) + "\n")
+    return out
+
+
+REAL_STEP = "{step},8873.756,101963.203,4028.675,105991.878,25744.05,136581.0,0,101963.203,17902.5"
+
+
+def test_a_step_row_written_twice_is_stored_once(real_dir: Path, tmp_path: Path) -> None:
+    """step_trace_time.csv giving step 51 twice stored both rows (one step, two breakdowns).
+    An exact copy is counted once; two different rows for one step are both set aside."""
+    from pipelines.ingest.readers.step_trace import read_step_trace_time
+
+    rows = [REAL_STEP.format(step=s) for s in (50, 51, 51, 52)]
+    read = read_step_trace_time(_step_file(tmp_path, real_dir, rows))
+    assert read.rows["step"].to_list() == [50, 51, 52]
+    assert read.set_aside == ["line 4: duplicate_row (a copy of line 3)"]
+    rows[2] = rows[2].replace("8873.756", "8873.757")
+    read = read_step_trace_time(_step_file(tmp_path, real_dir, rows))
+    assert read.rows["step"].to_list() == [50, 52]
+    assert read.set_aside == [
+        "line 4: step 51 is given again with other times (line 3): both left out"
+    ]
+
+
+def test_a_negative_step_costs_its_row(real_dir: Path, tmp_path: Path) -> None:
+    from pipelines.ingest.readers.step_trace import read_step_trace_time
+
+    rows = [REAL_STEP.format(step=s) for s in (50, -1, 52)]
+    read = read_step_trace_time(_step_file(tmp_path, real_dir, rows))
+    assert read.rows["step"].to_list() == [50, 52]
+    assert read.set_aside == ["line 3: Step is '-1'"]

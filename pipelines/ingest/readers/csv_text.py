@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,13 @@ class LongLines:
 
     lines: list[tuple[int, int]] = field(default_factory=list)  # (line number, bytes)
     blanked: list[tuple[int, str, int]] = field(default_factory=list)  # (line, column, bytes)
+    # the last line, when the file ends inside it: (line number, its cells, the header's)
+    cut: list[tuple[int, int, int]] = field(default_factory=list)
+
+    @property
+    def left_out(self) -> int:
+        """Lines set aside: too long, or cut off."""
+        return len(self.lines) + len(self.cut)
 
     def source_line(self, data_row: int) -> int:
         """The file's line number (1-based, header = line 1) of data row `data_row` (0-based)
@@ -62,11 +70,16 @@ class LongLines:
         return line
 
     def reasons(self) -> list[str]:
-        """`line N: too_large (...)` for each line set aside."""
+        """`line N: too_large (...)` / `line N: cut_off (...)` for each line set aside."""
         return [
             f"line {n}: too_large (a line of {_size(size)}, over the"
             f" {_size(MAX_LINE_BYTES)} a CSV line may hold)"
             for n, size in self.lines
+        ] + [
+            f"line {n}: cut_off (the file ends inside it: "
+            + ("inside a quoted cell" if cells < 0 else f"{cells} of the header's {header} cells")
+            + ")"
+            for n, cells, header in self.cut
         ]
 
     def repairs(self) -> list[str]:
@@ -103,23 +116,83 @@ def open_csv(
         raise QuarantineError("unreadable", str(exc)) from exc
     if not head.strip():
         raise QuarantineError("empty_file", f"{path.name} has no content")
-    if b"\x00" in head:
+    if _binary(head):
         raise QuarantineError("not_csv", f"{path.name} is binary (NUL bytes)")
+    cut = _cut_last_line(path, head, size) if long_lines is not None else None
+    read = path
+    if cut is not None:  # the file ends inside a short last line: read a copy without it
+        read = memory_budget.new_spill_dir() / path.name
+        with path.open("rb") as source, read.open("wb") as target:
+            shutil.copyfileobj(_Limited(source, cut[0]), target)
     try:
         try:
-            columns = _parse(con, path, view, size)
+            columns = _parse(con, read, view, size)
         except _LineTooLong:
-            columns = _parse_without_long_lines(con, path, view, size, long_lines, used)
+            columns = _parse_without_long_lines(con, read, view, size, long_lines, used)
         except duckdb.Error as exc:
             if "Invalid unicode" not in str(exc):
                 raise
             # a byte that is not UTF-8 (a name cell written in another code page): read a copy
             # with such bytes as \xNN text, so the row keeps its times instead of the file failing
-            copy = _one_line_ending(path, errors="backslashreplace")
+            copy = _one_line_ending(read, errors="backslashreplace")
             columns = _register(con, view, _read_csv(con, copy), size)
+        if cut is not None and long_lines is not None:
+            rows = con.sql(f"select count(*) from {view}").fetchone()[0]
+            long_lines.cut.append((long_lines.source_line(rows), cut[1], cut[2]))
     except duckdb.Error as exc:
         raise QuarantineError("csv_parse_error", str(exc).splitlines()[0][:300]) from exc
     return [c.strip() for c in columns]
+
+
+def _binary(head: bytes) -> bool:
+    """Whether a file is binary by its first bytes: a NUL in its header line, or NULs past 1 %
+    of them. One NUL inside a cell (a kernel name) is text DuckDB reads as it is; the whole file
+    was `not_csv` for it before (issue 36 round four: 191 kernels lost to one NUL)."""
+    if b"\x00" not in head:
+        return False
+    first = re.split(rb"[\r\n]", head, maxsplit=1)[0]
+    return b"\x00" in first or head.count(b"\x00") * 100 > len(head)
+
+
+_TAIL_BYTES = 1 << 16
+
+
+def _cut_last_line(path: Path, head: bytes, size: int) -> tuple[int, int, int] | None:
+    """(the offset where it starts, its cells or -1 inside quotes, the header's cells) of the
+    last line when the file ends inside it: no line break at the end and fewer cells than the
+    header, or an open quote (issue 36 round four: a kernel_details.csv cut inside its last
+    line's Duration cell stored that kernel with the digits before the cut; DuckDB pads the
+    missing cells with NULL). None for a whole file, or a last line longer than 64 KiB."""
+    with path.open("rb") as handle:
+        handle.seek(max(0, size - _TAIL_BYTES))
+        tail = handle.read()
+    if not tail or tail.endswith((b"\n", b"\r")):
+        return None
+    start = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
+    if start == 0:
+        return None  # one line (the header alone) or a last line too long to look at
+    line = tail[start:].decode("utf-8", errors="replace")
+    header = len(_header_names(re.split(rb"[\r\n]", head, maxsplit=1)[0]))
+    cells = -1 if line.count('"') % 2 else len(next(csv.reader([line])))
+    if cells >= header:
+        return None
+    return size - len(tail) + start, cells, header
+
+
+class _Limited(io.RawIOBase):
+    """The first `limit` bytes of a binary file, as a readable stream."""
+
+    def __init__(self, source: io.BufferedReader, limit: int) -> None:
+        self.source, self.left = source, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        data = self.source.read(min(len(buffer), self.left))
+        buffer[: len(data)] = data
+        self.left -= len(data)
+        return len(data)
 
 
 class _LineTooLong(Exception):

@@ -200,6 +200,8 @@ def read_kernel_details(path: Path) -> KernelDetails:
         for index, why, first in unusable.select("index", drop.DROPPED, "_first").head(3).rows()
     ]
     frame, dropped = drop.split(frame.drop("_first"))
+    if long_lines.cut:
+        dropped = drop.merged(dropped, {drop.CUT_OFF: len(long_lines.cut)})
     devices = frame["device_id"].drop_nulls()
     device_id = int(devices.mode().sort()[0]) if len(devices) else None
     return KernelDetails(
@@ -207,6 +209,6 @@ def read_kernel_details(path: Path) -> KernelDetails:
         device_id=device_id,
         dropped=dropped,
         set_aside=set_aside,
-        unusable=unusable.height + len(long_lines.lines),
+        unusable=unusable.height + long_lines.left_out,
         repaired=long_lines.repairs(),
     )

@@ -95,6 +95,7 @@ def read_step_trace_time(path: Path) -> StepTrace:
         (pl.col("text").is_not_null() & pl.col("ns").is_null())
         | negative
         | (pl.col("step").is_null() & pl.col("step_text").is_not_null())
+        | (pl.col("step") < 0)  # ProfilerStep#N counts from 0
     )
     set_aside: list[str] = []
     bad_rows = unparsable["row_no"].unique()
@@ -130,6 +131,8 @@ def read_step_trace_time(path: Path) -> StepTrace:
     rows = rows.with_columns(
         pl.lit(None, pl.Int64).alias(key) for key in COLUMN_HEADERS if key not in rows.columns
     ).sort("row_no")
+    rows, twice = _steps_once(rows, long_lines)
+    set_aside += twice
     devices = rows["device_id"].drop_nulls()
     device_id = int(devices.mode().sort()[0]) if len(devices) else None
     rows = rows.select("step", *COLUMN_HEADERS).with_columns(pl.lit("profiler").alias("origin"))
@@ -139,3 +142,34 @@ def read_step_trace_time(path: Path) -> StepTrace:
         columns=tuple(k for k, v in present.items() if v is not None),
         set_aside=set_aside,
     )
+
+
+def _steps_once(rows: pl.DataFrame, long_lines: LongLines) -> tuple[pl.DataFrame, list[str]]:
+    """The rows with each step once (issue 36 round four: a step row written twice was stored
+    twice). An exact copy of an earlier row is left out (`line N: duplicate_row (a copy of line
+    M)`); two different rows for one step are both left out, as which one the profiler meant is
+    unknown (`line N: step S is given again with other times (line M)`)."""
+    keys = ["step", "device_id"]
+    whole = [c for c in rows.columns if c != "row_no"]
+    numbered = rows.with_columns(
+        pl.col("row_no").min().over(whole).alias("_copy_of"),
+        pl.col("row_no").min().over(keys).alias("_first_of_step"),
+    )
+    copies = numbered.filter(
+        pl.col("step").is_not_null() & (pl.col("row_no") != pl.col("_copy_of"))
+    )
+    kept = numbered.filter(pl.col("step").is_null() | (pl.col("row_no") == pl.col("_copy_of")))
+    clash = kept.filter(pl.col("step").is_not_null() & (pl.len().over(keys) > 1))
+    lines = [
+        f"line {long_lines.source_line(row_no - 1)}: duplicate_row"
+        f" (a copy of line {long_lines.source_line(first - 1)})"
+        for row_no, first in copies.select("row_no", "_copy_of").iter_rows()
+    ] + [
+        f"line {long_lines.source_line(row_no - 1)}: step {step} is given again with other"
+        f" times (line {long_lines.source_line(first - 1)}): both left out"
+        for row_no, step, first in clash.filter(pl.col("row_no") != pl.col("_first_of_step"))
+        .select("row_no", "step", "_first_of_step")
+        .iter_rows()
+    ]
+    out = kept.filter(~pl.col("row_no").is_in(clash["row_no"].implode()))
+    return out.drop("_copy_of", "_first_of_step"), lines
