@@ -173,3 +173,27 @@ def test_a_negative_step_costs_its_row(real_dir: Path, tmp_path: Path) -> None:
     read = read_step_trace_time(_step_file(tmp_path, real_dir, rows))
     assert read.rows["step"].to_list() == [50, 52]
     assert read.set_aside == ["line 3: Step is '-1'"]
+
+
+@pytest.mark.parametrize("form", ["array", "object", "streamed"])
+@pytest.mark.parametrize(
+    ("key", "raw"), [("pid", "1.5"), ("pid", "null"), ("tid", "1.5"), ("tid", "2.0")]
+)
+def test_a_pid_or_tid_that_is_no_integer_costs_its_event(
+    trace_events, tmp_path: Path, form: str, key: str, raw: str
+) -> None:
+    """A complete event whose pid is 1.5 was kept under pid 2 (DuckDB's cast rounds '1.5'), one
+    whose pid is null was kept on no process's lane: each is set aside as invalid_event."""
+    events = json.loads(json.dumps(trace_events))
+    index = next(i for i, e in enumerate(events) if e.get("ph") == "X" and i > 100)
+    events[index][key] = "__round4__"
+    body = json.dumps(events if form != "object" else {"traceEvents": events})
+    path = tmp_path / "trace_view.json"
+    path.write_text(body.replace('"__round4__"', raw, 1))
+    view = read_trace_view(path, max_memory=1 if form == "streamed" else None)
+    slices = view.slices.collect() if form == "streamed" else view.slices
+    reference = tmp_path / "clean.json"
+    reference.write_text(json.dumps(trace_events))
+    assert slices.height == read_trace_view(reference).slices.height - 1
+    assert view.dropped == {"invalid_event": 1}
+    assert "is not an integer" in view.set_aside[0]

@@ -496,13 +496,16 @@ def _note_set_aside(
 _INVALID_EVENT = (
     ("no_ph", "'no ph'"),
     ("left(name, 1) in ('{', '[') and json_valid(name)", "'name is ' || name"),
+    # an integer written as digits: DuckDB's cast rounds '1.5' to 2, so the text must be the
+    # integer's own; a complete event without pid or tid has no lane or thread (none in the
+    # real exports: 13,739 of 13,739 complete events have both)
     (
-        "try_cast(pid as bigint) is null and pid is not null",
-        "'pid ' || pid || ' is not an integer'",
+        "pid is null or try_cast(pid as bigint)::varchar is distinct from pid",
+        "'pid ' || coalesce(pid, 'missing') || ' is not an integer'",
     ),
     (
-        "try_cast(tid as bigint) is null and tid is not null",
-        "'tid ' || tid || ' is not an integer'",
+        "tid is null or try_cast(tid as bigint)::varchar is distinct from tid",
+        "'tid ' || coalesce(tid, 'missing') || ' is not an integer'",
     ),
     (
         "args is not null and args::varchar <> 'null' and left(args::varchar, 1) <> '{'",
