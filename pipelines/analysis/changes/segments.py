@@ -94,12 +94,12 @@ def may_split(con: duckdb.DuckDBPyConnection, points: pl.DataFrame) -> bool:
     configuration of their runs has fewer than 2 x DEFAULT_MIN_SEGMENT measured runs with a
     collection time (replays left out; copies counted, so this bounds find_changes' series from
     above), since a shorter series cannot hold a confirmed point (detect_change_points' gate
-    needs 2 x min_segment values and its tail points are pending). Reads the `runs` table only,
-    not the metric marts the whole scan needs."""
+    needs 2 x min_segment values and its tail points are pending). Reads the columns it needs
+    of the `runs` table only, not the metric marts the whole scan needs."""
     if points.is_empty() or "run_id" not in points.columns:
         return False
     keys = list(RUN_CONFIG_KEYS)
-    runs = queries.read_relation(con, "runs").select("run_id", *keys, "collected_at", "replay_of")
+    runs = queries.run_columns(con, None, [*keys, "collected_at", "replay_of"])
     measured = runs.filter(pl.col("replay_of").is_null() & pl.col("collected_at").is_not_null())
     counts = measured.group_by(keys).len("measured")
     wanted = runs.filter(pl.col("run_id").is_in(points["run_id"].unique().implode()))
