@@ -81,6 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tracereplay` console script."""
+    try:
+        return _run_command(argv)
+    except BrokenPipeError:  # `tracereplay runs | head`: the reader left, nothing to say
+        _quiet_stdout()
+        return ExitCode.OK
+
+
+def _run_command(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -92,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        raise  # main's, before the generic handler below
     except StoreError as exc:
         print(f"tracereplay {args.command}: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
@@ -101,9 +111,15 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"tracereplay {args.command}: {known}", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    except BrokenPipeError:  # `tracereplay runs | head`: the reader left, nothing to say
-        sys.stderr.close()
-        return ExitCode.OK
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: the reader of the pipe is gone, and the interpreter's last flush
+    at exit would raise BrokenPipeError again (the Python docs' recipe, `signal` module notes)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

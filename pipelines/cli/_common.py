@@ -82,13 +82,54 @@ def day(text: str) -> str:
     return text.strip()
 
 
+def _check_length(path: Path, text: str) -> None:
+    """A name longer than the file system takes (255 bytes a component, 4096 a path on Linux:
+    pathconf's NAME_MAX / PATH_MAX) fails only when the output is written, after the work."""
+    import os
+
+    try:
+        name_max = os.pathconf("/", "PC_NAME_MAX")
+        path_max = os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max, path_max = 255, 4096
+    whole = len(os.fsencode(os.path.abspath(path)))
+    if whole >= path_max:
+        raise argparse.ArgumentTypeError(
+            f"the path is {whole} bytes long; the file system takes at most {path_max - 1}"
+        )
+    for part in path.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise argparse.ArgumentTypeError(
+                f"a folder or file name of {len(os.fsencode(part))} bytes in"
+                f" {printable_path(text)}; the file system takes at most {name_max} a name"
+            )
+
+
+def shown_path(path: object) -> str:
+    """A path for the terminal: control characters (newline, TAB, ESC) and bytes that are not
+    UTF-8 written as escapes, never sent raw."""
+    from pipelines.paths import printable, stored_path
+
+    return printable(stored_path(path))
+
+
+def printable_path(text: str) -> str:
+    """`text` cut to 60 characters and with control characters and undecodable bytes escaped,
+    for a one-line message."""
+    shown = shown_path(text)
+    return shown if len(shown) <= 60 else shown[:28] + "..." + shown[-28:]
+
+
 def _check_parents(path: Path, text: str) -> None:
     """The nearest existing folder above `path` must be a folder one can write in, so `path`
     can be made (a read-only folder, /proc: a traceback after the work before)."""
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise argparse.ArgumentTypeError(f"{parent} is a file, so {text} cannot be made")
+                raise argparse.ArgumentTypeError(
+                    f"{printable_path(str(parent))} is a file, so {printable_path(text)}"
+                    " cannot be made"
+                )
             if not (path.exists() and path.is_dir()):
                 _check_writable(parent, text)
             return
@@ -104,7 +145,8 @@ def _check_writable(folder: Path, text: str) -> None:
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise argparse.ArgumentTypeError(
-            f"nothing can be written in {folder} ({reason}), so {text} cannot be made"
+            f"nothing can be written in {printable_path(str(folder))} ({reason}), so"
+            f" {printable_path(text)} cannot be made"
         ) from None
 
 
@@ -114,9 +156,13 @@ def output_folder(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path; give a folder")
     path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} exists and is not a folder")
-    _check_parents(path, text)
+    _check_length(path, text)
+    try:
+        if path.exists() and not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{printable_path(text)} exists and is not a folder")
+        _check_parents(path, text)
+    except OSError as exc:  # a link loop on the way, a name the file system refuses
+        raise argparse.ArgumentTypeError(f"{printable_path(text)}: {exc.strerror}") from None
     return path
 
 
@@ -135,9 +181,15 @@ def output_file(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path; give a file")
     path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file path")
-    _check_parents(path, text)
+    _check_length(path, text)
+    try:
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(
+                f"{printable_path(text)} is a folder; give a file path"
+            )
+        _check_parents(path, text)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{printable_path(text)}: {exc.strerror}") from None
     return path
 
 
@@ -183,3 +235,19 @@ def refuse_non_finite(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 refuse_non_finite(sub)
+
+
+def one_run(con: object, text: str, what: str = "RUN_ID") -> str:
+    """The one stored run whose id is `text` or starts with it (the ids `tracereplay runs`
+    prints are cut to a unique prefix); ValueError naming `what` when none or several match."""
+    from pipelines.analysis.runs.run_views import match_run_id
+
+    found = match_run_id(con, text) if text.strip() else []
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ValueError(f"{what}: no run {shown_path(text)!r}; `tracereplay runs` lists them")
+    shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+    raise ValueError(
+        f"{what} {shown_path(text)!r} matches {len(found)} runs ({shown}); give more of the id"
+    )

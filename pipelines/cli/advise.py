@@ -12,7 +12,14 @@ from typing import Any
 
 from pipelines import schedule_kinds
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, number, store_of
+from pipelines.cli._common import (
+    add_json_option,
+    add_warehouse_option,
+    number,
+    one_run,
+    shown_path,
+    store_of,
+)
 from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
@@ -144,6 +151,11 @@ def _checked(kind: str):
     return check
 
 
+CURVE_MAX_MS = 1e7
+"""The largest A or B of --curve, in ms (2.8 h): 1e308 ms passed and the simulator's int64
+nanoseconds wrapped to a negative TTFT."""
+
+
 def _fail(message: str) -> int:
     print(f"tracereplay advise: {message}", file=sys.stderr)
     return ExitCode.BAD_INPUT
@@ -161,6 +173,11 @@ def _curve(text: str) -> tuple[float, float, int]:
         ) from None
     if not (math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"--curve {text!r}: A and B must be finite")
+    if not (0 < a <= CURVE_MAX_MS and 0 <= b <= CURVE_MAX_MS):
+        raise ValueError(
+            f"--curve {text!r}: A must be > 0 and B >= 0, both at most {CURVE_MAX_MS:g} ms"
+            " (a chunk of hours overflows the simulator's integer nanoseconds)"
+        )
     return a * 1e6, b * 1e6, parse_tokens(chunk)
 
 
@@ -168,21 +185,24 @@ def _source(args: argparse.Namespace):
     """(cost source, the run's seq_len or None)."""
     from pipelines.analysis import advice
 
-    if args.preset:
+    if args.operator is not None and args.table is None:
+        raise ValueError("--operator picks an operator of a --table; give --table FILE too")
+    if args.preset is not None:  # '' is an unknown preset, not "no preset"
         return advice.preset_source(args.preset), None
-    if args.curve:
+    if args.curve is not None:
         return advice.curve_source(*_curve(args.curve)), None
-    if args.table:
+    if args.table is not None:
         if not args.table.is_file():
-            raise ValueError(f"--table {args.table}: no such file")
+            raise ValueError(f"--table {shown_path(args.table)}: no such file")
         return advice.table_source(args.table, args.operator), None
     store = store_of(args)
     if not store.exists():
         raise ValueError(f"no warehouse at {store.location}")
     session = store.open(read_only=True)
     try:
-        source = advice.run_source(session, args.run)
-        seq = session.run_row(args.run)["seq_len"][0]
+        run_id = one_run(session, args.run, "--run")
+        source = advice.run_source(session, run_id)
+        seq = session.run_row(run_id)["seq_len"][0]
     finally:
         session.close()
     return source, int(seq) if seq else None

@@ -12,6 +12,7 @@ from pipelines.cli._common import (
     add_warehouse_option,
     output_file,
     output_folder,
+    shown_path,
     store_of,
 )
 from pipelines.cli._json import emit_json
@@ -110,5 +111,5 @@ def run(args: argparse.Namespace) -> int:
         print(summary_line(report))
         for label, value in (("html report", html_index), ("junit", args.junit)):
             if value:
-                print(f"{label}: {value}")
+                print(f"{label}: {shown_path(value)}")
     return ExitCode.CHECK_FAILED if report.errors else ExitCode.OK

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, number, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, number, one_run, store_of
 from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         if regex is not None:
             compile_marker_regex(regex)  # before opening the warehouse
     except MarkerRuleError as exc:
-        print(f"tracereplay chunks: {exc}; nothing changed", file=sys.stderr)
+        print(f"tracereplay chunks: --marker-regex: {exc}; nothing changed", file=sys.stderr)
         return ExitCode.BAD_INPUT
     store = store_of(args)
     path = store.location
@@ -149,9 +149,15 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.BAD_INPUT
     con = store.open()
     try:
+        runs = [one_run(con, text, "--run") for text in args.run] if args.run else None
+    except ValueError as exc:
+        con.close()
+        print(f"tracereplay chunks: {exc}; nothing changed", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    try:
         report = extract_chunks(
             con,
-            args.run,
+            runs,
             regex,
             renumber=args.profiler_steps,
             match_timeout_s=args.match_timeout,

@@ -6,7 +6,13 @@ import argparse
 import sys
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, output_folder, store_of
+from pipelines.cli._common import (
+    add_json_option,
+    add_warehouse_option,
+    output_folder,
+    shown_path,
+    store_of,
+)
 from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
@@ -74,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         print()
         return ExitCode.OK
     for page in report.pages:
-        print(f"  {page.name:<10} {page.path}  ({len(page.pngs)} PNG)")
+        print(f"  {page.name:<10} {shown_path(page.path)}  ({len(page.pngs)} PNG)")
     for name, why in report.skipped.items():
         print(f"  {name:<10} not charted: {why}")
     if not report.pages:
@@ -85,6 +91,6 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{len(report.run_ids)} run{'' if len(report.run_ids) == 1 else 's'},"
         f" {len(report.pages)} page{'' if len(report.pages) == 1 else 's'}"
-        f" in {report.seconds:.1f} s; open {report.index}"
+        f" in {report.seconds:.1f} s; open {shown_path(report.index)}"
     )
     return ExitCode.OK

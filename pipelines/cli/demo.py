@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, output_folder, positive_int
+from pipelines.cli._common import add_json_option, output_folder, positive_int, shown_path
 from pipelines.cli._json import emit_json
 from pipelines.labels import json_value
 
@@ -197,7 +197,7 @@ def _print_text(report) -> None:
         f"({added} rows added by this run); {report.timings['total_s']:.1f} s"
     )
     if report.site is not None:
-        print(f"Dashboards: {len(report.site.pages)} pages; open {report.site.index}")
+        print(f"Dashboards: {len(report.site.pages)} pages; open {shown_path(report.site.index)}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -221,5 +221,5 @@ def run(args: argparse.Namespace) -> int:
         _print_text(report)
     print(f"demo finished in {report.timings['total_s']:.1f} s", file=sys.stderr)
     if report.site is not None:
-        print(f"dashboards: open {report.site.index}", file=sys.stderr)
+        print(f"dashboards: open {shown_path(report.site.index)}", file=sys.stderr)
     return exit_code(report)

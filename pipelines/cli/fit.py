@@ -270,6 +270,27 @@ def _nothing_to_fit(con, model: str | None) -> str:
     return f"no curve for model {model!r}; `tracereplay runs` lists the models stored"
 
 
+def _unknown_filter(con, args: argparse.Namespace) -> str | None:
+    """Why --model / --schedule can match no curve (a name no stored run has, an empty one),
+    or None: a typo printed an empty table and exit 0 before."""
+    for option, column, value in (
+        ("--model", "model", args.model),
+        ("--schedule", "schedule", args.schedule),
+    ):
+        if value is None:
+            continue
+        stored = [
+            r[0]
+            for r in con.execute(
+                f"select distinct {column} from runs where {column} is not null order by 1"
+            ).fetchall()
+        ]
+        if value not in stored:
+            known = ", ".join(stored[:12]) or "none: the runs carry no such tag"
+            return f"{option} {value!r}: no stored run has it (stored: {known})"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
@@ -282,6 +303,10 @@ def run(args: argparse.Namespace) -> int:
     options = FitOptions(segment=not args.no_segment, drop_partial=not args.keep_partial)
     con = store.open()
     try:
+        unknown = _unknown_filter(con, args)
+        if unknown:
+            print(f"tracereplay fit: {unknown}; nothing fitted", file=sys.stderr)
+            return ExitCode.BAD_INPUT
         report = fit_and_store(con, options)
         hint = _nothing_to_fit(con, args.model) if report.fits.is_empty() or args.model else None
     finally:

@@ -9,8 +9,10 @@ from pipelines.cli import ExitCode
 from pipelines.cli._common import (
     add_json_option,
     add_warehouse_option,
+    one_run,
     output_folder,
     positive_int,
+    shown_path,
     store_of,
 )
 from pipelines.cli._json import emit_json
@@ -86,16 +88,17 @@ def run(args: argparse.Namespace) -> int:
     schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
     con = store.open(read_only=args.no_write)
     try:
+        run_id = one_run(con, args.run_id)
         report = replay_run(
             con,
-            args.run_id,
+            run_id,
             schedules,
             cost=args.cost,
             comm=args.comm,
             vp=args.vp,
             write=not args.no_write,
         )
-    except ReplayError as exc:
+    except (ReplayError, ValueError) as exc:
         print(f"tracereplay replay: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     finally:
@@ -111,10 +114,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_comparison(report))
         if not args.no_write:
-            print(
-                f"\nwrote {len(report.reruns)} reruns to {store.location}"
-                f" (replay_of = {args.run_id})"
-            )
+            print(f"\nwrote {len(report.reruns)} reruns to {store.location} (replay_of = {run_id})")
         for folder in written:
-            print(f"wrote {folder}")
+            print(f"wrote {shown_path(folder)}")
     return ExitCode.OK

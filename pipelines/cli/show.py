@@ -7,7 +7,13 @@ import math
 import sys
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, output_folder, store_of
+from pipelines.cli._common import (
+    add_json_option,
+    add_warehouse_option,
+    output_folder,
+    shown_path,
+    store_of,
+)
 from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
@@ -246,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
         # folder names may hold control characters (ESC, TAB): shown as escapes, never sent raw
         print("\n".join(printable(line) for line in _text(view).split("\n")))
         if page is not None:
-            print(f"\nrun page: {page}")
+            print(f"\nrun page: {shown_path(page)}")
     return ExitCode.OK
 
 

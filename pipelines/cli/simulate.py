@@ -21,6 +21,7 @@ from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, count, number, output_folder, positive_int, seed
 from pipelines.cli._format import duration
 from pipelines.cli._json import emit_json
+from pipelines.paths import printable, stored_path
 
 if TYPE_CHECKING:  # polars loads when a simulation runs, not when the parser is built
     from pipelines.sim.result import SimResult
@@ -648,4 +649,4 @@ def _print_summary(report: dict[str, Any]) -> None:
     for label, text in rows:
         print(f"{label:<{width}}  {text}")
     for path in report["written"]:
-        print(f"wrote {path}")
+        print(f"wrote {printable(stored_path(path))}")

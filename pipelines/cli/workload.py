@@ -14,6 +14,7 @@ from pipelines.cli._common import (
     output_folder,
     positive_int,
     seed,
+    shown_path,
 )
 from pipelines.cli._json import emit_json
 from pipelines.cli._workload_args import add_shape_arguments, workload_config
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for p in paths:
             print(f"  {p}")
-        print(f"next: tracereplay validate {args.out}")
+        print(f"next: tracereplay validate {shown_path(args.out)}")
     return ExitCode.OK
 
 
@@ -168,6 +169,6 @@ def _profile_table(cfg, args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"config": cfg.as_dict(), "table": str(path), "points": len(rows)}, indent=None)
     else:
-        print(f"{cfg.model_name}: {len(rows)} points in {wall_s:.1f} s wall -> {path}")
-        print(f"next: tracereplay ingest {path} && tracereplay fit")
+        print(f"{cfg.model_name}: {len(rows)} points in {wall_s:.1f} s wall -> {shown_path(path)}")
+        print(f"next: tracereplay ingest {shown_path(path)} && tracereplay fit")
     return ExitCode.OK

@@ -6,10 +6,13 @@ a folder is re-ingested; the warehouse's own content hash still decides whether 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from pipelines.paths import printable, stored_path
 
 # Dagster refuses partition keys holding these (its INVALID_PARTITION_SUBSTRINGS)
 _BAD_KEY_PARTS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0")
@@ -73,6 +76,40 @@ def unusable_folders(root: Path) -> list[Path]:
         for p in root.iterdir()
         if p.is_dir() and not p.name.startswith((".", "_")) and not usable_key(p.name)
     )
+
+
+def root_problem(root: Path) -> str | None:
+    """Why `root` cannot be watched (missing, not a folder), or None: the sensor said only "no
+    new or changed run folder" for a raw folder that was a file or a typo."""
+    if root.is_dir():
+        return None
+    if root.exists():
+        return f"the raw folder {printable(stored_path(root))} is not a folder"
+    return f"the raw folder {printable(stored_path(root))} does not exist"
+
+
+def not_run_folders(root: Path) -> list[tuple[Path, str]]:
+    """Entries directly under `root` that are neither run folders nor hidden, with why: a file
+    (a trace dropped beside the run folders), a broken link, a link loop. The sensor logs each
+    (they were passed over without a word)."""
+    if not root.is_dir():
+        return []
+    found = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith((".", "_")):
+            continue
+        if entry.is_dir():
+            continue
+        if not entry.is_symlink():
+            why = "a file, not a run folder: put it in a sub-folder of its own"
+        else:
+            try:
+                os.stat(entry)
+                why = "a link to a file, not to a run folder"
+            except OSError as exc:
+                why = "a link loop" if exc.errno == errno.ELOOP else "a broken link"
+        found.append((entry, why))
+    return found
 
 
 def run_folders(root: Path) -> list[Path]:

@@ -17,6 +17,10 @@ FINE_GRID: tuple[int, ...] = tuple(c * K for c in range(8, 33, 4))
 MAX_GRID = 64
 """The most chunk sizes one sweep takes (a typo such as 1:1M:1 would run for hours)."""
 
+MAX_TOKENS = 1 << 30
+"""The largest token count taken (1024M): 10^20 tokens overflowed the simulator's int64 with a
+traceback."""
+
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
 
@@ -28,6 +32,8 @@ def parse_tokens(text: str) -> int:
     value = float(match.group(1)) * {"": 1, "k": K, "m": K * K}[match.group(2).lower()]
     if value != int(value) or value < 1:
         raise ValueError(f"{text!r} is not a whole number of tokens >= 1")
+    if value > MAX_TOKENS:
+        raise ValueError(f"{text!r} is more than {MAX_TOKENS // (K * K)}M tokens")
     return int(value)
 
 

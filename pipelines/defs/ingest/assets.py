@@ -190,7 +190,13 @@ def canonical_tables(
         context.log.warning(f"no run could be ingested from {folder}")
     for run in report.runs:
         context.log.info(
-            f"{run.run_id}: {run.status}" + (f", replaces {run.replaced}" if run.replaced else "")
+            f"{run.run_id}: {run.status}"
+            + (f", replaces {run.replaced}" if run.replaced else "")
+            + (
+                f", duplicate of {run.duplicate_of} (same bytes: counted once)"
+                if run.duplicate_of
+                else ""
+            )
         )
     for run_id in report.pruned:
         context.log.info(f"removed run {run_id}: no longer produced by {folder}")

@@ -17,7 +17,13 @@ from pipelines.defs.analysis.assets import chunks
 from pipelines.defs.ingest.assets import canonical_tables, raw_run_files
 from pipelines.defs.ingest.partitions import runs_partitions
 from pipelines.defs.resources import RawDirResource
-from pipelines.ingest.folders import folder_state, run_folders, unusable_folders
+from pipelines.ingest.folders import (
+    folder_state,
+    not_run_folders,
+    root_problem,
+    run_folders,
+    unusable_folders,
+)
 from pipelines.ingest.frames import printable, stored_path
 
 INGEST_SELECTION = dg.AssetSelection.assets(raw_run_files, canonical_tables, chunks)
@@ -39,9 +45,21 @@ def raw_run_folders(context: dg.SensorEvaluationContext, raw_dir: RawDirResource
     new_keys: list[str] = []
     requests: list[dg.RunRequest] = []
     settling: list[str] = []
+    empty: list[str] = []
+    problem = root_problem(raw_dir.root)
+    if problem:
+        context.log.warning(f"{problem}: no run folder to watch (set RawDirResource.path)")
+        return dg.SensorResult(skip_reason=problem, cursor=json.dumps(seen, sort_keys=True))
+    for entry, why in not_run_folders(raw_dir.root):
+        context.log.info(f"not a run folder: '{printable(stored_path(entry.name))}': {why}")
     for folder in run_folders(raw_dir.root):
         state = folder_state(folder)
-        if state.files == 0 or now - state.newest_mtime < raw_dir.settle_seconds:
+        if state.files == 0:
+            empty.append(state.key)
+            if state.key in seen:
+                cursor[state.key] = seen[state.key]
+            continue
+        if now - state.newest_mtime < raw_dir.settle_seconds:
             settling.append(state.key)
             if state.key in seen:
                 cursor[state.key] = seen[state.key]
@@ -63,6 +81,8 @@ def raw_run_folders(context: dg.SensorEvaluationContext, raw_dir: RawDirResource
             " Dagster partition keys refuse (a newline, a TAB, '...', bytes that are not"
             " UTF-8): rename it, or load it with `tracereplay ingest`"
         )
+    if empty:
+        context.log.info(f"empty (no file in it), left until files appear: {', '.join(empty)}")
     if settling:
         context.log.info(f"still being written, left for a later tick: {', '.join(settling)}")
     partition_requests = [runs_partitions.build_add_request(new_keys)] if new_keys else []
