@@ -447,7 +447,7 @@ def simulate_single_from_args(args: argparse.Namespace) -> tuple[SimResult, dict
             "pipeline schedules, not --schedule single"
         )
 
-    model_name = args.model or SINGLE_MODEL
+    model_name = SINGLE_MODEL if args.model is None else args.model
     if model_name not in MODELS:
         raise ArgumentError(
             f"--model {model_name!r} has no single-device roofline; choose from {sorted(MODELS)}"
@@ -499,7 +499,7 @@ def simulate_pipeline_from_args(args: argparse.Namespace) -> SimResult:
     from pipelines.sim import presets
     from pipelines.sim import run as sim_run
 
-    model = args.model or PIPELINE_MODEL
+    model = PIPELINE_MODEL if args.model is None else args.model
     if model not in presets.PRESET_NAMES:
         raise ArgumentError(
             f"--model {model!r} is not a simulator preset; choose from "
@@ -590,6 +590,17 @@ def _collected_at(text: str) -> int:
     return int(when.replace(tzinfo=UTC).timestamp()) * 1_000_000_000
 
 
+def _check_outlier_chunk(k: int | None, tasks: Any) -> None:
+    """--outlier-chunk K past the run's last chunk slowed nothing and exited 0: refused."""
+    if k is None:
+        return
+    last = int(tasks["chunk_idx"].max())
+    if k > last:
+        raise ArgumentError(
+            f"--outlier-chunk {k}: the run's chunks are 0..{last}, so it would slow nothing"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines.sim.outputs import (
         OutputFolderError,
@@ -609,6 +620,7 @@ def run(args: argparse.Namespace) -> int:
             result, extra = simulate_single_from_args(args)
         else:
             result, extra = simulate_pipeline_from_args(args), {}
+            _check_outlier_chunk(args.outlier_chunk, result.tasks)
     except (ArgumentError, OutputFolderError) as exc:
         print(f"tracereplay simulate: error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT

@@ -199,3 +199,20 @@ def test_fit_refuses_a_model_or_schedule_no_run_has(
         "no stored run has it",
     )
     assert "nothing fitted" in line
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--outlier-chunk", "99"], ("--outlier-chunk 99", "slow nothing")),
+        (["--model", ""], ("--model ''", "not a simulator preset")),
+    ],
+    ids=["outlier chunk past the last", "empty model"],
+)
+def test_simulate_refuses_what_it_would_ignore(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], words: tuple[str, ...]
+) -> None:
+    out = tmp_path / "sim"
+    argv = ["simulate", "--seq-len", "8192", "--chunk", "4096", "--out", str(out), *extra]
+    _refused(capsys, argv, *words)
+    assert not out.exists()
