@@ -224,3 +224,42 @@ def test_args_text_is_the_same_on_every_path(trace_events, tmp_path: Path) -> No
     left = read_trace_view(array).slices.select(columns).sort(columns)
     right = read_trace_view(wrapped).slices.select(columns).sort(columns)
     assert left.equals(right)
+
+
+@pytest.mark.parametrize("form", ["array", "numeric ts"])
+@pytest.mark.parametrize(
+    ("label", "raw"),
+    [("raw TAB", '"a\tb"'), ("lone surrogate", '"a\\ud800b"'), ("raw NUL", '"a\x00b"')],
+)
+def test_one_entry_that_is_no_json_costs_itself(
+    trace_events, tmp_path: Path, form: str, label: str, raw: str
+) -> None:
+    """A name holding a raw control character or a lone surrogate escape is no JSON (RFC 8259
+    §7; DuckDB and msgspec both refuse it): the whole trace_view.json was invalid_json, 4,384
+    events lost. The array is now split by its structure and that entry alone set aside."""
+    from pipelines.ingest.readers.json_entries import split_array
+
+    events = json.loads(json.dumps(trace_events))
+    if form == "numeric ts":
+        events[0]["ts"] = 0
+    index = next(i for i, e in enumerate(events) if e.get("ph") == "X" and i > 100)
+    events[index]["name"] = "__round4__"
+    path = tmp_path / "trace_view.json"
+    path.write_text(json.dumps(events).replace('"__round4__"', raw, 1))
+    assert len(split_array(path.read_bytes())) == len(events)
+    view = read_trace_view(path)
+    del events[index]
+    reference = tmp_path / "clean.json"
+    reference.write_text(json.dumps(events))
+    assert view.slices.height == read_trace_view(reference).slices.height
+    assert view.dropped == {"invalid_event": 1}
+    assert view.set_aside[0].startswith(f"traceEvents[{index}]: not JSON")
+
+
+def test_a_broken_array_is_still_one_unreadable_file(tmp_path: Path) -> None:
+    from pipelines.ingest.readers.json_entries import split_array
+
+    assert split_array(b'[{"a": 1}, {"b": 1]') is None  # brackets that do not close
+    assert split_array(b'[{"a": "x}, {"b": 1}]') is None  # quotes that do not pair
+    assert split_array(b"[1], [2]") is None  # text after the array
+    assert split_array(b" [ ] ") == []

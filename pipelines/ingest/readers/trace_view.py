@@ -48,7 +48,7 @@ from pipelines import memory_budget
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.lookups import left_lookup
-from pipelines.ingest.readers import gz, json_keys
+from pipelines.ingest.readers import gz, json_entries, json_keys
 from pipelines.ingest.readers.json_long_strings import LEFT_OUT, long_strings, without_long_strings
 from pipelines.ingest.steps import flows as flow_links
 from pipelines.ingest.steps.ascend_launch import LINK_KEY_REGEX, compact_args, launch_slices
@@ -310,6 +310,8 @@ def _decode_events(data: bytes, form: str) -> list[TraceEvent]:
             ) from exc
         raise QuarantineError("invalid_trace", f"not an array of trace events: {exc}") from exc
     except msgspec.DecodeError as exc:
+        if form == "array":  # maybe one entry that is no JSON: read entry by entry
+            raise _BadEntry("invalid_json", str(exc)) from exc
         raise QuarantineError("invalid_json", str(exc)) from exc
     return decoded.traceEvents if form == "object" else decoded
 
@@ -348,15 +350,32 @@ def _entries_one_by_one(
     (docs/ingest_rules.md). The entries stay undecoded: the kept ones are read again the way
     the file was (`_kept_relation`)."""
     data = quote_constants(data)
+    not_json: dict[int, str] = {}
     try:
         entries = _raw_entries(data, form)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise QuarantineError("invalid_json", str(exc)) from exc
-    twice = json_keys.duplicate_keys(entries)
+        # an entry that is no JSON (a raw control character, a lone surrogate escape): the
+        # array is split by its structure and each entry decoded alone (issue 36 round four)
+        split = json_entries.split_array(data) if form == "array" else None
+        if split is None:
+            raise QuarantineError("invalid_json", str(exc)) from exc
+        entries = [msgspec.Raw(entry) for entry in split]
+        for index, entry in enumerate(entries):
+            try:
+                msgspec.json.decode(entry)
+            except msgspec.DecodeError as bad:
+                not_json[index] = f"not JSON ({bad})"
+    good = [i for i in range(len(entries)) if i not in not_json]
+    found = json_keys.duplicate_keys([entries[i] for i in good] if not_json else entries)
+    twice = {good[i]: keys for i, keys in found.items()} if not_json else found
     kept: list[msgspec.Raw] = []
     set_aside: list[str] = []
     counts: dict[str, int] = {}
     for index, entry in enumerate(entries):
+        if index in not_json:
+            set_aside.append(f"traceEvents[{index}]: {not_json[index]}")
+            counts[drop.INVALID_EVENT] = counts.get(drop.INVALID_EVENT, 0) + 1
+            continue
         if index in twice:
             set_aside.append(json_keys.duplicate_line(index, twice[index]))
             counts[drop.DUPLICATE_KEY] = counts.get(drop.DUPLICATE_KEY, 0) + 1
@@ -396,6 +415,14 @@ def _one_bad_record(exc: duckdb.Error) -> bool:
     duplicated key), not the file."""
     text = str(exc)
     return "JSON transform error" in text or "duplicate key" in text
+
+
+def _one_bad_entry(exc: duckdb.Error) -> bool:
+    """_one_bad_record, or DuckDB found text that is no JSON inside one record (a raw control
+    character, a lone surrogate escape): the in-memory read then splits the array by its
+    structure (json_entries) and sets that entry aside."""
+    text = str(exc)
+    return _one_bad_record(exc) or ("Malformed JSON" in text and "in record/value" in text)
 
 
 def _events_relation(
@@ -781,7 +808,7 @@ def _read_trace_view(path: Path, max_object: int) -> TraceView:
             con.register("raw", raw)
             events = _scan(con)
         except (duckdb.Error, _BadEntry) as exc:
-            if isinstance(exc, duckdb.Error) and not _one_bad_record(exc):
+            if isinstance(exc, duckdb.Error) and not _one_bad_entry(exc):
                 raise
             typed = isinstance(exc, _BadEntry)  # msgspec refused it, not DuckDB
             form = _sniff(path)[0]
