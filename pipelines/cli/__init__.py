@@ -94,7 +94,13 @@ def _run_command(argv: list[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.BAD_INPUT
+    from pipelines.cli._common import environment_problem
     from pipelines.store import StoreError, storage_error, use_lake
+
+    problem = environment_problem()
+    if problem:
+        print(f"tracereplay {args.command}: {problem}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
 
     use_lake(args.lake)  # seen by every step and subprocess
 

@@ -251,3 +251,45 @@ def one_run(con: object, text: str, what: str = "RUN_ID") -> str:
     raise ValueError(
         f"{what} {shown_path(text)!r} matches {len(found)} runs ({shown}); give more of the id"
     )
+
+
+_SWITCH_WORDS = {"0", "off", "no", "false", "1", "on", "yes", "true"}
+
+
+def environment_problem(environ: dict[str, str] | None = None) -> str | None:
+    """What is wrong with a TRACEREPLAY_* variable, or None. Read where it is used, a garbage
+    value was ignored without a word (TRACEREPLAY_WAIT=abc waited the default 300 s) or stored
+    nothing (TRACEREPLAY_WAREHOUSE=:memory:); checked once, before any command runs. An empty
+    variable is an unset one."""
+    import os
+
+    from pipelines.memory_budget import ENV_MAX_MEMORY, ENV_SPILL_DIR, parse_size
+    from pipelines.paths import CACHE_ENV
+
+    env = os.environ if environ is None else environ
+
+    def value(name: str) -> str | None:
+        text = env.get(name)
+        return text if text else None
+
+    parsers = (
+        ("TRACEREPLAY_WAIT", seconds),
+        (ENV_MAX_MEMORY, parse_size),
+        ("TRACEREPLAY_WAREHOUSE", warehouse_file),
+    )
+    for name, parse in parsers:
+        text = value(name)
+        try:
+            if text is not None:
+                parse(text)
+        except (argparse.ArgumentTypeError, ValueError) as exc:
+            return f"{name}: {exc}"
+    for name in ("TRACEREPLAY_CHECK_CACHE", "TRACEREPLAY_CHANGE_CACHE"):
+        switch = value(name)
+        if switch is not None and switch.strip().lower() not in _SWITCH_WORDS:
+            return f"{name}={switch!r}: give 0 / off to turn the cache off, 1 / on to keep it"
+    for name in (CACHE_ENV, ENV_SPILL_DIR):
+        folder = value(name)
+        if folder is not None and os.path.exists(folder) and not os.path.isdir(folder):
+            return f"{name}={shown_path(folder)!r} is not a folder"
+    return None

@@ -216,3 +216,29 @@ def test_simulate_refuses_what_it_would_ignore(
     argv = ["simulate", "--seq-len", "8192", "--chunk", "4096", "--out", str(out), *extra]
     _refused(capsys, argv, *words)
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("TRACEREPLAY_WAIT", "abc", ("TRACEREPLAY_WAIT", "not a number of seconds")),
+        ("TRACEREPLAY_WAIT", "nan", ("TRACEREPLAY_WAIT", "finite")),
+        ("TRACEREPLAY_WAREHOUSE", ":memory:", ("TRACEREPLAY_WAREHOUSE", "keeps nothing")),
+        ("TRACEREPLAY_MAX_MEMORY", "-1GB", ("TRACEREPLAY_MAX_MEMORY", "not a size")),
+        ("TRACEREPLAY_CHANGE_CACHE", "maybe", ("TRACEREPLAY_CHANGE_CACHE",)),
+        ("TRACEREPLAY_SPILL_DIR", "{file}", ("TRACEREPLAY_SPILL_DIR", "is not a folder")),
+    ],
+)
+def test_a_garbage_environment_variable_is_refused_before_the_command(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    value: str,
+    words: tuple[str, ...],
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    monkeypatch.setenv(name, value.replace("{file}", str(afile)))
+    _refused(capsys, ["runs", "--warehouse", str(tmp_path / "w.duckdb")], *words)
+    assert not (tmp_path / "w.duckdb").exists()
