@@ -219,8 +219,12 @@ def run(args: argparse.Namespace) -> int:
                 chunks |= _stored_chunks(session, kept)
             if changed:
                 from pipelines.quality.sanity import sanity_warnings
+                from pipelines.store.insert import memory_limited
 
-                warnings = sanity_warnings(session.con, changed)
+                # under the budget's DuckDB limit: with DuckDB's default (80 % of RAM) the
+                # checks' window over a marked 4 GB run's slices took the ingest to 1.8 GB
+                with memory_limited(session.con):
+                    warnings = sanity_warnings(session.con, changed)
                 for line in warnings:
                     print(f"tracereplay ingest: warning: {line}", file=sys.stderr)
     for item in report.quarantined:
