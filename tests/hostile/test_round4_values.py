@@ -263,3 +263,104 @@ def test_a_broken_array_is_still_one_unreadable_file(tmp_path: Path) -> None:
     assert split_array(b'[{"a": "x}, {"b": 1}]') is None  # quotes that do not pair
     assert split_array(b"[1], [2]") is None  # text after the array
     assert split_array(b" [ ] ") == []
+
+
+def test_a_time_past_int64_costs_its_communication_op(real_dir: Path, tmp_path: Path) -> None:
+    """communication.json: an op whose Elapse Time is 2^64 ms failed the whole file's
+    enrichment (the wait, transit and sync times of every op); now that op alone is left out."""
+    from pipelines.ingest.readers.communication import read_communication_rows
+
+    source = real_dir / LEVEL1 / "ASCEND_PROFILER_OUTPUT" / "communication.json"
+    if not source.is_file():
+        pytest.skip(f"{source} not found")
+    data = json.loads(source.read_text())
+    clean, _ = read_communication_rows(source)
+    ops = data["step50"]["collective"]
+    first = next(k for k in ops if k != "Total Op Info")
+    ops[first]["Communication Time Info"]["Elapse Time(ms)"] = 2**64
+    path = tmp_path / "communication.json"
+    path.write_text(json.dumps(data))
+    rows, set_aside = read_communication_rows(path)
+    assert rows.height == clean.height - 1
+    assert len(set_aside) == 1 and "past the int64 nanoseconds" in set_aside[0]
+
+
+@pytest.mark.parametrize("rank_id", [2**40, 2**64])
+def test_a_rank_id_past_an_integer_falls_back_to_the_file_name(tmp_path: Path, rank_id) -> None:
+    """profiler_info rank_id 2^40 failed the whole run (read_error: i64 -> i32 at the ranks
+    table); it is now an unusable rank_id and the file name's N is used."""
+    from pipelines.ingest.readers.profiler_info import read_profiler_info
+
+    path = tmp_path / "profiler_info_3.json"
+    path.write_text(json.dumps({"rank_id": rank_id}))
+    info = read_profiler_info(path)
+    assert info.rank == 3
+    assert info.rank_problem == f"rank_id {rank_id!r} is not an integer"
+
+
+@pytest.mark.parametrize(("column", "value"), [("time_us", str(2**63)), ("prefix", str(2**64))])
+def test_a_latency_value_past_int64_costs_its_line(tmp_path: Path, column, value) -> None:
+    """A generic latency table with one time of 2^63 us or one prefix of 2^64 tokens: the whole
+    file was unreadable_table (Polars could not build the column); now that line is set aside."""
+    from pipelines.ingest.readers.latency_tables import read_table
+
+    rows = [f"attn,{t},{p},{10 + t * 0.5:.3f}" for t in (128, 256) for p in (0, 1024)]
+    header = "operator,tokens,prefix,time_us"
+    cells = rows[1].split(",")
+    cells[header.split(",").index(column)] = value
+    rows[1] = ",".join(cells)
+    path = tmp_path / "table.csv"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    table = read_table(path)
+    assert table.points.height == 3
+    (aside,) = table.quarantined
+    assert aside.reason == "invalid_rows" and "line 3" in aside.detail
+
+
+def _task_db(real_dir: Path, tmp_path: Path, sql: str) -> Path:
+    import shutil
+    import sqlite3
+
+    source = Path("msinsight/test/data/pytorch/db/level1/rank0_ascend_pt")
+    if not (real_dir / source).is_dir():
+        pytest.skip(f"{real_dir / source} not found")
+    rank = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(real_dir / source, rank)
+    db = rank / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db"
+    db.chmod(0o644)
+    con = sqlite3.connect(db)
+    con.execute(sql)
+    con.commit()
+    con.close()
+    return rank
+
+
+def _db_kernels(rank: Path) -> int:
+    from pipelines.ingest.readers.ascend_db import read_rank
+
+    return read_rank(rank).tables["kernels"].height
+
+
+def test_sqlite_text_with_a_nul_is_no_number(real_dir: Path, tmp_path: Path) -> None:
+    """A TASK startNs of '12' || char(0): SQLite's glob and length stop at the NUL, so it passed
+    as the digits '12' and the task was kept at 12 ns (1970); now unparsable_timestamp."""
+    clean = _db_kernels(_task_db(real_dir, tmp_path / "a", "select 1"))
+    rank = _task_db(
+        real_dir,
+        tmp_path / "b",
+        "update TASK set startNs = '12' || char(0) where rowid = (select min(rowid) from TASK"
+        " where globalTaskId in (select globalTaskId from COMPUTE_TASK_INFO))",
+    )
+    assert _db_kernels(rank) == clean - 1
+
+
+def test_sqlite_text_that_is_no_utf8_keeps_the_file(real_dir: Path, tmp_path: Path) -> None:
+    """A STRING_IDS value with bytes that are not UTF-8 failed the whole export as corrupt
+    (Python's sqlite3 could not decode it); the bytes are now \\xNN text, every row kept."""
+    clean = _db_kernels(_task_db(real_dir, tmp_path / "a", "select 1"))
+    rank = _task_db(
+        real_dir,
+        tmp_path / "b",
+        "update STRING_IDS set value = cast(x'61eda08062' as text) where id = 5",
+    )
+    assert _db_kernels(rank) == clean

@@ -96,7 +96,11 @@ def read_rank(rank_dir: Path) -> RankFrames:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    # a text cell with bytes that are not UTF-8 (a name): its bytes as \xNN text, as the CSV
+    # readers keep them; it failed the whole file as corrupt before (issue 36 round four)
+    con.text_factory = lambda data: data.decode("utf-8", errors="backslashreplace")
+    return con
 
 
 def _read(con: sqlite3.Connection, db_path: Path, rank_folder: Path) -> RankFrames:
@@ -278,6 +282,9 @@ def _digits(column: str) -> str:
     limit = f"{int(drop.MAX_END_NS)}"  # 19 digits: text of equal length compares as numbers
     return (
         f"({text} != '' and {text} not glob '*[^0-9]*'"
+        # SQLite's glob and length stop at a NUL: '12' || char(0) passed as 12 (issue 36 round
+        # four); its bytes count them all
+        f" and length(cast({text} as blob)) = length({text})"
         f" and (length({text}) < {len(limit)} or (length({text}) = {len(limit)}"
         f" and {text} < '{limit}')))"
     )

@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from pipelines.ingest.dropped import MAX_END_NS
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.readers.profiler_info import load_json_file
 from pipelines.ingest.units import ms_to_ns, us_to_ns
@@ -119,6 +120,9 @@ def _bad_time(times: Any) -> str | None:
             return f"{field} is {value!r}"
         if not number.is_finite() or number < 0:
             return f"{field} is {value!r}"
+        if number * (1000 if field.endswith("(us)") else 1_000_000) >= MAX_END_NS:
+            # past int64 as ns (2^64 ms): it failed the whole file's enrichment before
+            return f"{field} is {value!r}, past the int64 nanoseconds a time may take"
     return None
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.ingest.dropped import MAX_END_NS
 from pipelines.ingest.frames import Quarantined, stored_path
 from pipelines.store.schema import polars_schema
 
@@ -255,6 +256,11 @@ def _generic(frame: pl.DataFrame, operator: str) -> pl.DataFrame:
     )
 
 
+# the largest token count, prefix or batch taken (batch_size is an INTEGER column; a token
+# count past 2^31 is no prompt, and 2^64 failed the whole file before: issue 36 round four)
+MAX_INTEGER = 2**31 - 1
+
+
 def _number(text: str | None) -> float | None:
     if text is None:
         return None
@@ -285,13 +291,13 @@ def _validate(long: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
         prefix = _whole(prefix_number)
         if time is None:
             reason = MISSING_TIME
-        elif not math.isfinite(time):
-            reason = INVALID_TIME
+        elif not math.isfinite(time) or abs(time * row["scale"]) >= MAX_END_NS:
+            reason = INVALID_TIME  # past int64 ns too (2^64 failed the whole file before)
         elif time < 0:
             reason = NEGATIVE_TIME
-        elif tokens is None or tokens < 1:
+        elif tokens is None or not 1 <= tokens <= MAX_INTEGER:
             reason = INVALID_TOKENS
-        elif row["prefix_text"] is not None and (prefix is None or prefix < 0):
+        elif row["prefix_text"] is not None and (prefix is None or not 0 <= prefix <= MAX_INTEGER):
             reason = INVALID_PREFIX
         if reason is not None:
             bad.setdefault(line, reason)
@@ -299,6 +305,7 @@ def _validate(long: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
         scale = row["scale"]
         stats = {s: _number(row[f"{s}_text"]) for s in ("mean", "min", "max", "std")}
         batch = _whole(_number(row["batch_text"]))
+        batch = batch if batch is not None and 0 <= batch <= MAX_INTEGER else None
         kept.append(
             {
                 "line": line,
@@ -321,7 +328,7 @@ def _validate(long: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
 
 
 def _ns(value: float | None, scale: float) -> int | None:
-    if value is None or not math.isfinite(value):
+    if value is None or not math.isfinite(value) or abs(value * scale) >= MAX_END_NS:
         return None
     return round(value * scale)
 

@@ -67,14 +67,19 @@ class ProfilerInfo:
     export_type: str | None = None
 
 
+MAX_RANK = 2**31 - 1  # ranks are stored as INTEGER
+
+
 def _parse_rank(value: Any) -> int | None:
-    """int(str(x)) of a rank_id, None when it is not an integer."""
+    """int(str(x)) of a rank_id, None when it is not an integer or past an INTEGER (2^40 failed
+    the whole run at the ranks table's INTEGER column, read_error; issue 36 round four)."""
     if isinstance(value, bool) or value is None:
         return None
     try:
-        return int(str(value).strip())
+        rank = int(str(value).strip())
     except ValueError:
         return None
+    return rank if rank <= MAX_RANK else None
 
 
 def read_profiler_info(path: Path) -> ProfilerInfo:
