@@ -171,6 +171,8 @@ def _broken_by_run(
         rows = details.get("unexpected_index_list") or []
         if not rows or len(rows) != details.get("unexpected_count"):
             return None  # GX raised, or failed without naming rows
+        if not all(isinstance(row, dict) and "run_id" in row for row in rows):
+            return None  # rows named by position, not by their run
         by_run: dict[object, list[dict]] = {}
         for row in rows:
             by_run.setdefault(_plain(row.get("run_id")), []).append(row)
