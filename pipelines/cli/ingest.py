@@ -77,6 +77,10 @@ def _parse_tags(raw: list[str]) -> dict[str, str]:
         if not sep or not key.strip():
             raise ValueError(f"--tag expects key=value, got {item!r}")
         key, value = key.strip(), value.strip()
+        if not value:  # `model=` stored an empty model name
+            raise ValueError(f"--tag {key}=: an empty value; give {key}=VALUE")
+        if tags.get(key, value) != value:  # the last one won without a word
+            raise ValueError(f"--tag {key} is given twice: {tags[key]!r} and {value!r}")
         # a count fact (pp, chunk_size, ...) that is no whole number >= 1 was dropped without a
         # word (`pp=nan` stored the run with pp NULL): refused like any bad argument
         if key in RUN_INT_KEYS and not (value.isdigit() and int(value) >= 1):

@@ -242,3 +242,22 @@ def test_a_garbage_environment_variable_is_refused_before_the_command(
     monkeypatch.setenv(name, value.replace("{file}", str(afile)))
     _refused(capsys, ["runs", "--warehouse", str(tmp_path / "w.duckdb")], *words)
     assert not (tmp_path / "w.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    ("tags", "words"),
+    [
+        (["model="], ("--tag model=", "an empty value")),
+        (["model=a", "model=b"], ("--tag model is given twice", "'a' and 'b'")),
+    ],
+    ids=["empty value", "one key twice"],
+)
+def test_ingest_refuses_a_tag_it_would_store_wrong(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tags: list[str], words: tuple[str, ...]
+) -> None:
+    (tmp_path / "run").mkdir()
+    argv = ["ingest", str(tmp_path / "run"), "--warehouse", str(tmp_path / "w.duckdb")]
+    for tag in tags:
+        argv += ["--tag", tag]
+    _refused(capsys, argv, *words)
+    assert not (tmp_path / "w.duckdb").exists()
