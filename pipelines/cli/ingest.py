@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._common import add_json_option, add_warehouse_option, shown_path, store_of
 from pipelines.cli._json import emit_json
 
 if TYPE_CHECKING:
@@ -199,7 +199,10 @@ def run(args: argparse.Namespace) -> int:
     # quarantine row of it would warn in every later `check` (issue 35 item 5)
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing:
-        print(f"tracereplay ingest: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        shown = ", ".join(
+            shown_path(p) if p.strip() else repr(p) + " (an empty PATH)" for p in missing
+        )
+        print(f"tracereplay ingest: no such file or folder: {shown}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     store = store_of(args)
     store.check()  # refuse a path that cannot hold a warehouse before any work
