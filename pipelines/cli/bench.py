@@ -13,6 +13,7 @@ engine        CPP, DCPP, VPP on the reference engine, interleaved; --sweep: a/b 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -381,6 +382,16 @@ def run_ingest(args: argparse.Namespace) -> int:
         return ExitCode.BAD_INPUT
     if unknown:
         print(f"tracereplay bench ingest: unknown --paths {unknown}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    if args.hta_python and not (
+        os.path.isfile(args.hta_python) and os.access(args.hta_python, os.X_OK)
+    ):
+        # it is run only after the other paths' minutes of work, and failed there
+        print(
+            f"tracereplay bench ingest: --hta-python {args.hta_python!r}: no such"
+            " executable (give the python of a venv with HTA, or --skip-hta)",
+            file=sys.stderr,
+        )
         return ExitCode.BAD_INPUT
     if args.flow_ids:
         shapes = [next(s for s, (ids, _) in SHAPES.items() if ids == args.flow_ids)]

@@ -261,3 +261,11 @@ def test_ingest_refuses_a_tag_it_would_store_wrong(
         argv += ["--tag", tag]
     _refused(capsys, argv, *words)
     assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_bench_ingest_refuses_a_missing_hta_python_before_the_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was run only after the other paths' minutes of work (a hang past 60 s, then a failure)."""
+    argv = ["bench", "ingest", "--hta-python", str(tmp_path / "nope"), "--size-mb", "1"]
+    _refused(capsys, argv, "--hta-python", "no such executable")
