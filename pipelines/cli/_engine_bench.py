@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option, positive_int
+from pipelines.cli._common import add_json_option, output_folder, positive_int
 from pipelines.cli._format import duration, render_table
 from pipelines.cli._json import emit_json
 from pipelines.cli._workload_args import add_shape_arguments, workload_config
@@ -52,7 +52,9 @@ def add_engine_bench(benches: argparse._SubParsersAction) -> None:
         metavar="H:C,H:C",
         help="--sweep: hidden:chunk pairs (default: 64:512,128:256,256:128,512:64)",
     )
-    parser.add_argument("--workdir", metavar="DIR", help="keep the traces here (default: tmp)")
+    parser.add_argument(
+        "--workdir", metavar="DIR", type=output_folder, help="keep the traces here (default: tmp)"
+    )
     add_json_option(parser)
     parser.set_defaults(func=run_engine_bench)
 

@@ -13,6 +13,7 @@ engine        CPP, DCPP, VPP on the reference engine, interleaved; --sweep: a/b 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -534,7 +535,7 @@ def run_changepoints(args: argparse.Namespace) -> int:
         noises = tuple(float(v) / 100 for v in args.noise.split(",") if v.strip())
     except ValueError:
         noises = ()
-    if not noises or any(not n > 0 for n in noises):
+    if not noises or any(not (math.isfinite(n) and n > 0) for n in noises):  # inf ran on
         print(
             f"tracereplay bench changepoints: --noise takes percentages such as 1,2, "
             f"got {args.noise!r}",

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from pipelines.cli import ExitCode
-from pipelines.cli._common import add_json_option
+from pipelines.cli._common import add_json_option, warehouse_file
 from pipelines.cli._json import json_text
 
 DESCRIPTION = """\
@@ -40,7 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="DIR", help="trace folders")
     parser.add_argument(
-        "--warehouse", metavar="FILE", help="keep the ingested runs in this DuckDB file"
+        "--warehouse",
+        metavar="FILE",
+        type=warehouse_file,
+        help="keep the ingested runs in this DuckDB file",
     )
     add_json_option(parser)
     parser.set_defaults(func=run)

@@ -116,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.BAD_INPUT
     from pipelines.workload.launch import run_workload
 
+    if args.profile_chunks is not None and not args.profile_table:
+        print("tracereplay workload: --profile-chunks goes with --profile-table", file=sys.stderr)
+        return ExitCode.BAD_INPUT  # it was ignored without a word
     try:
         cfg = workload_config(args)
     except ValueError as exc:

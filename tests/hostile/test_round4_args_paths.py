@@ -269,3 +269,23 @@ def test_bench_ingest_refuses_a_missing_hta_python_before_the_work(
     """It was run only after the other paths' minutes of work (a hang past 60 s, then a failure)."""
     argv = ["bench", "ingest", "--hta-python", str(tmp_path / "nope"), "--size-mb", "1"]
     _refused(capsys, argv, "--hta-python", "no such executable")
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["bench", "engine", "--workdir", "{file}"], ("--workdir", "is not a folder")),
+        (["validate", "{tmp}", "--warehouse", ""], ("--warehouse", "an empty path")),
+        (["bench", "changepoints", "--noise", "1,inf"], ("--noise", "'1,inf'")),
+    ],
+    ids=["engine workdir a file", "validate empty warehouse", "changepoints inf noise"],
+)
+def test_more_options_refused_before_the_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], words: tuple[str, ...]
+) -> None:
+    """A traceback (a file as --workdir, an empty --warehouse of validate) or a bench run on
+    an infinite noise level, before."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    argv = [a.replace("{file}", str(afile)).replace("{tmp}", str(tmp_path)) for a in argv]
+    _refused(capsys, argv, *words)
