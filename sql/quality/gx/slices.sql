@@ -12,4 +12,5 @@ select
     hash(lane, thread, name, start_ns, dur_ns, args) as event_hash
 from slices
 where run_id in (select checked_runs.run_id from checked_runs)
-order by run_id, rank, start_ns
+-- ties on start_ns broken by every other column: the same examples on every check
+order by run_id, rank, start_ns, event_hash, step
