@@ -288,7 +288,7 @@ def environment_problem(environ: dict[str, str] | None = None) -> str | None:
         switch = value(name)
         if switch is not None and switch.strip().lower() not in _SWITCH_WORDS:
             return f"{name}={switch!r}: give 0 / off to turn the cache off, 1 / on to keep it"
-    for name in (CACHE_ENV, ENV_SPILL_DIR):
+    for name in (CACHE_ENV, ENV_SPILL_DIR, "TRACEREPLAY_RAW_DIR"):
         folder = value(name)
         if folder is not None and os.path.exists(folder) and not os.path.isdir(folder):
             return f"{name}={shown_path(folder)!r} is not a folder"

@@ -72,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.quality.checks import run_checks
     from pipelines.selectors import SelectorError, parse_selector, require_runs
 
+    if args.html and args.junit and Path(args.junit).absolute() == Path(args.html).absolute():
+        # the folder was made first, then writing the file there was an IsADirectoryError
+        print("tracereplay check: --junit is the --html folder; give another file", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     store = store_of(args)
     if not store.exists():
         print(f"tracereplay check: no warehouse at {store.location}", file=sys.stderr)

@@ -227,6 +227,7 @@ def test_simulate_refuses_what_it_would_ignore(
         ("TRACEREPLAY_MAX_MEMORY", "-1GB", ("TRACEREPLAY_MAX_MEMORY", "not a size")),
         ("TRACEREPLAY_CHANGE_CACHE", "maybe", ("TRACEREPLAY_CHANGE_CACHE",)),
         ("TRACEREPLAY_SPILL_DIR", "{file}", ("TRACEREPLAY_SPILL_DIR", "is not a folder")),
+        ("TRACEREPLAY_RAW_DIR", "{file}", ("TRACEREPLAY_RAW_DIR", "is not a folder")),
     ],
 )
 def test_a_garbage_environment_variable_is_refused_before_the_command(
@@ -277,8 +278,14 @@ def test_bench_ingest_refuses_a_missing_hta_python_before_the_work(
         (["bench", "engine", "--workdir", "{file}"], ("--workdir", "is not a folder")),
         (["validate", "{tmp}", "--warehouse", ""], ("--warehouse", "an empty path")),
         (["bench", "changepoints", "--noise", "1,inf"], ("--noise", "'1,inf'")),
+        (["check", "--html", "{tmp}/same", "--junit", "{tmp}/same"], ("--junit is the --html",)),
     ],
-    ids=["engine workdir a file", "validate empty warehouse", "changepoints inf noise"],
+    ids=[
+        "engine workdir a file",
+        "validate empty warehouse",
+        "changepoints inf noise",
+        "check junit = html",
+    ],
 )
 def test_more_options_refused_before_the_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], words: tuple[str, ...]
