@@ -20,6 +20,7 @@ from pipelines.analysis.chunks.segment import (
 from pipelines.analysis.chunks.segment_batches import segment_stored_run
 from pipelines.bench.generate import generate_rank
 from pipelines.ingest.load import ingest_paths
+from pipelines.ingest.steps import launch_links
 from pipelines.store import open_store, queries
 
 LEVEL1 = "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
@@ -141,3 +142,15 @@ def test_a_link_id_shared_across_batches_anchors_at_its_earliest_host(tmp_path: 
     want = segment_chunks(frame, "r")
     assert got[0].equals(want[0]) and got[1].equals(want[1])
     assert got[0].select("chunk_idx", "busy_ns").rows() == [(0, 10), (1, 10)]
+
+
+def test_launch_anchors_in_parts_are_the_anchors_of_the_whole(marked_run, monkeypatch) -> None:
+    """`launch_anchors` parses link ids a part of the rows at a time (LINK_BATCH_ROWS): parts of
+    500 rows give the anchors of one part (the chunks and report, which count them, equal)."""
+    con, run_id, _ = marked_run
+    every = queries.run_slices(con, run_id, SEGMENT_LANES)
+    whole = segment_chunks(every, run_id)
+    monkeypatch.setattr(launch_links, "LINK_BATCH_ROWS", 500)
+    parts = segment_chunks(every, run_id)
+    assert parts[0].equals(whole[0]) and parts[1].equals(whole[1])
+    assert whole[1]["n_flow_linked"].sum() > 0

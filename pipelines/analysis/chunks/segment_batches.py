@@ -39,6 +39,7 @@ from pipelines.ingest.steps.launch_links import (
     ANCHOR_SCHEMA,
     LINK_KEYS,
     anchors_from_starts,
+    combine_link_starts,
     host_link_starts,
 )
 from pipelines.store import queries
@@ -143,13 +144,7 @@ def _host_pass(
         if not links:
             continue
         for key, part in host_link_starts(frame, link_keys, LINK_BY).items():
-            if key in starts:
-                part = (
-                    pl.concat([starts[key], part])
-                    .group_by([*LINK_BY, "link"])
-                    .agg(pl.col("start_ns").min())
-                )
-            starts[key] = part
+            starts[key] = combine_link_starts(starts.get(key), part, LINK_BY)
     if not marker_rows:
         schema = {"rank": pl.Int32, "name": pl.String, "start_ns": pl.Int64, "dur_ns": pl.Int64}
         return pl.DataFrame(schema=schema), starts

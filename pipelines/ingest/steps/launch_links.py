@@ -26,6 +26,9 @@ LINK_KEYS = (FLOW_LINKS_KEY, "connection_id", "correlation", "External id")
 
 ANCHOR_SCHEMA: dict[str, pl.DataType] = {"row_id": pl.UInt32, "host_ns": pl.Int64}
 
+LINK_BATCH_ROWS = 262_144
+"""Rows of host or device slices whose link ids `launch_anchors` parses at a time."""
+
 LIST_KEYS = {"connection_id": "connection_ids"}
 """A key whose ids a host slice may also list under a second key: torch_npu's SQLite export
 gives a framework op that launched several tasks all their ids (PYTORCH_API.connectionId ->
@@ -127,4 +130,23 @@ def launch_anchors(
     by = tuple(c for c in by if c in device.columns and c in host.columns)
     if device.is_empty() or host.is_empty():
         return pl.DataFrame(schema=ANCHOR_SCHEMA)
-    return anchors_from_starts(device, host_link_starts(host, keys, by), keys, by)
+    # a part of the rows at a time: the link ids parsed from args (strings, several per row)
+    # exist for one part only (the streamed read of a marked 4 GB trace peaked here)
+    starts: dict[str, pl.DataFrame] = {}
+    for offset in range(0, host.height, LINK_BATCH_ROWS):
+        part = host_link_starts(host.slice(offset, LINK_BATCH_ROWS), keys, by)
+        starts = {k: combine_link_starts(starts.get(k), part[k], by) for k in keys}
+    return pl.concat(
+        anchors_from_starts(device.slice(offset, LINK_BATCH_ROWS), starts, keys, by)
+        for offset in range(0, device.height, LINK_BATCH_ROWS)
+    )
+
+
+def combine_link_starts(
+    first: pl.DataFrame | None, second: pl.DataFrame, by: tuple[str, ...] = ("rank",)
+) -> pl.DataFrame:
+    """The link starts (`host_link_starts` of one key) of two parts of a host set, as one: the
+    earlier start of each id."""
+    if first is None:
+        return second
+    return pl.concat([first, second]).group_by([*by, "link"]).agg(pl.col("start_ns").min())
