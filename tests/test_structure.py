@@ -381,9 +381,9 @@ AGGREGATES_ALLOWED: dict[str, tuple[str, ...]] = {
         "select count(*) over () as failing_rows",
         "with declared(column_name, expected_type) as",
         "), actual as ( select column_name, data_type",
+        # fingerprints each run's rows of a GX suite's batch query (the check cache's key)
+        "select b.run_id, count(*), sum(hash(b)::hugeint)",
     ),
-    # ... and fingerprints each run's rows of a GX suite's batch query (its cache key)
-    "pipelines/quality/run_cache.py": ("select b.run_id, count(*), sum(hash(b)::hugeint)",),
 }
 
 

@@ -144,3 +144,13 @@ def restrict_checked_runs(
 def fetch_batch(con: duckdb.DuckDBPyConnection, sql: str) -> pd.DataFrame:
     """One GX batch: the rows of a suite's batch query (sql/quality/gx/<suite>.sql)."""
     return con.execute(sql).df()
+
+
+def row_hashes_by_run(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[str, int, str, int]]:
+    """Per run of a batch query's rows (`sql`, which has a run_id column): the row count, the sum
+    of DuckDB's row hashes (as text: a hugeint) and their XOR: a fingerprint of the run's rows that
+    does not depend on their order."""
+    return con.execute(
+        "select b.run_id, count(*), sum(hash(b)::hugeint)::varchar, bit_xor(hash(b))"
+        f" from ({sql}) b group by b.run_id"
+    ).fetchall()

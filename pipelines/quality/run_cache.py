@@ -45,6 +45,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines.paths import cache_base, keep_file
+from pipelines.quality.check_queries import row_hashes_by_run
 from pipelines.quality.suite_files import SuiteFile
 
 CHECK_CACHE_VERSION = 1
@@ -122,10 +123,7 @@ def _unordered(sql: str) -> str:
 
 def run_fingerprints(con: duckdb.DuckDBPyConnection, suite: SuiteFile) -> dict[str, str]:
     """Per checked run with rows in the suite's batch: count, sum and XOR of its row hashes."""
-    rows = con.execute(
-        "select b.run_id, count(*), sum(hash(b)::hugeint)::varchar, bit_xor(hash(b))"
-        f" from ({_unordered(suite.batch_query())}) b group by b.run_id"
-    ).fetchall()
+    rows = row_hashes_by_run(con, _unordered(suite.batch_query()))
     return {run: f"{n}:{total}:{xor}" for run, n, total, xor in rows}
 
 
