@@ -171,6 +171,10 @@ def lake_folder(text: str) -> str:
     a word)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path; give a folder such as data/lake")
+    if text.strip() == ":memory:":
+        raise argparse.ArgumentTypeError(
+            "':memory:' is DuckDB's in-memory database, not a folder; give one such as data/lake"
+        )
     output_folder(text)
     return text
 
@@ -264,7 +268,7 @@ def environment_problem(environ: dict[str, str] | None = None) -> str | None:
     import os
 
     from pipelines.memory_budget import ENV_MAX_MEMORY, ENV_SPILL_DIR, parse_size
-    from pipelines.paths import CACHE_ENV
+    from pipelines.paths import CACHE_ENV, LAKE_ENV
 
     env = os.environ if environ is None else environ
 
@@ -276,6 +280,7 @@ def environment_problem(environ: dict[str, str] | None = None) -> str | None:
         ("TRACEREPLAY_WAIT", seconds),
         (ENV_MAX_MEMORY, parse_size),
         ("TRACEREPLAY_WAREHOUSE", warehouse_file),
+        (LAKE_ENV, lake_folder),
     )
     for name, parse in parsers:
         text = value(name)

@@ -224,6 +224,7 @@ def test_simulate_refuses_what_it_would_ignore(
         ("TRACEREPLAY_WAIT", "abc", ("TRACEREPLAY_WAIT", "not a number of seconds")),
         ("TRACEREPLAY_WAIT", "nan", ("TRACEREPLAY_WAIT", "finite")),
         ("TRACEREPLAY_WAREHOUSE", ":memory:", ("TRACEREPLAY_WAREHOUSE", "keeps nothing")),
+        ("TRACEREPLAY_LAKE", ":memory:", ("TRACEREPLAY_LAKE", "in-memory database")),
         ("TRACEREPLAY_MAX_MEMORY", "-1GB", ("TRACEREPLAY_MAX_MEMORY", "not a size")),
         ("TRACEREPLAY_CHANGE_CACHE", "maybe", ("TRACEREPLAY_CHANGE_CACHE",)),
         ("TRACEREPLAY_SPILL_DIR", "{file}", ("TRACEREPLAY_SPILL_DIR", "is not a folder")),
