@@ -100,7 +100,7 @@ class _Event(msgspec.Struct):
     cat: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    # str: NaN / Infinity / -Infinity, quoted by _decode so that msgspec reads the file
+    # str: NaN / Infinity / -Infinity, quoted by _read_events so that msgspec reads the file
     ts: int | float | str | None = None
     dur: int | float | str | None = None
     args: msgspec.Raw = msgspec.Raw(b"")
@@ -149,14 +149,13 @@ def _entry_positions(kept: int, bad_events: list[str]) -> list[int]:
 def read_trace(path: Path) -> RankFrames:
     """Read one Kineto trace file. Raises QuarantineError for unreadable input."""
     path = Path(path)
-    trace, bad_events = _decode(_raw_bytes(path), path.name)
+    trace, frame, bad_events = _read_events(_raw_bytes(path), path.name)
     frame = _mark_copies(
-        _event_frame(trace).with_columns(
-            pl.Series(drop.ENTRY, _entry_positions(len(trace.traceEvents or []), bad_events))
-        )
+        frame.with_columns(pl.Series(drop.ENTRY, _entry_positions(frame.height, bad_events)))
     )
     set_aside = sorted([*bad_events, *drop.positions(frame, "traceEvents")], key=_entry_of)
     events, dropped = drop.split(frame)
+    del frame  # the events are held once from here (each frame costs about the file's size)
     events = events.drop(drop.ENTRY)
     quarantined = []
     twice = sum(1 for line in bad_events if json_keys.is_duplicate_line(line))
@@ -170,6 +169,8 @@ def read_trace(path: Path) -> RankFrames:
     rank = _rank(trace, path)
 
     complete = _complete_events(events)
+    categories = events.get_column("cat")  # for the quarantine line of _require_device_events
+    del events
     steps = _steps(complete)
     complete = complete.with_columns(
         pl.when(pl.col("cat").is_in(DEVICE_CATEGORIES))
@@ -181,7 +182,8 @@ def read_trace(path: Path) -> RankFrames:
         .alias("lane")
     ).filter(pl.col("lane").is_not_null())
     if trace.compute_device != "cpu":
-        _require_device_events(complete, events, path.name)
+        _require_device_events(complete, categories, path.name)
+    del categories
     complete = _classified(complete.with_row_index("row_id"))
     if trace.compute_device == "cpu":
         complete = _cpu_compute_lane(complete)
@@ -341,12 +343,12 @@ def _begin_end_pairs(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _require_device_events(complete: pl.DataFrame, events: pl.DataFrame, name: str) -> None:
+def _require_device_events(complete: pl.DataFrame, categories: pl.Series, name: str) -> None:
     """Quarantine a trace without device events: `unsupported_device` when it holds device
-    kinds this reader does not know, else `no_device_events`."""
+    kinds this reader does not know (`categories`: every event's), else `no_device_events`."""
     if complete.filter(pl.col("lane") == "device").height:
         return
-    cats = events.get_column("cat").drop_nulls()
+    cats = categories.drop_nulls()
     unknown = cats.filter(cats.str.contains(UNSUPPORTED_DEVICE_CATEGORY)).value_counts(sort=True)
     if unknown.height:
         kinds = ", ".join(f"{c} ({n})" for c, n in unknown.iter_rows())
@@ -392,12 +394,15 @@ def _classified(complete: pl.DataFrame) -> pl.DataFrame:
 # --- decoding ---------------------------------------------------------------------------------
 
 
-KINETO_PEAK_FACTOR = 6.5
-"""Peak RSS of reading a Kineto trace over its (inflated) JSON size: msgspec holds the bytes, the
-decoded events and the frames at once (a 124 MB trace built from HTA's trace_diff control trace:
-778 MB peak, 3.4 s; a 312.6 MB one made by `bench.generate.to_kineto` from the level1 export's
-events: 2,053 MiB peak in `tracereplay ingest`, 6.2x past the interpreter, over the 2 GiB budget
-under the 5.5 used before; docs/bench_ingest.md)."""
+KINETO_PEAK_FACTOR = 3.5
+"""Peak RSS of reading a Kineto trace over its (inflated) JSON size, past INTERPRETER_BYTES: the
+bytes and their raw entries while the events are decoded EVENT_BATCH at a time into one frame,
+then the frames of the read once the bytes are freed. `/usr/bin/time -v tracereplay ingest`
+under the 2 GiB default (2026-12-04, docs/bench_ingest.md), traces made by
+`bench.generate.to_kineto` from the level1 export's events: 300.0 MB -> 1,093 MiB, 500.0 MB ->
+1,578 MiB (2.9x); the whole-file decode before took 1,993 MiB on the 300 MB one (6.3x, under a
+3 GiB budget; it was refused under 2 GiB). 3.5 leaves a margin over the 2.9-3.1x measured: about
+553 MB of JSON under 2 GiB."""
 INTERPRETER_BYTES = 200 << 20
 
 
@@ -455,52 +460,92 @@ def _raw_bytes(path: Path) -> bytes:
 
 
 class _LooseTrace(_Trace):
-    """The trace with each event kept as raw JSON, to validate event by event (_loose_events)."""
+    """The trace with each event kept as raw JSON, to decode in batches (_batch_events)."""
 
     traceEvents: list[msgspec.Raw] | None = None
 
 
-def _loose_events(raw: list[msgspec.Raw]) -> tuple[list[_Event], list[str]]:
-    """The events that are objects of the Chrome trace fields, and one line per event that is
-    not (`traceEvents[i]: why`): one bad value costs its own event, not the file."""
-    events: list[_Event] = []
-    bad: list[str] = []
-    twice = json_keys.duplicate_keys(raw)
-    for index, item in enumerate(raw):
-        if index in twice:
-            bad.append(json_keys.duplicate_line(index, twice[index]))
-            continue
-        try:
-            events.append(msgspec.json.decode(item, type=_Event))
-        except msgspec.ValidationError as err:
-            bad.append(f"traceEvents[{index}]: {err}")
-    return events, bad
+EVENT_BATCH = 100_000
+"""Events decoded into msgspec structs, and laid out as columns, at a time: the structs of one
+batch are freed before the next is decoded (a whole 300 MB trace held as structs, next to its
+bytes and its frame, was the larger part of the reader's peak; docs/bench_ingest.md)."""
 
 
-def _decode(data: bytes, name: str) -> tuple[_Trace, list[str]]:
-    """The trace and the events set aside (one line each: position and why)."""
+def _read_events(data: bytes, name: str) -> tuple[_Trace, pl.DataFrame, list[str]]:
+    """The trace's own fields (its traceEvents left out), the frame of its events
+    (_event_frame, in file order) and the events set aside (one line each: position and why).
+    The events are found as raw JSON first (views of `data`, no copy), then decoded and laid
+    out as columns EVENT_BATCH at a time."""
     data = data.removeprefix(BOM)
     try:
         try:
-            trace = _decode_as(data, name)
+            loose = _loose_trace(data)
         except msgspec.DecodeError:
             quoted = quote_constants(data)
             if quoted == data:
                 raise
             data = quoted
-            trace = _decode_as(data, name)
-        # msgspec keeps the last of two equal keys without a word: such events are set aside
-        if json_keys.duplicate_keys(_raw_events(data)):
-            raise msgspec.ValidationError("an event gives one key twice")
-        return trace, []
+            loose = _loose_trace(data)
     except msgspec.ValidationError as err:
-        loose = _decode_loose(data, name, err)
-        if loose is None:
-            raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {err}") from err
-        return loose
+        raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {err}") from err
     except msgspec.DecodeError as err:
         reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
         raise QuarantineError(reason, f"{name}: {err}") from err
+    raw = loose.traceEvents
+    bare = data.lstrip()[:1] == b"["
+    if not bare and raw is None:
+        raise QuarantineError(NO_TRACE_EVENTS, f"{name} has no traceEvents array")
+    if not bare and not raw:
+        raise QuarantineError(NO_TRACE_EVENTS, f"{name} has an empty traceEvents array")
+    fields = {f: getattr(loose, f) for f in loose.__struct_fields__ if f != "traceEvents"}
+    trace = _Trace(**fields)
+    raw = raw or []
+    frames: list[pl.DataFrame] = []
+    bad: list[str] = []
+    for start in range(0, len(raw), EVENT_BATCH):
+        events, set_aside = _batch_events(raw[start : start + EVENT_BATCH], start)
+        bad.extend(set_aside)
+        if events:
+            frames.append(_event_frame(events, trace.baseTimeNanoseconds))
+    if bad and not frames:
+        raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {_first_error(data)}")
+    if not frames:
+        frames.append(_event_frame([], trace.baseTimeNanoseconds))
+    return trace, pl.concat(frames, how="vertical", rechunk=False), bad
+
+
+def _first_error(data: bytes) -> str:
+    """Why the whole trace does not decode typed (the first event that is no event)."""
+    kind: Any = list[_Event] if data.lstrip()[:1] == b"[" else _Trace
+    try:
+        msgspec.json.decode(data, type=kind)
+    except msgspec.ValidationError as err:
+        return str(err)
+    return "an event gives one key twice"
+
+
+def _batch_events(raw: list[msgspec.Raw], offset: int) -> tuple[list[_Event], list[str]]:
+    """The events of `raw` (the file's entries from position `offset` on) that are objects of
+    the Chrome trace fields, and one line per entry that is not (`traceEvents[i]: why`) or
+    that gives one key twice (msgspec would keep the last value without a word): one bad
+    value costs its own event, not the file."""
+    twice = json_keys.duplicate_keys(raw)
+    if not twice:
+        try:
+            return msgspec.json.decode(b"[" + b",".join(raw) + b"]", type=list[_Event]), []
+        except msgspec.ValidationError:
+            pass  # read entry by entry, below
+    events: list[_Event] = []
+    bad: list[str] = []
+    for index, item in enumerate(raw):
+        if index in twice:
+            bad.append(json_keys.duplicate_line(offset + index, twice[index]))
+            continue
+        try:
+            events.append(msgspec.json.decode(item, type=_Event))
+        except msgspec.ValidationError as err:
+            bad.append(f"traceEvents[{offset + index}]: {err}")
+    return events, bad
 
 
 def _loose_trace(data: bytes) -> _LooseTrace:
@@ -509,50 +554,18 @@ def _loose_trace(data: bytes) -> _LooseTrace:
     return msgspec.json.decode(data, type=_LooseTrace)
 
 
-def _raw_events(data: bytes) -> list[msgspec.Raw]:
-    """The events of a trace that decoded, undecoded."""
-    return _loose_trace(data).traceEvents or []
-
-
-def _decode_loose(
-    data: bytes, name: str, err: msgspec.ValidationError
-) -> tuple[_Trace, list[str]] | None:
-    """The trace read event by event after a typed decode failed or an event gave one key twice;
-    None when the failure is not in an event (the file's own fields) or no event is usable."""
-    try:
-        loose = _loose_trace(data)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return None
-    events, bad = _loose_events(loose.traceEvents or [])
-    if not bad or not events:
-        return None
-    fields = {f: getattr(loose, f) for f in loose.__struct_fields__ if f != "traceEvents"}
-    return _Trace(traceEvents=events, **fields), bad
-
-
-def _decode_as(data: bytes, name: str) -> _Trace:
-    if data.lstrip()[:1] == b"[":
-        return _Trace(traceEvents=msgspec.json.decode(data, type=list[_Event]))
-    trace = msgspec.json.decode(data, type=_Trace)
-    if trace.traceEvents is None:
-        raise QuarantineError(NO_TRACE_EVENTS, f"{name} has no traceEvents array")
-    if not trace.traceEvents:
-        raise QuarantineError(NO_TRACE_EVENTS, f"{name} has an empty traceEvents array")
-    return trace
-
-
 _CONSTANTS = ("NaN", "Infinity", "-Infinity")
 
 
 def _constant(value: str) -> float:
-    """A NaN / Infinity / -Infinity that _decode quoted; any other text (`"abc"`) is NaN here and
-    its event is dropped as unparsable (the `_ts_text` / `_dur_text` columns say which)."""
+    """A NaN / Infinity / -Infinity that _read_events quoted; any other text (`"abc"`) is NaN here
+    and its event is dropped as unparsable (the `_ts_text` / `_dur_text` columns say which)."""
     return float(value) if value in _CONSTANTS else float("nan")
 
 
-def _event_frame(trace: _Trace) -> pl.DataFrame:
-    """Columns of every event; ts -> absolute integer ns (exact for integer µs)."""
-    events = trace.traceEvents or []
+def _event_frame(events: list[_Event], base_ns: int | None) -> pl.DataFrame:
+    """Columns of `events`; ts -> absolute integer ns (exact for integer µs), relative to
+    `base_ns` (baseTimeNanoseconds) when given."""
 
     def column(attr: str) -> list[Any]:
         return list(map(attrgetter(attr), events))
@@ -568,7 +581,7 @@ def _event_frame(trace: _Trace) -> pl.DataFrame:
         return pl.Series(attr, values, dtype=pl.Float64, strict=False)
 
     ts, dur = number("ts"), number("dur")
-    base = trace.baseTimeNanoseconds or 0
+    base = base_ns or 0
     ts_ok = ts.is_finite() & ((ts.abs() * 1000 + abs(base)) < drop.MAX_END_NS)
     whole = ts.floor()
     ts_ns = (
