@@ -14,7 +14,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from pipelines.ingest.readers.json_long_strings import _quotes, _trailing_backslashes
+from pipelines.ingest.readers.json_long_strings import trailing_backslashes, unescaped_quotes
 
 BLOCK = 1 << 24
 _OPEN = (ord("["), ord("{"))
@@ -33,9 +33,9 @@ def split_array(data: bytes) -> list[bytes] | None:
     backslashes = 0
     for start in range(0, buffer.size, BLOCK):
         block = buffer[start : start + BLOCK]
-        quotes.append(_quotes(block, backslashes) + start)
+        quotes.append(unescaped_quotes(block, backslashes) + start)
         marks.append(np.flatnonzero(_STRUCTURE[block]) + start)
-        backslashes = _trailing_backslashes(block, backslashes)
+        backslashes = trailing_backslashes(block, backslashes)
     quote_at = np.concatenate(quotes) if quotes else np.empty(0, dtype=np.int64)
     mark_at = np.concatenate(marks) if marks else np.empty(0, dtype=np.int64)
     if quote_at.size % 2:

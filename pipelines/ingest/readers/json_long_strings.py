@@ -47,7 +47,7 @@ class LongString:
         return self.end - self.start - 1
 
 
-def _quotes(block: np.ndarray, backslashes_before: int) -> np.ndarray:
+def unescaped_quotes(block: np.ndarray, backslashes_before: int) -> np.ndarray:
     """Offsets of the unescaped quotes in `block` (`backslashes_before`: the run of backslashes
     that ended the previous block)."""
     quotes = np.flatnonzero(block == QUOTE)
@@ -67,7 +67,7 @@ def _quotes(block: np.ndarray, backslashes_before: int) -> np.ndarray:
     return quotes[~escaped]
 
 
-def _trailing_backslashes(block: np.ndarray, before: int) -> int:
+def trailing_backslashes(block: np.ndarray, before: int) -> int:
     not_backslash = np.flatnonzero(block != BACKSLASH)
     if not_backslash.size == 0:
         return before + block.size
@@ -83,8 +83,8 @@ def long_strings(path: Path, limit: int) -> list[LongString]:
     with open(path, "rb") as handle:
         while chunk := handle.read(BLOCK):
             block = np.frombuffer(chunk, dtype=np.uint8)
-            quotes = _quotes(block, backslashes) + offset
-            backslashes = _trailing_backslashes(block, backslashes)
+            quotes = unescaped_quotes(block, backslashes) + offset
+            backslashes = trailing_backslashes(block, backslashes)
             offset += len(chunk)
             if quotes.size == 0:
                 continue
