@@ -226,7 +226,7 @@ def test_args_text_is_the_same_on_every_path(trace_events, tmp_path: Path) -> No
     assert left.equals(right)
 
 
-@pytest.mark.parametrize("form", ["array", "numeric ts"])
+@pytest.mark.parametrize("form", ["array", "numeric ts", "object"])
 @pytest.mark.parametrize(
     ("label", "raw"),
     [("raw TAB", '"a\tb"'), ("lone surrogate", '"a\\ud800b"'), ("raw NUL", '"a\x00b"')],
@@ -236,7 +236,8 @@ def test_one_entry_that_is_no_json_costs_itself(
 ) -> None:
     """A name holding a raw control character or a lone surrogate escape is no JSON (RFC 8259
     §7; DuckDB and msgspec both refuse it): the whole trace_view.json was invalid_json, 4,384
-    events lost. The array is now split by its structure and that entry alone set aside."""
+    events lost. The array (an object form's traceEvents member) is now split by its structure
+    and that entry alone set aside."""
     from pipelines.ingest.readers.json_entries import split_array
 
     events = json.loads(json.dumps(trace_events))
@@ -245,12 +246,14 @@ def test_one_entry_that_is_no_json_costs_itself(
     index = next(i for i, e in enumerate(events) if e.get("ph") == "X" and i > 100)
     events[index]["name"] = "__round4__"
     path = tmp_path / "trace_view.json"
-    path.write_text(json.dumps(events).replace('"__round4__"', raw, 1))
-    assert len(split_array(path.read_bytes())) == len(events)
+    wrap = (lambda e: {"traceEvents": e}) if form == "object" else (lambda e: e)
+    path.write_text(json.dumps(wrap(events)).replace('"__round4__"', raw, 1))
+    if form != "object":
+        assert len(split_array(path.read_bytes())) == len(events)
     view = read_trace_view(path)
     del events[index]
     reference = tmp_path / "clean.json"
-    reference.write_text(json.dumps(events))
+    reference.write_text(json.dumps(wrap(events)))
     assert view.slices.height == read_trace_view(reference).slices.height
     assert view.dropped == {"invalid_event": 1}
     assert view.set_aside[0].startswith(f"traceEvents[{index}]: not JSON")

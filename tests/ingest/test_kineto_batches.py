@@ -60,3 +60,43 @@ def test_batches_read_as_one(
     assert detail.startswith("5 entries set aside")  # with the NaN duration's event
     for position in (5, 1000, 2500):
         assert f"traceEvents[{position}]:" in detail
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda e: e.replace(b'"name":"', b'"name":"a\tb', 1), id="raw-tab"),
+        pytest.param(lambda e: e.replace(b'"name":"', b'"name":"\\ud800', 1), id="lone-surrogate"),
+        pytest.param(lambda e: e.replace(b'"name":"', b'"name":"\x00', 1), id="raw-nul"),
+    ],
+)
+def test_one_event_that_is_no_json_costs_itself(real_dir: Path, tmp_path: Path, spoil) -> None:
+    """A Kineto trace is one JSON object, so msgspec refused the whole file for one event holding
+    a raw control character or a lone surrogate escape (RFC 8259 section 7) and every event was
+    lost as invalid_json. The file's traceEvents is now split by its structure: that event is
+    set aside at its position, named 'not JSON', and the rest reads as the same trace without
+    it (computed here with json from the raw file)."""
+    with gzip.open(real_dir / SAMPLED) as stream:
+        trace = msgspec.json.decode(stream.read())
+    entries = [msgspec.json.encode(event) for event in trace["traceEvents"]]
+    kernel = next(i for i in range(2000, len(entries)) if b'"cat":"kernel"' in entries[i])
+    trace["traceEvents"] = []
+    head = msgspec.json.encode(trace)[: -len(b"[]}")]
+    spoiled = tmp_path / "spoiled" / "rank-0.json"
+    spoiled.parent.mkdir()
+    spoiled.write_bytes(
+        head
+        + b"["
+        + b",".join([*entries[:kernel], spoil(entries[kernel]), *entries[kernel + 1 :]])
+        + b"]}"
+    )
+    without = tmp_path / "without" / "rank-0.json"
+    without.parent.mkdir()
+    without.write_bytes(head + b"[" + b",".join(entries[:kernel] + entries[kernel + 1 :]) + b"]}")
+    read = kineto.read_trace(spoiled)
+    clean = kineto.read_trace(without)
+    assert read.dropped == {"invalid_event": 1}
+    assert f"traceEvents[{kernel}]: not JSON" in read.quarantined[0].detail
+    assert read.tables["kernels"].height == clean.tables["kernels"].height > 0
+    for name, table in clean.tables.items():
+        assert_frame_equal(read.tables[name], table)

@@ -37,7 +37,7 @@ from pipelines import memory_budget
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
-from pipelines.ingest.readers import gz, json_keys
+from pipelines.ingest.readers import gz, json_entries, json_keys
 from pipelines.ingest.readers.trace_view import quote_constants
 from pipelines.ingest.steps.launch_links import launch_anchors
 from pipelines.ingest.steps.step_breakdown import (
@@ -477,6 +477,7 @@ def _read_events(data: bytes, name: str) -> tuple[_Trace, pl.DataFrame, list[str
     The events are found as raw JSON first (views of `data`, no copy), then decoded and laid
     out as columns EVENT_BATCH at a time."""
     data = data.removeprefix(BOM)
+    not_json: dict[int, str] = {}
     try:
         try:
             loose = _loose_trace(data)
@@ -489,8 +490,11 @@ def _read_events(data: bytes, name: str) -> tuple[_Trace, pl.DataFrame, list[str
     except msgspec.ValidationError as err:
         raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {err}") from err
     except msgspec.DecodeError as err:
-        reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
-        raise QuarantineError(reason, f"{name}: {err}") from err
+        split = _split_events(data)
+        if split is None:
+            reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
+            raise QuarantineError(reason, f"{name}: {err}") from err
+        loose, not_json = split
     raw = loose.traceEvents
     bare = data.lstrip()[:1] == b"["
     if not bare and raw is None:
@@ -507,11 +511,59 @@ def _read_events(data: bytes, name: str) -> tuple[_Trace, pl.DataFrame, list[str
         bad.extend(set_aside)
         if events:
             frames.append(_event_frame(events, trace.baseTimeNanoseconds))
+    if not_json:  # their placeholders were set aside as nulls: say why they really were
+        bad = [_not_json_line(line, not_json) for line in bad]
     if bad and not frames:
         raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {_first_error(data)}")
     if not frames:
         frames.append(_event_frame([], trace.baseTimeNanoseconds))
     return trace, pl.concat(frames, how="vertical", rechunk=False), bad
+
+
+def _split_events(data: bytes) -> tuple[_LooseTrace, dict[int, str]] | None:
+    """The trace when one or more of its events is no JSON (a raw control character, a lone
+    surrogate escape: msgspec refuses the whole text for it): traceEvents split by the file's
+    structure (json_entries), each entry decoded alone; an entry that is no JSON is replaced by
+    `null` (set aside by _batch_events at its own position) and named in the returned
+    {position: why}. None when the file's structure does not pair up, or the rest of it is no
+    trace either."""
+    if data.lstrip()[:1] == b"[":
+        entries, loose = json_entries.split_array(data), _LooseTrace()
+    else:
+        span = json_entries.member_array(data, "traceEvents")
+        if span is None:
+            return None
+        first, last = span
+        entries = json_entries.split_array(data[first : last + 1])
+        try:
+            loose = msgspec.json.decode(data[:first] + b"[]" + data[last + 1 :], type=_LooseTrace)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+    if entries is None:
+        return None
+    raw: list[msgspec.Raw] = []
+    not_json: dict[int, str] = {}
+    for index, entry in enumerate(entries):
+        try:
+            msgspec.json.decode(entry)
+            raw.append(msgspec.Raw(entry))
+        except msgspec.DecodeError as bad:
+            not_json[index] = f"not JSON ({bad})"
+            raw.append(msgspec.Raw(b"null"))
+    if not not_json:
+        return None  # the entries are JSON: what is wrong lies elsewhere
+    loose.traceEvents = raw
+    return loose, not_json
+
+
+def _not_json_line(line: str, not_json: dict[int, str]) -> str:
+    """A set-aside line of a `null` placeholder (`traceEvents[i]: ...`) with the real reason."""
+    head, _, _ = line.partition(": ")
+    if head.startswith("traceEvents[") and head.endswith("]"):
+        index = int(head.removeprefix("traceEvents[").removesuffix("]"))
+        if index in not_json:
+            return f"{head}: {not_json[index]}"
+    return line
 
 
 def _first_error(data: bytes) -> str:

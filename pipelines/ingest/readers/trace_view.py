@@ -309,10 +309,8 @@ def _decode_events(data: bytes, form: str) -> list[TraceEvent]:
                 "invalid_trace", f"object form without a traceEvents list: {exc}"
             ) from exc
         raise QuarantineError("invalid_trace", f"not an array of trace events: {exc}") from exc
-    except msgspec.DecodeError as exc:
-        if form == "array":  # maybe one entry that is no JSON: read entry by entry
-            raise _BadEntry("invalid_json", str(exc)) from exc
-        raise QuarantineError("invalid_json", str(exc)) from exc
+    except msgspec.DecodeError as exc:  # maybe one entry that is no JSON: read entry by entry
+        raise _BadEntry("invalid_json", str(exc)) from exc
     return decoded.traceEvents if form == "object" else decoded
 
 
@@ -356,7 +354,7 @@ def _entries_one_by_one(
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         # an entry that is no JSON (a raw control character, a lone surrogate escape): the
         # array is split by its structure and each entry decoded alone (issue 36 round four)
-        split = json_entries.split_array(data) if form == "array" else None
+        split = _split_entries(data, form)
         if split is None:
             raise QuarantineError("invalid_json", str(exc)) from exc
         entries = [msgspec.Raw(entry) for entry in split]
@@ -391,6 +389,15 @@ def _entries_one_by_one(
             set_aside.append(f"traceEvents[{index}]: {exc}")
             counts[drop.INVALID_EVENT] = counts.get(drop.INVALID_EVENT, 0) + 1
     return kept, set_aside, counts
+
+
+def _split_entries(data: bytes, form: str) -> list[bytes] | None:
+    """The events list's entries found by the file's structure (json_entries): the array itself,
+    or the object's `traceEvents` member; None when the structure does not pair up."""
+    if form == "array":
+        return json_entries.split_array(data)
+    span = json_entries.member_array(data, "traceEvents")
+    return None if span is None else json_entries.split_array(data[span[0] : span[1] + 1])
 
 
 def _kept_relation(
