@@ -43,8 +43,8 @@ from pipelines.ingest.steps.launch_links import (
     host_link_starts,
 )
 from pipelines.store import queries
-from pipelines.store.catalog import database_path, setting
-from pipelines.store.insert import release_buffers
+from pipelines.store.catalog import database_path
+from pipelines.store.insert import release_buffers, set_for_block
 from pipelines.vocabulary.device_work import COMM_LINK_KEY, work_slices
 
 READ_LIMIT = "96MiB"
@@ -121,12 +121,8 @@ def read_limited(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     if database_path(con) is None:
         yield
         return
-    old = setting(con, "memory_limit")
-    con.execute(f"set memory_limit = '{READ_LIMIT}'")
-    try:
+    with set_for_block(con, "memory_limit", READ_LIMIT):
         yield
-    finally:
-        con.execute(f"set memory_limit = '{old}'")
 
 
 def _names_key(key: str) -> pl.Expr:
