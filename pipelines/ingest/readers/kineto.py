@@ -507,12 +507,10 @@ def _read_events(data: bytes, name: str) -> tuple[_Trace, pl.DataFrame, list[str
     frames: list[pl.DataFrame] = []
     bad: list[str] = []
     for start in range(0, len(raw), EVENT_BATCH):
-        events, set_aside = _batch_events(raw[start : start + EVENT_BATCH], start)
+        events, set_aside = _batch_events(raw[start : start + EVENT_BATCH], start, not_json)
         bad.extend(set_aside)
         if events:
             frames.append(_event_frame(events, trace.baseTimeNanoseconds))
-    if not_json:  # their placeholders were set aside as nulls: say why they really were
-        bad = [_not_json_line(line, not_json) for line in bad]
     if bad and not frames:
         raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {_first_error(data)}")
     if not frames:
@@ -524,7 +522,8 @@ def _split_events(data: bytes) -> tuple[_LooseTrace, dict[int, str]] | None:
     """The trace when one or more of its events is no JSON (a raw control character, a lone
     surrogate escape: msgspec refuses the whole text for it): traceEvents split by the file's
     structure (json_entries), each entry decoded alone; an entry that is no JSON is replaced by
-    `null` (set aside by _batch_events at its own position) and named in the returned
+    `null` (set aside by _batch_events at its own position, with the reason) and named in the
+    returned
     {position: why}. None when the file's structure does not pair up, or the rest of it is no
     trace either."""
     if data.lstrip()[:1] == b"[":
@@ -556,16 +555,6 @@ def _split_events(data: bytes) -> tuple[_LooseTrace, dict[int, str]] | None:
     return loose, not_json
 
 
-def _not_json_line(line: str, not_json: dict[int, str]) -> str:
-    """A set-aside line of a `null` placeholder (`traceEvents[i]: ...`) with the real reason."""
-    head, _, _ = line.partition(": ")
-    if head.startswith("traceEvents[") and head.endswith("]"):
-        index = int(head.removeprefix("traceEvents[").removesuffix("]"))
-        if index in not_json:
-            return f"{head}: {not_json[index]}"
-    return line
-
-
 def _first_error(data: bytes) -> str:
     """Why the whole trace does not decode typed (the first event that is no event)."""
     kind: Any = list[_Event] if data.lstrip()[:1] == b"[" else _Trace
@@ -576,11 +565,15 @@ def _first_error(data: bytes) -> str:
     return "an event gives one key twice"
 
 
-def _batch_events(raw: list[msgspec.Raw], offset: int) -> tuple[list[_Event], list[str]]:
+def _batch_events(
+    raw: list[msgspec.Raw], offset: int, not_json: dict[int, str] | None = None
+) -> tuple[list[_Event], list[str]]:
     """The events of `raw` (the file's entries from position `offset` on) that are objects of
     the Chrome trace fields, and one line per entry that is not (`traceEvents[i]: why`) or
     that gives one key twice (msgspec would keep the last value without a word): one bad
-    value costs its own event, not the file."""
+    value costs its own event, not the file. `not_json`: positions in the whole file of entries
+    that are no JSON (_split_events: a `null` stands in for each), with why."""
+    not_json = not_json or {}
     twice = json_keys.duplicate_keys(raw)
     if not twice:
         try:
@@ -590,6 +583,9 @@ def _batch_events(raw: list[msgspec.Raw], offset: int) -> tuple[list[_Event], li
     events: list[_Event] = []
     bad: list[str] = []
     for index, item in enumerate(raw):
+        if offset + index in not_json:
+            bad.append(f"traceEvents[{offset + index}]: {not_json[offset + index]}")
+            continue
         if index in twice:
             bad.append(json_keys.duplicate_line(offset + index, twice[index]))
             continue
