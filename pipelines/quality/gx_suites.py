@@ -293,6 +293,9 @@ class Validator:
         """What each checked run breaks, in run order: kept verdicts read back, the other runs
         validated (COMPLETE results split by run_id) and kept. None when a batch cannot be
         split (GX raised, or its rows do not add up): the caller validates the suite whole."""
+        by_run = suite.batch_by_run
+        if by_run is None:
+            return None  # no per-run batch: the caller validates the suite whole
         try:
             fingerprints = run_fingerprints(con, suite)
         except (duckdb.CatalogException, duckdb.BinderException):
@@ -302,9 +305,8 @@ class Validator:
         kept = {run: load(path) for run, path in paths.items()}
         todo = sorted(run for run, verdict in kept.items() if verdict is None)
         if todo:
-            assert suite.batch_by_run is not None  # splits_by_run
             with restrict_checked_runs(con, todo):
-                groups = batches_by_run(con, suite.batch_by_run, batch_rows)
+                groups = batches_by_run(con, by_run, batch_rows)
             name = f"{suite.name}-by-run"
             definition = self._definition(name, {**with_notes(suite), "name": name})
             for number, runs in enumerate(groups, start=1):
