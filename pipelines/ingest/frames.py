@@ -80,6 +80,20 @@ class Quarantined:
             detail += f"; {count - shown} more"
         return cls(str(path), reason, detail)
 
+    @classmethod
+    def entries_repaired(
+        cls, path: object, lines: list[str], count: int | None = None, how: str = "", shown: int = 3
+    ) -> Quarantined:
+        """The `repaired_rows` row of a file whose bad entries were repaired (`lines`: what was
+        repaired in the first ones; `how`: e.g. ' from the sub-tasks of the op') while the rest
+        loaded as is."""
+        count = len(lines) if count is None else count
+        detail = f"{count} entr{'y' if count == 1 else 'ies'} repaired{how}, the rest loaded as is:"
+        detail += f" {'; '.join(lines[:shown])}"
+        if count > shown:
+            detail += f"; {count - shown} more"
+        return cls(str(path), "repaired_rows", detail)
+
     def message(self) -> str:
         """One line for a terminal: control characters (a newline in a folder name) escaped."""
         return printable(f"quarantined {self.path}: {self.reason}: {self.detail}")

@@ -232,12 +232,8 @@ def _repaired_ops(db_path: Path, ops: pl.DataFrame) -> list[Quarantined]:
         f"COMMUNICATION_OP opId {op_id}: {why}"
         for op_id, why in fixed.select("op_id", REPAIRED).head(3).iter_rows()
     ]
-    count = fixed.height
-    detail = (
-        f"{count} entr{'y' if count == 1 else 'ies'} repaired from the sub-tasks of the op,"
-        f" the rest loaded as is: {'; '.join(lines)}"
-    )
-    return [Quarantined(str(db_path), "repaired_rows", detail)]
+    how = " from the sub-tasks of the op"
+    return [Quarantined.entries_repaired(db_path, lines, fixed.height, how)]
 
 
 def _rows_set_aside(db_path: Path, lines: list[str], *counts: dict[str, int]) -> list[Quarantined]:

@@ -322,15 +322,8 @@ def read_rank(rank_dir: Path) -> RankFrames:
             )
         )
     if kernels is not None and kernels.repaired:
-        count = len(kernels.repaired)
-        more = f"; {count - 3} more" if count > 3 else ""
         attempts.quarantined.append(
-            Quarantined(
-                str(out / KERNEL_DETAILS),
-                "repaired_rows",
-                f"{count} entr{'y' if count == 1 else 'ies'} repaired, the rest loaded as is:"
-                f" {'; '.join(kernels.repaired[:3])}{more}",
-            )
+            Quarantined.entries_repaired(out / KERNEL_DETAILS, kernels.repaired)
         )
     steps = attempts.read(out / STEP_TRACE_TIME, read_step_trace_time)
     if steps is not None and steps.set_aside:
