@@ -198,7 +198,26 @@ def _noisy(dur: np.ndarray, noise: float, seed: int, batch: int | None = None) -
 HOST_FORMS = ("per_token", "quadratic")
 """How a request's host set-up grows with its prompt (docs/fidelity.md §5): `per_token`
 h x n; `quadratic` h x n x n / presets.HOST_REFERENCE_TOKENS, the same time at the reference
-length (table 2's 512K, where h is calibrated) and (n / 512K)^2 of it elsewhere."""
+length (table 2's 512K, where h is calibrated) and (n / 512K)^2 of it elsewhere. A study form
+"power:P" (P >= 0) is h x n x (n / 512K)^(P - 1): per_token is power:1, quadratic power:2
+(fidelity_studies' host-exponent sweep; the paper gives no form)."""
+
+
+def host_exponent(form: str) -> float:
+    """The power P of n a host form's set-up grows with (`HOST_FORMS`, or "power:P")."""
+    if form in HOST_FORMS:
+        return 1.0 if form == "per_token" else 2.0
+    head, _, value = form.partition(":")
+    try:
+        power = float(value) if head == "power" else float("nan")
+    except ValueError:
+        power = float("nan")
+    if not (0.0 <= power < 16.0):
+        raise ValueError(
+            f"host form must be one of {', '.join(HOST_FORMS)} or power:P (0 <= P < 16), "
+            f"got {form!r}"
+        )
+    return power
 
 
 def host_ready_ns(
@@ -207,15 +226,15 @@ def host_ready_ns(
     """When each request of `frame` (arrival order) may start its first chunk: one host thread
     sets requests up in arrival order while the devices run earlier requests:
     ready_i = max(arrival_i, ready_{i-1}) + set-up_i, set-up_i = h x tokens_i (`form`
-    per_token) or h x tokens_i^2 / presets.HOST_REFERENCE_TOKENS (quadratic)."""
-    if form not in HOST_FORMS:
-        raise ValueError(f"host form must be one of {', '.join(HOST_FORMS)}, got {form!r}")
+    per_token), h x tokens_i^2 / presets.HOST_REFERENCE_TOKENS (quadratic) or
+    h x tokens_i x (tokens_i / presets.HOST_REFERENCE_TOKENS)^(P - 1) (power:P)."""
+    power = host_exponent(form)
     arrival = frame["arrival_ns"].to_numpy().astype(np.int64)
     if host_ns_per_token <= 0:
         return arrival
     tokens = frame["prompt_tokens"].to_numpy().astype(np.float64)
-    if form == "quadratic":
-        tokens = tokens * tokens / presets.HOST_REFERENCE_TOKENS
+    if power != 1.0:
+        tokens = tokens * (tokens / presets.HOST_REFERENCE_TOKENS) ** (power - 1.0)
     prep = np.rint(host_ns_per_token * tokens).astype(np.int64)
     ready = np.empty_like(arrival)
     last = np.iinfo(np.int64).min

@@ -75,3 +75,12 @@ def test_host_forms_agree_at_the_reference_length_only() -> None:
     assert quadratic[1] - quadratic[0] == 20 * 4096 // 128
     with pytest.raises(ValueError, match="host form"):
         host_ready_ns(frame, 20.0, "cubic")
+    # the study form power:P (fidelity_studies' host-exponent sweep): 1 and 2 are the named
+    # forms, 0 a per-request constant (512K's set-up for every prompt)
+    assert (host_ready_ns(frame, 20.0, "power:1") == linear).all()
+    assert (host_ready_ns(frame, 20.0, "power:2") == quadratic).all()
+    constant = host_ready_ns(frame, 20.0, "power:0")
+    assert constant[0] == constant[1] - constant[0] == 20 * n
+    for bad in ("power:-1", "power:x", "power:", "power:16"):
+        with pytest.raises(ValueError, match="host form"):
+            host_ready_ns(frame, 20.0, bad)
