@@ -505,13 +505,15 @@ SECTIONS: dict[str, Callable[[], list[Claim]]] = {
 
 
 def all_claims(
-    sections: Sequence[str] = tuple(SECTIONS), variant: str = "calibrated"
+    sections: Sequence[str] = tuple(SECTIONS), variant: str | Variant = "calibrated"
 ) -> list[Claim]:
-    """The claims of `sections` under the model variant `variant` (VARIANTS)."""
+    """The claims of `sections` under the model variant `variant` (a name of VARIANTS, or a
+    Variant: the studies' sweeps)."""
     global _variant
-    if variant not in VARIANTS:
+    if isinstance(variant, str) and variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
-    previous, _variant = _variant, VARIANTS[variant]
+    chosen = VARIANTS[variant] if isinstance(variant, str) else variant
+    previous, _variant = _variant, chosen
     try:
         out: list[Claim] = []
         for name in sections:
