@@ -72,6 +72,14 @@ def test_motivation_sweep_keeps_the_papers_direction() -> None:
     assert len(claims) == 5 and all(c.met for c in claims), [c for c in claims if not c.met]
 
 
+def test_fig1b_step_count_is_a_claim_and_missed(table2: dict[str, Claim]) -> None:
+    """Fig. 1(b): a 128K prompt in 8 CPP steps (16K budget) and 17 DCPP steps. The model's DCPP
+    (online calibration refitted over 30 steps) runs 19: 2.38x against 2.12x, outside 10 %."""
+    claim = table2["Fig. 1(b) 128K: DCPP / CPP scheduling steps (17 / 8)"]
+    assert claim.model_text == "19 / 8" and claim.model == pytest.approx(19 / 8)
+    assert not claim.met and claim.paper == pytest.approx(17 / 8)
+
+
 def test_cli_prints_json_and_exits_1_on_a_missed_claim(capsys) -> None:
     from pipelines.cli import main
 
