@@ -616,6 +616,7 @@ class CallCostRow:
     best_64k: str  # advise's pick at 64K (schedule at chunk)
     tput_64k: tuple[float, ...]  # the picked schedule's throughput at 8K / 16K / 24K / 32K
     falls_64k: bool  # advise's trend of the picked schedule: "falls as chunks shrink"
+    vpp_async_64k: tuple[float, ...]  # VPP-Async's own throughput at 8K-32K (the bench's claim)
     best_512k: str
     dcpp_vs_cpp: float  # table 2 under the same figures (not recalibrated)
     vpp_vs_dcpp: float
@@ -635,14 +636,21 @@ def call_cost_row(extra_ns: float, diagonal: float | None = None) -> CallCostRow
         runs = {s: calibration.table2_run(s) for s in ("cpp", "dcpp", "vpp_async")}
         delta = presets.HARDWARE[hw.name].attn_diagonal_extra
     pick = at64.best["schedule"]
-    rows = sorted((r for r in at64.rows if r["schedule"] == pick), key=lambda r: r["chunk_size"])
+
+    def curve(schedule: str) -> tuple[float, ...]:
+        rows = sorted(
+            (r for r in at64.rows if r["schedule"] == schedule), key=lambda r: r["chunk_size"]
+        )
+        return tuple(r["throughput_tok_s"] for r in rows)
+
     total = {s: m["makespan_ns"] for s, m in runs.items()}
     return CallCostRow(
         extra_ns,
         delta,
         f"{pick} at {at64.best['chunk_size'] // K}K",
-        tuple(r["throughput_tok_s"] for r in rows),
+        curve(pick),
         at64.trends[pick] == "falls as chunks shrink",
+        curve("vpp_async"),
         f"{at512.best['schedule']} at {at512.best['chunk_size'] // K}K",
         total["dcpp"] / total["cpp"] - 1,
         total["vpp_async"] / total["dcpp"] - 1,
@@ -672,6 +680,13 @@ def format_call_costs(rows: list[CallCostRow]) -> str:
             f"{'yes' if r.falls_64k else 'no':<7}{r.best_512k:<18}"
             f"{100 * r.dcpp_vs_cpp:>+11.2f}%{100 * r.vpp_vs_dcpp:>+11.2f}%"
         )
+    lines.append("VPP-Async's own 64K curve (tok/s at 8K / 16K / 24K / 32K; the bench's §6.5):")
+    lines += [
+        f"  X {r.extra_ns / 1e6:>5.0f} ms, delta {r.diagonal:.3f}: "
+        + " / ".join(f"{t:,.0f}" for t in r.vpp_async_64k)
+        + f"  best {BUDGETS[r.vpp_async_64k.index(max(r.vpp_async_64k))] // K}K"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 

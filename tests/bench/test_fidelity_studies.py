@@ -140,6 +140,8 @@ def test_a_64k_fall_needs_a_call_cost_that_breaks_table2_and_the_512k_pick() -> 
     assert abs(preset.dcpp_vs_cpp - 0.0465) <= 0.02
     assert small.dcpp_vs_cpp - 0.0465 > 0.02
     assert large.falls_64k and large.best_512k.endswith("at 32K")
+    # the fall is DCPP's: VPP-Async's own curve (the bench's §6.5 line) still peaks at 24K
+    assert large.best_64k.startswith("dcpp") and max(large.vpp_async_64k) == large.vpp_async_64k[2]
     no_delta = rows[3]
     assert no_delta.diagonal == 0.0 and not no_delta.falls_64k
     assert "falls" in format_call_costs(rows)
