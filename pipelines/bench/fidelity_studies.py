@@ -519,6 +519,60 @@ def _signed(values: tuple[float, ...]) -> str:
     return " ".join(f"{100 * g:+6.1f}%" for g in values)
 
 
+DCPP_STEP_COSTS_NS = (0.0, 17.7e6, 40e6, 78e6)
+
+
+@dataclass(frozen=True)
+class DcppCostRow:
+    """A cost x that DCPP alone pays on every stage call (booked as compute), simulated: GLM's
+    VPP over DCPP at 64K, and table 2's DCPP lines under the same x."""
+
+    extra_ns: float
+    glm_64k_over_dcpp: float
+    table2_dcpp_total_s: float
+    table2_dcpp_vs_cpp: float
+    table2_dcpp_compute_s: float
+
+
+def dcpp_step_cost_sweep(costs: tuple[float, ...] = DCPP_STEP_COSTS_NS) -> list[DcppCostRow]:
+    """Simulate the DCPP-only cost GLM's 64K line would need (glm_row's first-order estimate):
+    DCPP's runs with the hardware's call overhead raised by x, CPP's and VPP's as calibrated."""
+    vpp = _best_run(GLM, 64 * K, "vpp_async")["throughput_tok_s"]
+    cpp = calibration.table2_run("cpp")["makespan_ns"]
+    hw = presets.ASCEND_910B
+    out = []
+    for x in costs:
+        with preset_changed(presets.HARDWARE, hw.name, call_overhead_ns=hw.call_overhead_ns + x):
+            dcpp = _best_run(GLM, 64 * K, "dcpp")["throughput_tok_s"]
+            t2 = calibration.table2_run("dcpp")
+        out.append(
+            DcppCostRow(
+                x,
+                vpp / dcpp - 1,
+                t2["makespan_ns"] / 1e9,
+                t2["makespan_ns"] / cpp - 1,
+                t2["compute_ns"] / 1e9,
+            )
+        )
+    return out
+
+
+def format_dcpp_costs(rows: list[DcppCostRow]) -> str:
+    lines = [
+        "a cost x DCPP alone pays per stage call (compute), simulated: GLM 64K VPP over DCPP"
+        " (paper 8.5 %, band from 5.5 %);",
+        "table 2 DCPP total (322.22 s, 3 %), DCPP vs CPP total (+4.65 +- 2 pp), DCPP compute"
+        " (279.07 s, 5 %)",
+    ]
+    lines += [
+        f"  x {r.extra_ns / 1e6:5.1f} ms  GLM 64K {100 * r.glm_64k_over_dcpp:+5.1f} %"
+        f"  DCPP total {r.table2_dcpp_total_s:7.2f} s  vs CPP {100 * r.table2_dcpp_vs_cpp:+6.2f} %"
+        f"  compute {r.table2_dcpp_compute_s:7.2f} s"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
 def format_glm(rows: list[GlmRow]) -> str:
     lines = [
         "GLM-5.2, Fig. 4: VPP over CPP / over DCPP at 64K / 128K / 256K",
@@ -708,6 +762,7 @@ def main(argv: list[str]) -> None:
         print(format_overlap(overlap_readings(), overlap_sweep()))
     if "glm64" in which:
         print(format_glm(glm_sweep()))
+        print(format_dcpp_costs(dcpp_step_cost_sweep()))
     if "qwenhost" in which:
         print(format_host_sweep(host_exponent_sweep()))
     if "chunk64" in which:

@@ -155,3 +155,17 @@ def test_without_host_set_up_qwens_device_side_gain_is_the_papers() -> None:
     gains = qwen_gains_without_host((64 * K, 128 * K, 256 * K))
     assert max(gains, key=gains.__getitem__) == 128 * K
     assert gains[128 * K] == pytest.approx(0.0718, abs=5e-4)
+
+
+def test_a_dcpp_only_cost_meets_glms_64k_line_only_past_table2s_band() -> None:
+    """Simulated, not first order: a cost DCPP alone pays per stage call. 78 ms lifts GLM's VPP
+    over DCPP at 64K into the band (from 5.5 %) but puts table 2's DCPP vs CPP total at +8.7 %
+    (band +2.65 to +6.65 %); 17.7 ms (the DCPP bubble's ceiling) already leaves that band."""
+    from pipelines.bench.fidelity_studies import dcpp_step_cost_sweep, format_dcpp_costs
+
+    none, ceiling, needed = dcpp_step_cost_sweep((0.0, 17.7e6, 78e6))
+    assert none.glm_64k_over_dcpp == pytest.approx(0.0105, abs=1e-3)
+    assert abs(none.table2_dcpp_vs_cpp - 0.0465) <= 0.02
+    assert ceiling.glm_64k_over_dcpp < 0.055 and ceiling.table2_dcpp_vs_cpp > 0.0665
+    assert needed.glm_64k_over_dcpp >= 0.055 and needed.table2_dcpp_vs_cpp > 0.0665
+    assert "GLM 64K" in format_dcpp_costs([none])
