@@ -25,10 +25,11 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 import polars as pl
@@ -37,8 +38,9 @@ from pipelines import memory_budget
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
+from pipelines.ingest.lookups import left_lookup
 from pipelines.ingest.readers import gz, json_entries, json_keys
-from pipelines.ingest.readers.trace_view import quote_constants
+from pipelines.ingest.readers.trace_view import lazy_steps, quote_constants
 from pipelines.ingest.steps.launch_links import launch_anchors
 from pipelines.ingest.steps.step_breakdown import (
     assess,
@@ -126,6 +128,8 @@ class _Trace(msgspec.Struct):
     compute_device: str | None = None
 
 
+FrameOrLazy = TypeVar("FrameOrLazy", pl.DataFrame, pl.LazyFrame)
+
 _ENTRY_INDEX = re.compile(r"^traceEvents\[(\d+)\]")
 
 
@@ -134,45 +138,70 @@ def _entry_of(line: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def _entry_positions(kept: int, bad_events: list[str]) -> list[int]:
-    """The file positions of the `kept` decoded events: every index but the set-aside ones."""
-    skipped = {_entry_of(line) for line in bad_events}
-    positions: list[int] = []
-    index = 0
-    while len(positions) < kept:
-        if index not in skipped:
-            positions.append(index)
-        index += 1
-    return positions
-
-
 def read_trace(path: Path) -> RankFrames:
     """Read one Kineto trace file. Raises QuarantineError for unreadable input."""
     path = Path(path)
-    trace, frame, bad_events = _read_events(_raw_bytes(path), path.name)
-    frame = _mark_copies(
-        frame.with_columns(pl.Series(drop.ENTRY, _entry_positions(frame.height, bad_events)))
+    trace, frame, bad_events = _read_events(path)
+    if isinstance(frame, pl.LazyFrame) and trace.compute_device == "cpu":
+        frame = frame.collect()  # a CPU-only run's compute lane is found in memory
+    if isinstance(frame, pl.LazyFrame):
+        read = _read_spilled(path, trace, frame, bad_events)
+    else:
+        read = _read_in_memory(path, trace, frame, bad_events)
+    tables, device_events, info, dropped, quarantined = read
+    return RankFrames(
+        rank=_rank(trace, path),
+        device_id=_device_id(device_events),
+        source_path=str(path),
+        tables=tables,
+        info=info,
+        dropped=dropped,
+        quarantined=quarantined,
     )
+
+
+_Read = tuple[
+    dict[str, pl.DataFrame | pl.LazyFrame],
+    pl.DataFrame,
+    dict[str, Any],
+    dict[str, int],
+    list[Quarantined],
+]
+"""What one read gives: the tables, the classified device events, info, dropped-row counts and
+quarantine rows."""
+
+
+def _read_in_memory(path: Path, trace: _Trace, frame: pl.DataFrame, bad_events: list[str]) -> _Read:
+    frame = _mark_copies(frame)
     set_aside = sorted([*bad_events, *drop.positions(frame, "traceEvents")], key=_entry_of)
     events, dropped = drop.split(frame)
     del frame  # the events are held once from here (each frame costs about the file's size)
     events = events.drop(drop.ENTRY)
-    quarantined = []
-    twice = sum(1 for line in bad_events if json_keys.is_duplicate_line(line))
-    dropped = drop.merged(
-        dropped, {drop.DUPLICATE_KEY: twice, drop.INVALID_EVENT: len(bad_events) - twice}
-    )
-    if set_aside:
-        reason = drop.INVALID_EVENT if bad_events else "invalid_rows"
-        quarantined.append(Quarantined.entries_set_aside(path, set_aside, reason=reason))
+    dropped, quarantined = _set_aside(path, bad_events, set_aside, dropped)
     info = _info(trace, events)
-    rank = _rank(trace, path)
-
     complete = _complete_events(events)
     categories = events.get_column("cat")  # for the quarantine line of _require_device_events
     del events
     steps = _steps(complete)
-    complete = complete.with_columns(
+    complete = _with_lanes(complete)
+    if trace.compute_device != "cpu":
+        _require_device_events(complete, categories, path.name)
+    del categories
+    complete = _classified(complete.with_row_index("row_id"))
+    if trace.compute_device == "cpu":
+        complete = _cpu_compute_lane(complete)
+    device_events = complete.filter(pl.col("lane").is_in(["compute", "comm"]))
+    overlap_slices, tables = _device_tables(device_events, steps)
+    slices = pl.concat(
+        [_slice_columns(complete), overlap_slices.drop("step")], how="diagonal_relaxed"
+    )
+    tables["slices"] = assign_steps(slices, steps).sort("start_ns")
+    return tables, device_events, info, dropped, quarantined
+
+
+def _with_lanes(complete: FrameOrLazy) -> FrameOrLazy:
+    """Complete events with their lane by category (device, host, other); the rest left out."""
+    return complete.with_columns(
         pl.when(pl.col("cat").is_in(DEVICE_CATEGORIES))
         .then(pl.lit("device"))
         .when(pl.col("cat").is_in(HOST_CATEGORIES))
@@ -181,15 +210,13 @@ def read_trace(path: Path) -> RankFrames:
         .then(pl.lit("other"))
         .alias("lane")
     ).filter(pl.col("lane").is_not_null())
-    if trace.compute_device != "cpu":
-        _require_device_events(complete, categories, path.name)
-    del categories
-    complete = _classified(complete.with_row_index("row_id"))
-    if trace.compute_device == "cpu":
-        complete = _cpu_compute_lane(complete)
-    device_events = complete.filter(pl.col("lane").is_in(["compute", "comm"]))
-    device_id = _device_id(device_events)
 
+
+def _device_tables(
+    device_events: pl.DataFrame, steps: pl.DataFrame
+) -> tuple[pl.DataFrame, dict[str, pl.DataFrame | pl.LazyFrame]]:
+    """The derived overlap slices of the classified device events, and their tables: kernels,
+    comm_ops, step_breakdown."""
     device = device_events.select(
         pl.when(pl.col("lane") == "comm")
         .then(pl.lit("comm"))
@@ -213,43 +240,129 @@ def read_trace(path: Path) -> RankFrames:
         pl.lit(None, dtype=pl.Int64).alias("comm_not_overlapped_excl_receive_ns"),
     )
     breakdown = assess(breakdown, steps)  # coverage of the ProfilerStep windows
+    return overlap_slices, {"kernels": kernels, "comm_ops": comm_ops, "step_breakdown": breakdown}
 
+
+def _slice_columns(complete: FrameOrLazy) -> FrameOrLazy:
+    """The slices table's columns of the complete events (with their final lane)."""
     thread = (
         pl.when(pl.col("lane").is_in(["compute", "comm", "other"]))
         .then(pl.format("stream {}", pl.col("tid")))
         .otherwise(pl.format("Thread {}", pl.col("tid")))
     )
-    slices = pl.concat(
-        [
-            complete.select(
-                "lane",
-                thread.alias("thread"),
-                "name",
-                pl.col("cat").alias("category"),
-                pl.col("ts_ns").alias("start_ns"),
-                "dur_ns",
-                "args",
-            ),
-            overlap_slices.drop("step"),
-        ],
-        how="diagonal_relaxed",
+    return complete.select(
+        "lane",
+        thread.alias("thread"),
+        "name",
+        pl.col("cat").alias("category"),
+        pl.col("ts_ns").alias("start_ns"),
+        "dur_ns",
+        "args",
     )
-    slices = assign_steps(slices, steps).sort("start_ns")
 
-    return RankFrames(
-        rank=rank,
-        device_id=device_id,
-        source_path=str(path),
-        tables={
-            "slices": slices,
-            "kernels": kernels,
-            "comm_ops": comm_ops,
-            "step_breakdown": breakdown,
-        },
-        info=info,
-        dropped=dropped,
-        quarantined=quarantined,
+
+_LINK_ARG_KEYS = ("correlation", "External id", "Collective name")
+"""The args keys a host event is read by in the derivations (launch_anchors' link keys, the
+collective of a communication range)."""
+
+
+def _read_spilled(path: Path, trace: _Trace, events: pl.LazyFrame, bad_events: list[str]) -> _Read:
+    """read_trace for events spilled to Parquet (their frames passed the budget's share): the
+    same tables, with what the derivations read collected (the device events; the host events
+    that carry a link key or open a communication range, their args cut to those keys; the
+    B/E marks and the step windows) and the slices left a LazyFrame over the spill, which the
+    store writes in batches (not sorted by start: the store keeps no row order)."""
+    category = pl.col("cat").str.to_lowercase().replace(OLD_CATEGORIES)
+    is_device = (pl.col("ph") == "X") & category.is_in(DEVICE_CATEGORIES)
+    device_rows = events.filter(is_device).select(drop.ENTRY, *COPY_KEY).collect()
+    copies = device_rows.filter(~pl.struct(COPY_KEY).is_first_distinct()).get_column(drop.ENTRY)
+    del device_rows
+    events = events.with_columns(
+        pl.when(pl.col(drop.DROPPED).is_null() & pl.col(drop.ENTRY).is_in(copies.implode()))
+        .then(pl.lit(drop.DUPLICATE_ROW))
+        .otherwise(pl.col(drop.DROPPED))
+        .alias(drop.DROPPED)
     )
+    bad = events.filter(pl.col(drop.DROPPED).is_not_null()).select(drop.ENTRY, drop.DROPPED)
+    bad = bad.collect()
+    set_aside = sorted([*bad_events, *drop.positions(bad, "traceEvents")], key=_entry_of)
+    dropped = {str(r): int(n) for r, n in bad.get_column(drop.DROPPED).value_counts().iter_rows()}
+    dropped, quarantined = _set_aside(path, bad_events, set_aside, dropped)
+    kept = events.filter(pl.col(drop.DROPPED).is_null()).drop(drop.DROPPED, drop.ENTRY)
+    info = _info(trace, kept.select(pl.col("ts_ns").min()).collect())
+
+    marks = kept.filter(pl.col("ph").is_in(["B", "E"])).collect()
+    paired = _begin_end_pairs(marks)
+    complete = kept.filter((pl.col("ph") == "X") & pl.col("ts_ns").is_not_null())
+    if not paired.is_empty():
+        complete = pl.concat([complete, paired.lazy()], how="vertical_relaxed")
+    complete = complete.with_columns(
+        pl.col("cat").str.to_lowercase().replace(OLD_CATEGORIES).alias("cat")
+    )
+    is_step = pl.col("cat").is_in(["user_annotation", "cpu_op"]) & pl.col("name").str.contains(
+        STEP_NAME
+    )
+    steps = _steps(complete.filter(is_step).collect())
+    complete = _with_lanes(complete).with_row_index("row_id")
+    device = complete.filter(pl.col("lane") == "device").collect()
+    if device.is_empty():
+        cats = kept.select(pl.col("cat").unique()).collect().get_column("cat")
+        _require_device_events(device, cats, path.name)
+    keyed = pl.any_horizontal(
+        pl.col("args").str.contains(f'"{key}"', literal=True) for key in _LINK_ARG_KEYS[:2]
+    ).fill_null(False)
+    host = (
+        complete.filter(
+            (pl.col("lane") == "host")
+            & (keyed | pl.col("name").str.contains(COMM_HOST_RANGE).fill_null(False))
+        )
+        .with_columns(_cut_args(pl.col("args")).alias("args"))
+        .collect()
+    )
+    device_events = _classified_device(device, host)
+    del host
+    overlap_slices, tables = _device_tables(device_events, steps)
+    lanes = device_events.select("row_id", pl.col("lane").alias("_lane"))
+    slices = left_lookup(complete, lanes, "row_id").with_columns(
+        pl.coalesce("_lane", "lane").alias("lane")
+    )
+    slices = pl.concat(
+        [_slice_columns(slices), overlap_slices.drop("step").lazy()], how="diagonal_relaxed"
+    )
+    tables["slices"] = lazy_steps(slices, steps)
+    return tables, device_events, info, dropped, quarantined
+
+
+def _cut_args(args: pl.Expr) -> pl.Expr:
+    """A host event's args cut to _LINK_ARG_KEYS (each value as the text json_path_match gives,
+    which is all the derivations read of it)."""
+    return pl.struct(
+        pl.when(args.str.contains(f'"{key}"', literal=True))
+        .then(args.str.json_path_match(f"$['{key}']"))
+        .alias(key)
+        for key in _LINK_ARG_KEYS
+    ).struct.json_encode()
+
+
+def _set_aside(
+    path: Path, bad_events: list[str], set_aside: list[str], dropped: dict[str, int]
+) -> tuple[dict[str, int], list[Quarantined]]:
+    """The dropped-row counts with the entries set aside whole (a key given twice, an entry past
+    the size one may take, any other no event), and the file's quarantine row naming them."""
+    twice = sum(1 for line in bad_events if json_keys.is_duplicate_line(line))
+    large = sum(1 for line in bad_events if f": {drop.TOO_LARGE} (" in line)
+    dropped = drop.merged(
+        dropped,
+        {
+            drop.DUPLICATE_KEY: twice,
+            drop.TOO_LARGE: large,
+            drop.INVALID_EVENT: len(bad_events) - twice - large,
+        },
+    )
+    if not set_aside:
+        return dropped, []
+    reason = drop.INVALID_EVENT if bad_events else "invalid_rows"
+    return dropped, [Quarantined.entries_set_aside(path, set_aside, reason=reason)]
 
 
 def _cpu_compute_lane(complete: pl.DataFrame) -> pl.DataFrame:
@@ -367,22 +480,9 @@ def _classified(complete: pl.DataFrame) -> pl.DataFrame:
     """Device events classified (pipelines/vocabulary/device_work.py) onto the compute or comm
     lane, with `anchor_ns`: the start of the host slice that launched each (null when not
     linked)."""
-    device = complete.filter(pl.col("lane") == "device")
-    host = complete.filter(pl.col("lane") == "host")
-    anchors = launch_anchors(
-        device.select("row_id", "args", pl.col("ts_ns").alias("start_ns")),
-        host.select("row_id", "args", pl.col("ts_ns").alias("start_ns")),
-        keys=("correlation", "External id"),
-        by=(),  # one rank per file
-    ).rename({"host_ns": "anchor_ns"})
-    device = _comm_range_of_launch(device, host).join(anchors, on="row_id", how="left")
-    device = classify(device, category="cat", comm_range="_comm_range", collective="_coll")
-    device = device.with_columns(
-        pl.when(pl.col("work_class").is_in(COMM_CLASSES))
-        .then(pl.lit("comm"))
-        .otherwise(pl.lit("compute"))
-        .alias("lane")
-    ).drop("_comm_range", "_coll")
+    device = _classified_device(
+        complete.filter(pl.col("lane") == "device"), complete.filter(pl.col("lane") == "host")
+    )
     rest = complete.filter(pl.col("lane") != "device").with_columns(
         pl.lit(None, pl.String).alias("work_class"),
         pl.lit(None, pl.String).alias("op_type"),
@@ -391,178 +491,276 @@ def _classified(complete: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([rest, device.select(rest.columns)]).sort("row_id").drop("row_id")
 
 
-# --- decoding ---------------------------------------------------------------------------------
-
-
-KINETO_PEAK_FACTOR = 3.5
-"""Peak RSS of reading a Kineto trace over its (inflated) JSON size, past INTERPRETER_BYTES: the
-bytes and their raw entries while the events are decoded EVENT_BATCH at a time into one frame,
-then the frames of the read once the bytes are freed. `/usr/bin/time -v tracereplay ingest`
-under the 2 GiB default (2026-12-04, docs/bench_ingest.md), traces made by
-`bench.generate.to_kineto` from the level1 export's events: 300.0 MB -> 1,093 MiB, 500.0 MB ->
-1,578 MiB (2.9x); the whole-file decode before took 1,993 MiB on the 300 MB one (6.3x, under a
-3 GiB budget; it was refused under 2 GiB). 3.5 leaves a margin over the 2.9-3.1x measured: about
-553 MB of JSON under 2 GiB."""
-INTERPRETER_BYTES = 200 << 20
-
-
-def largest_trace_bytes(budget: int | None = None) -> int:
-    """The largest (inflated) Kineto JSON the ingest memory budget can read in memory."""
-    budget = memory_budget.max_memory() if budget is None else budget
-    return max(0, int((budget - INTERPRETER_BYTES) / KINETO_PEAK_FACTOR))
-
-
-def _too_large(path: Path, size: str, cap: int) -> QuarantineError:
-    return QuarantineError(
-        TOO_LARGE,
-        f"{path.name} {size}, past what the ingest memory budget"
-        f" ({memory_budget.max_memory() / 2**30:.1f} GiB) can read ({cap / 2**20:.0f} MB of JSON):"
-        " raise --max-memory / $TRACEREPLAY_MAX_MEMORY to read it",
+def _classified_device(device: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
+    """The device events (`row_id` kept, in its order) on their compute or comm lane, with
+    work_class, op_type and anchor_ns; `host`: the host events (those carrying a link key or
+    opening a communication range suffice)."""
+    anchors = launch_anchors(
+        device.select("row_id", "args", pl.col("ts_ns").alias("start_ns")),
+        host.select("row_id", "args", pl.col("ts_ns").alias("start_ns")),
+        keys=_LINK_ARG_KEYS[:2],
+        by=(),  # one rank per file
+    ).rename({"host_ns": "anchor_ns"})
+    device = _comm_range_of_launch(device, host).join(anchors, on="row_id", how="left")
+    device = classify(device, category="cat", comm_range="_comm_range", collective="_coll")
+    return (
+        device.with_columns(
+            pl.when(pl.col("work_class").is_in(COMM_CLASSES))
+            .then(pl.lit("comm"))
+            .otherwise(pl.lit("compute"))
+            .alias("lane")
+        )
+        .drop("_comm_range", "_coll")
+        .sort("row_id")
     )
 
 
-def _raw_bytes(path: Path) -> bytes:
-    """The trace's JSON bytes, never more than the memory budget allows: a plain file past the
-    cap, or a .gz whose stream inflates past it (read up to the cap and no further: a 5 MB .gz
-    can inflate to gigabytes), is quarantined as too_large."""
-    cap = largest_trace_bytes()
-    with path.open("rb") as handle:
-        head = handle.read(2)
-    gzipped = head == b"\x1f\x8b"
-    if path.suffix == ".gz" and not gzipped:
-        raise QuarantineError(NOT_GZIP, f"{path.name} is named .gz but is not gzip data")
-    if not gzipped:
-        size = path.stat().st_size
-        if size > cap:
-            raise _too_large(path, f"is {size / 2**20:.0f} MB", cap)
-        data = path.read_bytes()
-        if not data.strip():
-            raise QuarantineError(EMPTY_FILE, f"{path.name} is empty")
-        return data
-    try:
-        try:
-            with gzip.open(path, "rb") as stream:
-                data = stream.read(cap + 1)
-        except gzip.BadGzipFile:
-            # bytes that are no gzip member after a whole stream: read the stream alone
-            found = gz.scan(path)
-            if not found.trailing:
-                raise
-            with gzip.open(gz.without_trailing(path, found.data_end), "rb") as stream:
-                data = stream.read(cap + 1)
-    except (OSError, EOFError, zlib.error, ValueError) as err:
-        raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from err
-    if len(data) > cap:
-        raise _too_large(path, "inflates past that", cap)
-    if not data.strip():
-        raise QuarantineError(EMPTY_FILE, f"{path.name} decompresses to nothing")
-    return data
+# --- decoding ---------------------------------------------------------------------------------
 
 
-class _LooseTrace(_Trace):
-    """The trace with each event kept as raw JSON, to decode in batches (_batch_events)."""
-
-    traceEvents: list[msgspec.Raw] | None = None
-
-
+STREAM_BLOCK = json_entries.BLOCK
+"""Bytes of the (inflated) JSON read at a time: the file is never held whole."""
 EVENT_BATCH = 100_000
 """Events decoded into msgspec structs, and laid out as columns, at a time: the structs of one
 batch are freed before the next is decoded (a whole 300 MB trace held as structs, next to its
 bytes and its frame, was the larger part of the reader's peak; docs/bench_ingest.md)."""
+SPILL_SHARE = 8
+"""The event frames are held in memory up to the budget / this (256 MiB of the 2 GiB default:
+the frame of ~350 MB of JSON, 0.72 bytes of frame per byte of JSON); past it every batch's
+frame is written to Parquet in a spill folder and the rank's events and slices are read from
+there (`_read_spilled`)."""
+ENTRY_SHARE = 8
+"""One entry of traceEvents, and the text around the array, may take the budget / this (256 MiB
+of the default): an entry past it is set aside as too_large at its position, a top-level text
+past it (1.5 GiB of spaces) makes the file too_large."""
 
 
-def _read_events(data: bytes, name: str) -> tuple[_Trace, pl.DataFrame, list[str]]:
-    """The trace's own fields (its traceEvents left out), the frame of its events
-    (_event_frame, in file order) and the events set aside (one line each: position and why).
-    The events are found as raw JSON first (views of `data`, no copy), then decoded and laid
-    out as columns EVENT_BATCH at a time."""
-    data = data.removeprefix(BOM)
-    not_json: dict[int, str] = {}
+def _too_large(path: Path, detail: str) -> QuarantineError:
+    return QuarantineError(
+        TOO_LARGE,
+        f"{path.name}: {detail}, past what the ingest memory budget"
+        f" ({memory_budget.max_memory() / 2**30:.1f} GiB) lets one value take:"
+        " raise --max-memory / $TRACEREPLAY_MAX_MEMORY to read it",
+    )
+
+
+class _LooseTrace(_Trace):
+    """The trace's own fields, its traceEvents left as raw JSON (the text around the array)."""
+
+    traceEvents: list[msgspec.Raw] | None = None
+
+
+@dataclass
+class _Events:
+    """The events of one read: `frames` in memory, or `spilled` Parquet files (in file order)
+    once they passed the budget's share; `bad`: one line per entry set aside."""
+
+    frames: list[pl.DataFrame] = field(default_factory=list)
+    spilled: list[Path] = field(default_factory=list)
+    bad: list[str] = field(default_factory=list)
+    held: int = 0
+    spill_dir: Path | None = None
+
+    def add(self, frame: pl.DataFrame, limit: int) -> None:
+        self.frames.append(frame)
+        self.held += frame.estimated_size()
+        if self.held <= limit and not self.spilled:
+            return
+        if self.spill_dir is None:
+            self.spill_dir = memory_budget.new_spill_dir()
+        for one in self.frames:
+            target = self.spill_dir / f"events-{len(self.spilled):06d}.parquet"
+            one.write_parquet(target)
+            self.spilled.append(target)
+        self.frames, self.held = [], 0
+
+    def result(self, base_ns: int | None) -> pl.DataFrame | pl.LazyFrame:
+        if self.spilled:
+            return pl.scan_parquet(self.spilled)
+        if not self.frames:
+            return _event_frame([], base_ns).with_columns(pl.lit(None, pl.Int64).alias(drop.ENTRY))
+        return pl.concat(self.frames, how="vertical", rechunk=False)
+
+
+def _open_json(path: Path) -> BinaryIO:
+    """The trace's JSON as a binary stream (a .gz inflated as it is read; one with bytes after its
+    gzip data read from a copy without them)."""
+    with path.open("rb") as handle:
+        head = handle.read(2)
+    gzipped = head == gz.GZIP_MAGIC
+    if path.suffix == ".gz" and not gzipped:
+        raise QuarantineError(NOT_GZIP, f"{path.name} is named .gz but is not gzip data")
+    if not gzipped:
+        return path.open("rb")
     try:
+        found = gz.scan(path)
+    except (OSError, EOFError, zlib.error, ValueError) as err:
+        raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from err
+    if found.trailing:
+        path = gz.without_trailing(path, found.data_end)
+    return gzip.open(path, "rb")
+
+
+def _read_events(path: Path) -> tuple[_Trace, pl.DataFrame | pl.LazyFrame, list[str]]:
+    """The trace's own fields (its traceEvents left out), the frame of its events (_event_frame
+    with their file positions in drop.ENTRY, in file order; a LazyFrame over the spill when
+    they passed the budget's share) and the entries set aside (one line each: position and
+    why). The file is read STREAM_BLOCK bytes at a time; traceEvents' entries are found by
+    their structure (json_entries.ArrayStream) and decoded EVENT_BATCH at a time."""
+    trace, events, base_ns = _stream_events(path, None)
+    if trace.baseTimeNanoseconds != base_ns:
+        # baseTimeNanoseconds written after traceEvents: read again with it (rare; never in
+        # the real traces here, where it comes first)
+        trace, events, _ = _stream_events(path, trace.baseTimeNanoseconds)
+    return trace, events.result(trace.baseTimeNanoseconds), events.bad
+
+
+def _stream_events(path: Path, known_base: int | None) -> tuple[_Trace, _Events, int | None]:
+    budget = memory_budget.max_memory()
+    stream = json_entries.ArrayStream(
+        "traceEvents", max_entry=budget // ENTRY_SHARE, max_rest=budget // ENTRY_SHARE
+    )
+    events = _Events()
+    batch: list[bytes | int] = []
+    taken = 0  # entries taken from the stream so far
+    base_ns: int | None = known_base
+    base_known = known_base is not None
+    first_error: list[str] = []
+
+    def flush() -> None:
+        nonlocal base_ns, base_known
+        if not base_known:  # from the text before the array (the fields written first)
+            base_ns, base_known = _base_before(stream), True
+        offset = taken - len(batch)
+        frame, bad = _decoded_batch(batch, offset, base_ns, first_error)
+        events.bad.extend(bad)
+        if frame is not None:
+            events.add(frame, budget // SPILL_SHARE)
+        batch.clear()
+
+    try:
+        with _open_json(path) as handle:
+            first = True
+            while block := handle.read(STREAM_BLOCK):
+                if first:
+                    block, first = block.removeprefix(BOM), False
+                for entry in stream.feed(block):
+                    batch.append(entry)
+                    taken += 1
+                    if len(batch) >= EVENT_BATCH:
+                        flush()
+    except (OSError, EOFError, zlib.error) as err:
+        raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from err
+    except json_entries.BrokenStructure as err:
+        raise QuarantineError(INVALID_JSON, f"{path.name}: {err}") from err
+    except json_entries.TooLarge as err:
+        raise _too_large(path, str(err)) from err
+    if batch:
+        flush()
+    if not stream.offset or (not stream.entries and not stream.rest.strip()):
+        gzipped = path.suffix == ".gz" or _is_gzip(path)
+        raise QuarantineError(
+            EMPTY_FILE, f"{path.name} {'decompresses to nothing' if gzipped else 'is empty'}"
+        )
+    trace = _trace_fields(bytes(stream.rest), stream.level == 1, path.name)
+    if not stream.finish():
+        raise QuarantineError(TRUNCATED_JSON, f"{path.name}: the JSON text ends inside a value")
+    bare = stream.level == 1
+    if not bare and not stream.entries:
+        raise QuarantineError(NO_TRACE_EVENTS, f"{path.name} has an empty traceEvents array")
+    if events.bad and not events.frames and not events.spilled:
+        raise QuarantineError(INVALID_JSON, f"{path.name}: not a chrome trace: {first_error[0]}")
+    return trace, events, base_ns
+
+
+def _is_gzip(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(2) == gz.GZIP_MAGIC
+
+
+def _base_before(stream: json_entries.ArrayStream) -> int | None:
+    """baseTimeNanoseconds when the text before traceEvents gives it (an object's fields up to
+    the array: closed here to decode)."""
+    if stream.level != 2:
+        return None
+    text = bytes(stream.rest) + (b"]}" if stream.phase == "inside" else b"")
+    try:
+        return msgspec.json.decode(text, type=_LooseTrace).baseTimeNanoseconds
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _trace_fields(rest: bytes, bare: bool, name: str) -> _Trace:
+    """The trace's own fields from the text around traceEvents (the array as `[]`)."""
+    try:
+        if bare:
+            msgspec.json.decode(rest, type=list[msgspec.Raw])
+            return _Trace()
         try:
-            loose = _loose_trace(data)
+            loose = msgspec.json.decode(rest, type=_LooseTrace)
         except msgspec.DecodeError:
-            quoted = quote_constants(data)
-            if quoted == data:
+            quoted = quote_constants(rest)
+            if quoted == rest:
                 raise
-            data = quoted
-            loose = _loose_trace(data)
+            loose = msgspec.json.decode(quoted, type=_LooseTrace)
     except msgspec.ValidationError as err:
         raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {err}") from err
     except msgspec.DecodeError as err:
-        split = _split_events(data)
-        if split is None:
-            reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
-            raise QuarantineError(reason, f"{name}: {err}") from err
-        loose, not_json = split
-    raw = loose.traceEvents
-    bare = data.lstrip()[:1] == b"["
-    if not bare and raw is None:
+        reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
+        raise QuarantineError(reason, f"{name}: {err}") from err
+    if loose.traceEvents is None:
         raise QuarantineError(NO_TRACE_EVENTS, f"{name} has no traceEvents array")
-    if not bare and not raw:
-        raise QuarantineError(NO_TRACE_EVENTS, f"{name} has an empty traceEvents array")
     fields = {f: getattr(loose, f) for f in loose.__struct_fields__ if f != "traceEvents"}
-    trace = _Trace(**fields)
-    raw = raw or []
-    frames: list[pl.DataFrame] = []
-    bad: list[str] = []
-    for start in range(0, len(raw), EVENT_BATCH):
-        events, set_aside = _batch_events(raw[start : start + EVENT_BATCH], start, not_json)
-        bad.extend(set_aside)
-        if events:
-            frames.append(_event_frame(events, trace.baseTimeNanoseconds))
-    if bad and not frames:
-        raise QuarantineError(INVALID_JSON, f"{name}: not a chrome trace: {_first_error(data)}")
-    if not frames:
-        frames.append(_event_frame([], trace.baseTimeNanoseconds))
-    return trace, pl.concat(frames, how="vertical", rechunk=False), bad
+    return _Trace(**fields)
 
 
-def _split_events(data: bytes) -> tuple[_LooseTrace, dict[int, str]] | None:
-    """The trace when one or more of its events is no JSON (a raw control character, a lone
-    surrogate escape: msgspec refuses the whole text for it): traceEvents split by the file's
-    structure (json_entries), each entry decoded alone; an entry that is no JSON is replaced by
-    `null` (set aside by _batch_events at its own position, with the reason) and named in the
-    returned
-    {position: why}. None when the file's structure does not pair up, or the rest of it is no
-    trace either."""
-    if data.lstrip()[:1] == b"[":
-        entries, loose = json_entries.split_array(data), _LooseTrace()
-    else:
-        span = json_entries.member_array(data, "traceEvents")
-        if span is None:
-            return None
-        first, last = span
-        entries = json_entries.split_array(data[first : last + 1])
-        try:
-            loose = msgspec.json.decode(data[:first] + b"[]" + data[last + 1 :], type=_LooseTrace)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
-    if entries is None:
-        return None
-    raw: list[msgspec.Raw] = []
+def _decoded_batch(
+    entries: list[bytes | int], offset: int, base_ns: int | None, first_error: list[str]
+) -> tuple[pl.DataFrame | None, list[str]]:
+    """The frame of one batch of entries (the file's entries from position `offset` on; None
+    when none is an event) and one line per entry set aside. An int is an entry past the size
+    one entry may take (set aside as too_large); an entry that is no JSON (a raw control
+    character, a lone surrogate escape) is set aside alone; bare NaN / Infinity are quoted so
+    that their event is dropped with its reason."""
     not_json: dict[int, str] = {}
+    texts = [b"null" if isinstance(e, int) else e for e in entries]
     for index, entry in enumerate(entries):
-        try:
-            msgspec.json.decode(entry)
-            raw.append(msgspec.Raw(entry))
-        except msgspec.DecodeError as bad:
-            not_json[index] = f"not JSON ({bad})"
-            raw.append(msgspec.Raw(b"null"))
-    if not not_json:
-        return None  # the entries are JSON: what is wrong lies elsewhere
-    loose.traceEvents = raw
-    return loose, not_json
-
-
-def _first_error(data: bytes) -> str:
-    """Why the whole trace does not decode typed (the first event that is no event)."""
-    kind: Any = list[_Event] if data.lstrip()[:1] == b"[" else _Trace
+        if isinstance(entry, int):
+            not_json[offset + index] = (
+                f"{drop.TOO_LARGE} (an entry of {entry / 2**20:.1f} MiB, past the"
+                f" {memory_budget.max_memory() // ENTRY_SHARE / 2**20:.0f} MiB one entry may take)"
+            )
+    joined = b"[" + b",".join(texts) + b"]"
     try:
-        msgspec.json.decode(data, type=kind)
-    except msgspec.ValidationError as err:
-        return str(err)
-    return "an event gives one key twice"
+        try:
+            msgspec.json.decode(joined, type=list[msgspec.Raw])
+        except msgspec.DecodeError:
+            quoted = quote_constants(joined)
+            if quoted == joined:
+                raise
+            msgspec.json.decode(quoted, type=list[msgspec.Raw])
+            texts = [quote_constants(t) for t in texts]
+    except msgspec.DecodeError:
+        for index, text in enumerate(texts):
+            try:
+                msgspec.json.decode(quote_constants(text), type=msgspec.Raw)
+                texts[index] = quote_constants(text)
+            except msgspec.DecodeError as bad:
+                not_json[offset + index] = f"not JSON ({bad})"
+                texts[index] = b"null"
+    del joined
+    raw = [msgspec.Raw(t) for t in texts]
+    decoded, bad = _batch_events(raw, offset, not_json)
+    if bad and not first_error:
+        first_error.append(bad[0])
+    if not decoded:
+        return None, bad
+    skipped = {_entry_of(line) for line in bad}
+    positions = [offset + i for i in range(len(entries)) if offset + i not in skipped]
+    frame = _event_frame(decoded, base_ns).with_columns(
+        pl.Series(drop.ENTRY, positions, dtype=pl.Int64)
+    )
+    return frame, bad
 
 
 def _batch_events(
@@ -594,12 +792,6 @@ def _batch_events(
         except msgspec.ValidationError as err:
             bad.append(f"traceEvents[{offset + index}]: {err}")
     return events, bad
-
-
-def _loose_trace(data: bytes) -> _LooseTrace:
-    if data.lstrip()[:1] == b"[":
-        return _LooseTrace(traceEvents=msgspec.json.decode(data, type=list[msgspec.Raw]))
-    return msgspec.json.decode(data, type=_LooseTrace)
 
 
 _CONSTANTS = ("NaN", "Infinity", "-Infinity")

@@ -52,6 +52,7 @@ from pipelines.ingest.readers import gz, json_entries, json_keys
 from pipelines.ingest.readers.json_long_strings import LEFT_OUT, long_strings, without_long_strings
 from pipelines.ingest.steps import flows as flow_links
 from pipelines.ingest.steps.ascend_launch import LINK_KEY_REGEX, compact_args, launch_slices
+from pipelines.ingest.steps.launch_links import LINK_BATCH_ROWS
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import private_connection, scratch_connection, sql_string
 from pipelines.vocabulary.intervals import assign_steps
@@ -107,8 +108,9 @@ class TraceView:
     # streamed reads: the rows the derivations need (comm, overlap, compute receives), in memory
     derivable: pl.DataFrame | None = None
     # streamed reads: the rows launch attribution needs (device lanes, linked host slices, args
-    # cut to the link keys: pipelines/ingest/ascend_launch.launch_slices), in memory
-    launch: pl.DataFrame | None = None
+    # cut to the link keys: pipelines/ingest/ascend_launch.launch_slices), a LazyFrame over
+    # a Parquet file of the spill that launch_device_work reads a batch at a time
+    launch: pl.LazyFrame | None = None
     # entries set aside one by one, each "traceEvents[i]: why" (a non-object, a duplicated key)
     set_aside: list[str] = field(default_factory=list)
     # how many entries were set aside in all (the lines above are the first ones): the invalid
@@ -850,23 +852,23 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
     con.execute(f"set memory_limit = '{memory_budget.duckdb_limit_mib(budget)}MiB'")
     con.execute(f"set temp_directory = {sql_string(spill)}")
     con.execute("set preserve_insertion_order = false")
+    not_json: list[str] = []
     try:
-        con.register("raw", _raw_relation(con, path, max_object, whole_file=False))
         try:
-            _copy_scan(con, target)
+            _scan_to_spill(con, path, target, max_object)
         except duckdb.Error as exc:
-            if not _one_bad_record(exc):
+            if not _one_bad_entry(exc):
                 raise
-            # the entries as JSON values, checked, spilled first: the scan over the checked
-            # read alone needs more than DuckDB's 64 MiB floor (a 2 MB trace_view.json)
-            entries = spill / "entries.parquet"
-            con.execute(
-                f"copy ({_checked_entries(con, path, max_object).sql_query()})"
-                f" to {sql_string(entries)} (format parquet, row_group_size {_BATCH_ROWS})"
-            )
-            con.register("raw", con.read_parquet(str(entries)))
-            _copy_scan(con, target, checked=True)
-            entries.unlink()
+            # an entry that is no JSON (a raw control character, a lone surrogate escape):
+            # the array is copied without it, found by its structure a block at a time, and
+            # that entry named at its position as the in-memory read names it
+            copy = spill / "trace_view_json_entries.json"
+            not_json = _copy_without_entries_not_json(path, copy, max_object)
+            if not not_json:
+                raise
+            target.unlink(missing_ok=True)
+            _scan_to_spill(con, copy, target, max_object)
+            copy.unlink()
     except duckdb.Error as exc:
         raise QuarantineError("invalid_json", str(exc).splitlines()[0]) from exc
     finally:
@@ -886,8 +888,89 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
     )
     slices = complete.filter(pl.col(drop.DROPPED).is_null()).drop(drop.DROPPED, _AT)
     view = _view(path, meta, slices, dropped, flows)
-    _note_set_aside(view, [], {}, dropped_lines)
+    counts = {drop.INVALID_EVENT: len(not_json)} if not_json else {}
+    _note_set_aside(view, not_json, counts, dropped_lines)
     return view
+
+
+def _scan_to_spill(
+    con: duckdb.DuckDBPyConnection, path: Path, target: Path, max_object: int
+) -> None:
+    """The scan of the array `path` copied to the Parquet `target`; when DuckDB refuses one
+    record (no object, a key given twice) the array is read again entry by entry, checked."""
+    con.register("raw", _raw_relation(con, path, max_object, whole_file=False))
+    try:
+        _copy_scan(con, target)
+    except duckdb.Error as exc:
+        if not _one_bad_record(exc):
+            raise
+        # the entries as JSON values, checked, spilled first: the scan over the checked
+        # read alone needs more than DuckDB's 64 MiB floor (a 2 MB trace_view.json)
+        entries = target.parent / "entries.parquet"
+        con.execute(
+            f"copy ({_checked_entries(con, path, max_object).sql_query()})"
+            f" to {sql_string(entries)} (format parquet, row_group_size {_BATCH_ROWS})"
+        )
+        con.register("raw", con.read_parquet(str(entries)))
+        target.unlink(missing_ok=True)
+        _copy_scan(con, target, checked=True)
+        entries.unlink()
+
+
+_CHECK_BATCH = 100_000  # entries checked for being JSON at a time (one msgspec call)
+
+
+def _copy_without_entries_not_json(path: Path, target: Path, max_object: int) -> list[str]:
+    """Copy the JSON array `path` (plain or .gz) to `target` without its entries that are no
+    JSON, read a block at a time (json_entries.ArrayStream: memory holds a block and a batch of
+    entries, never the file); one `traceEvents[i]: not JSON (why)` line per entry left out.
+    Bare NaN / Infinity do not count (DuckDB reads them). Nothing (and no line) when the array's
+    structure does not pair up or one entry is past `max_object`: the file stays unreadable."""
+    stream = json_entries.ArrayStream("traceEvents", max_entry=max_object, max_rest=1 << 20)
+    lines: list[str] = []
+    batch: list[bytes] = []
+    written = 0
+
+    def flush(out: Any) -> None:
+        nonlocal written
+        bad: set[int] = set()
+        joined = quote_constants(b"[" + b",".join(batch) + b"]")
+        try:
+            msgspec.json.decode(joined, type=list[msgspec.Raw])
+        except msgspec.DecodeError:
+            for index, entry in enumerate(batch):
+                try:
+                    msgspec.json.decode(quote_constants(entry), type=msgspec.Raw)
+                except msgspec.DecodeError as why:
+                    bad.add(index)
+                    lines.append(f"traceEvents[{written + index}]: not JSON ({why})")
+        del joined
+        kept = [entry for index, entry in enumerate(batch) if index not in bad]
+        if kept:
+            out.write((b"," if out.tell() > 1 else b"") + b",".join(kept))
+        written += len(batch)
+        batch.clear()
+
+    opener = gzip.open if is_gzip(path) else open
+    try:
+        with opener(path, "rb") as source, open(target, "wb") as out:
+            out.write(b"[")
+            first = True
+            while block := source.read(json_entries.BLOCK):
+                if first:
+                    block, first = block.removeprefix(BOM), False
+                for entry in stream.feed(block):
+                    if isinstance(entry, int):
+                        return []
+                    batch.append(entry)
+                    if len(batch) >= _CHECK_BATCH:
+                        flush(out)
+            if batch:
+                flush(out)
+            out.write(b"]")
+    except (json_entries.BrokenStructure, json_entries.TooLarge):
+        return []
+    return lines if stream.finish() and stream.level == 1 else []
 
 
 def _copy_scan(con: duckdb.DuckDBPyConnection, target: Path, checked: bool = False) -> None:
@@ -911,7 +994,7 @@ def _meta(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _lazy_steps(frame: pl.LazyFrame, steps: pl.DataFrame) -> pl.LazyFrame:
+def lazy_steps(frame: pl.LazyFrame, steps: pl.DataFrame) -> pl.LazyFrame:
     """`intervals.assign_steps` as a streamable plan, with the same rule: the latest window
     starting at or before `start_ns`, if `start_ns` is before that window's end. The window is
     found by binning start_ns at the windows' starts (elementwise) and joining the small window
@@ -955,12 +1038,15 @@ def _derivable(slices: pl.LazyFrame) -> pl.DataFrame:
 
 def _launch_rows(
     raw: pl.LazyFrame, links: pl.DataFrame, process: pl.DataFrame, threads: pl.DataFrame
-) -> pl.DataFrame:
-    """The rows launch attribution reads (`ascend_launch.launch_slices`) of a streamed read, in
-    memory: the device lanes' slices and the host slices bound to a flow or naming a link key,
-    read from the spill a batch at a time with their args cut to the link keys (the raw plan,
-    before the flows are merged into the args and the lanes joined on: those joins would hold
-    every row's args), then the flows, lanes and threads joined on the few rows kept."""
+) -> pl.LazyFrame:
+    """The rows launch attribution reads (`ascend_launch.launch_slices`) of a streamed read, as
+    a LazyFrame over a Parquet file of the spill: the device lanes' slices and the host slices
+    bound to a flow or naming a link key, read from the spill a batch at a time with their args
+    cut to the link keys (the raw plan, before the flows are merged into the args and the lanes
+    joined on: those joins would hold every row's args), then the flows, lanes and threads
+    joined on the few rows kept. `ascend_launch.launch_device_work` reads the file a batch at a
+    time: held in memory, these rows and their attribution grew with the trace (the peak of a
+    marked 4 GB trace's default ingest, docs/bench_ingest.md)."""
     lane_of = dict(zip(process["pid"], process["lane"], strict=True))
     device = [pid for pid, lane in lane_of.items() if lane in ("compute", "comm")]
     host = [pid for pid, lane in lane_of.items() if lane == "host"]
@@ -980,9 +1066,11 @@ def _launch_rows(
     )
     # one streaming plan to the narrow launch rows: collected before the joins and the select,
     # each step held a full copy (a marked 4 GB trace's read peaked at 2,771 MiB here)
-    return launch_slices(_linked_with_lanes(rows, links, process, threads)).collect(
-        engine="streaming"
+    target = memory_budget.new_spill_dir() / "launch_rows.parquet"
+    launch_slices(_linked_with_lanes(rows, links, process, threads)).sink_parquet(
+        target, row_group_size=LINK_BATCH_ROWS
     )
+    return pl.scan_parquet(target)
 
 
 def _linked_with_lanes(
@@ -1065,7 +1153,7 @@ def _view(
         .sort("start_ns")
     )
     if isinstance(slices, pl.LazyFrame):
-        slices = _lazy_steps(slices, steps).select(SLICE_COLUMNS)
+        slices = lazy_steps(slices, steps).select(SLICE_COLUMNS)
         derivable = _derivable(slices)
         launch = _launch_rows(raw, links, process, threads)
     else:
