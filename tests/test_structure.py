@@ -83,6 +83,7 @@ STORE_MAY_IMPORT = (
     "pipelines.paths",
     "pipelines.memory_budget",
     "pipelines.vocabulary.profiler_names",
+    "pipelines.vocabulary.configuration",  # the lake catalog keeps each run's configuration
 )
 ABOVE_THE_STORE = ("pipelines.ingest", "pipelines.analysis", "pipelines.cli", "pipelines.defs")
 ABOVE_THE_STORE += ("pipelines.demo",)

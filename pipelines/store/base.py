@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 
 from pipelines.paths import stored_path
-from pipelines.store import queries
+from pipelines.store import lake_catalog, queries
 
 
 class StoreError(Exception):
@@ -82,6 +82,12 @@ class Session(ABC):
         """run_id -> a stamp that changes when the run's `runs` row may have changed, for
         backends where reading every `runs` row is O(history) (a lake); None where one read of
         `runs` is cheap (a DuckDB file)."""
+
+    def run_facts(self) -> pl.DataFrame:
+        """run_id and lake_catalog.FACT_COLUMNS (the configuration, collected_at, replay_of) of
+        every run the `runs` table shows, by run_id: a lake answers from its identity catalog
+        (no Parquet file opened)."""
+        return queries.run_columns(self.con, None, lake_catalog.FACT_COLUMNS)
 
     def run_ids_at_origin(self, origin: str) -> list[str]:
         """Measured runs (not replays) read from exactly `origin`."""

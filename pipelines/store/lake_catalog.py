@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -28,11 +29,21 @@ import polars as pl
 
 from pipelines.store import lake_damage
 from pipelines.store import lake_layout as lake
+from pipelines.store.schema import polars_schema
+from pipelines.vocabulary.configuration import RUN_CONFIG_KEYS
 
 FOLDER = lake.CATALOG
 PREFIX = "run_id="
 SUFFIX = ".json"
 RUN_COLUMNS = ("origin", "content_hash", "tags", "segmentation", "dropped_rows", "source")
+FACT_COLUMNS = (*RUN_CONFIG_KEYS, "collected_at", "replay_of")
+"""`runs` columns an entry also keeps under "facts" (Session.run_facts: the configuration a fit
+counts a run in and whether it was collected, pipelines.analysis.changes.segments.may_split),
+collected_at as integer microseconds (TIMESTAMP's resolution), so no run's Parquet file is opened
+to answer them."""
+VERSION = 2
+"""Entries of another version (version 1: no "facts") are rebuilt from the run's files."""
+_EPOCH = datetime(1970, 1, 1)
 
 
 def _entry_path(root: Path, run_id: str) -> Path:
@@ -71,12 +82,17 @@ def refresh(root: Path, run_id: str) -> dict[str, Any] | None:
         return None
     row = runs.row(0, named=True)
     inputs = _partition_frame(root, "run_inputs", run_id, ["path", "sha256"])
+    facts = {c: row.get(c) for c in FACT_COLUMNS}
+    if isinstance(facts["collected_at"], datetime):
+        facts["collected_at"] = (facts["collected_at"] - _EPOCH) // timedelta(microseconds=1)
     entry = {
         "run_id": run_id,
         **{c: row.get(c) for c in RUN_COLUMNS},
         "replay_of": row.get("replay_of"),
         "files": inputs.rows() if not inputs.is_empty() else [],
         "runs_file": stamp,
+        "facts": facts,
+        "version": VERSION,
     }
     target = _entry_path(root, run_id)
     aside = root / FOLDER / lake.INCOMING / f"{uuid.uuid4().hex}{SUFFIX}"
@@ -89,19 +105,6 @@ def refresh(root: Path, run_id: str) -> dict[str, Any] | None:
 def remove(root: Path, run_id: str) -> None:
     """Drop the entry of `run_id` (before its partitions are removed)."""
     _entry_path(root, run_id).unlink(missing_ok=True)
-
-
-def _listed(folder: Path, prefix: str, suffix: str = "") -> set[str]:
-    """Run ids named by the entries of `folder` (`<prefix><quoted id><suffix>`)."""
-    try:
-        names = [e.name for e in os.scandir(folder)]
-    except FileNotFoundError:
-        return set()
-    out = set()
-    for name in names:
-        if name.startswith(prefix) and name.endswith(suffix):
-            out.add(unquote(name[len(prefix) : len(name) - len(suffix)]))
-    return out
 
 
 _parsed: dict[tuple[str, str], tuple[tuple[int, int], dict[str, Any]]] = {}
@@ -133,6 +136,29 @@ def _read_entry(root: Path, run_id: str, path: str) -> dict[str, Any] | None:
     return entry
 
 
+_unquoted: dict[str, str] = {}
+"""A run folder's name -> its run id (unquote once per process)."""
+
+
+def _run_ids(runs_folder: str) -> list[tuple[str, str]]:
+    """(run id, folder name) of each run folder under `runs/`, by run id."""
+    try:
+        with os.scandir(runs_folder) as listed:
+            names = [e.name for e in listed if e.name.startswith(PREFIX)]
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in names:
+        if name == lake.SCHEMA_PARTITION:
+            continue
+        run_id = _unquoted.get(name)
+        if run_id is None:
+            run_id = _unquoted[name] = unquote(name[len(PREFIX) :])
+        out.append((run_id, name))
+    out.sort()
+    return out
+
+
 def entries(root: Path) -> list[dict[str, Any]]:
     """The entry of every run in the lake (replays included), rebuilt where stale or missing.
     Cost: one listing of `runs/`, a stat of each run's `runs` file and (unless parsed for that
@@ -140,22 +166,43 @@ def entries(root: Path) -> list[dict[str, Any]]:
     pathlib's per-path cost dominated at 1,000 runs."""
     root = Path(root)
     base, folder = str(root), str(root / FOLDER)
-    stored = _listed(root / "runs", PREFIX) - {lake.SCHEMA_PARTITION[len(PREFIX) :]}
     out = []
-    for run_id in sorted(stored):
-        quoted = quote(run_id, safe="")
-        runs_stamp = _stat(f"{base}/runs/{PREFIX}{quoted}/{lake.PART}")
+    for run_id, name in _run_ids(f"{base}/runs"):
+        runs_stamp = _stat(f"{base}/runs/{name}/{lake.PART}")
         stamp = list(runs_stamp) if runs_stamp else None
         # an entry is a function of its runs file (run_inputs is written before it): one parsed
         # for this stamp needs no stat of its own file
-        entry = _parsed.get((base, run_id), (None, None))[1]
-        if entry is None or entry.get("runs_file") != stamp:
-            entry = _read_entry(root, run_id, f"{folder}/{PREFIX}{quoted}{SUFFIX}")
-        if entry is None or entry.get("runs_file") != stamp:
+        cached = _parsed.get((base, run_id))
+        entry = None if cached is None else cached[1]
+        if not _current(entry, stamp):
+            path = f"{folder}/{PREFIX}{quote(run_id, safe='')}{SUFFIX}"
+            entry = _read_entry(root, run_id, path)
+        if not _current(entry, stamp):
             entry = refresh(root, run_id)
         if entry is not None:
             out.append(entry)
     return out
+
+
+def _current(entry: dict[str, Any] | None, stamp: list[int] | None) -> bool:
+    """Whether `entry` was made from the run's `runs` file as it is now, by this version."""
+    return entry is not None and entry.get("runs_file") == stamp and entry.get("version") == VERSION
+
+
+def facts_frame(entries: list[dict[str, Any]]) -> pl.DataFrame:
+    """run_id and FACT_COLUMNS of `entries`, typed as the `runs` DDL types them (the frame
+    queries.run_columns reads from the `runs` table)."""
+    types = polars_schema("runs")
+    columns: dict[str, list] = {c: [] for c in ("run_id", *FACT_COLUMNS)}
+    for entry in entries:
+        columns["run_id"].append(entry["run_id"])
+        facts = entry["facts"]
+        for column in FACT_COLUMNS:
+            columns[column].append(facts.get(column))
+    schema = {"run_id": pl.String, **{c: types[c] for c in FACT_COLUMNS}}
+    schema["collected_at"] = pl.Int64
+    frame = pl.DataFrame(columns, schema=schema)
+    return frame.with_columns(pl.col("collected_at").cast(types["collected_at"])).sort("run_id")
 
 
 def measured(root: Path) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ the lake store and its identity catalog.
     <lake>/quarantine/batch=<time>-<pid>-<uuid>/part.parquet   one file per quarantine write
     <lake>/warehouse.duckdb                             the views (and tau_fits) of the lake
     <lake>/_catalog/run_id=<id>.json                    a run's identity entry (lake_catalog)
-    <lake>/_catalog/checked/files.json                  files found whole, by stat (lake_damage)
+    <lake>/_catalog/checked/<table>.json               files found whole, by stat (lake_damage)
 
 The rank is a file name, not a `rank=` folder: DuckDB (1.5.6) refuses globs whose files sit at
 different partition depths ("Hive partition mismatch") and a hive key replaces the file's own
@@ -30,8 +30,6 @@ WAREHOUSE_NAME = "warehouse.duckdb"
 CATALOG = "_catalog"
 """The lake's catalog folder: one identity entry per run (lake_catalog) and the record of the
 partition files found whole (lake_damage)."""
-CHECKED_FILES = "checked/files.json"
-"""Under CATALOG, in a folder of its own: the run entries are the catalog folder's *.json."""
 
 
 def partition_dir(root: Path, table: str, run_id: str) -> Path:

@@ -252,11 +252,15 @@ class LakeSession(Session):
         root: Path,
         read_only: bool,
         damaged: Sequence[lake_damage.DamagedFile] = (),
+        runs_scanned: bool = True,
     ) -> None:
         self.con = con
         self.root = Path(root).resolve()
         self.read_only = read_only
         self.damaged = tuple(damaged)  # found when the session was opened (its views skip them)
+        # False (ingest): only the quarantine was scanned; a stored run's files are checked when
+        # ingest relies on that run (run_row_counts)
+        self.runs_scanned = runs_scanned
 
     def runs_relation(self, table: str, run_ids: Sequence[str]) -> str:
         return runs_scan(self.root, table, run_ids)
@@ -275,6 +279,19 @@ class LakeSession(Session):
 
     def run_stamps(self) -> dict[str, str] | None:
         return {e["run_id"]: json.dumps(e.get(STAMP)) for e in self._measured()}
+
+    def run_facts(self) -> pl.DataFrame:
+        broken = set(lake_damage.left_out(list(self.damaged))[0])
+        entries = [e for e in lake_catalog.entries(self.root) if e["run_id"] not in broken]
+        return lake_catalog.facts_frame(entries)
+
+    def run_row_counts(self, run_id: str) -> dict[str, int]:
+        if not self.runs_scanned:
+            damaged = lake_damage.run_damage(self.root, run_id)
+            if damaged:  # ingest rewrites the run (pipelines.ingest.load: a stored file unread)
+                report_damage(self.root, damaged)
+                raise duckdb.IOException(f"lake run {run_id}: {damaged[0].path} is damaged")
+        return super().run_row_counts(run_id)
 
     def not_null_columns(self) -> dict[str, list[str]]:
         # the DDL's: the lake's tables are views, which DuckDB reports nullable
@@ -403,13 +420,14 @@ class LakeStore(Store):
         """An in-memory connection reading the lake (no file lock: any number of processes).
         views=False: no view over the run tables, whose creation lists every run's folder; the
         session reads the quarantine view, one run through its own folder and the stored runs
-        through the identity catalog."""
+        through the identity catalog, and the damage scan covers the quarantine only (a stored
+        run's files are checked when ingest relies on it: O(new files), not O(lake))."""
         con = duckdb.connect()
         try:
             # footers of the many small partition files read once per connection; DuckDB checks
             # each file's modification time before using a cached footer
             con.execute("set parquet_metadata_cache = true")
-            damaged = lake_damage.damaged_files(self.location)
+            damaged = lake_damage.damaged_files(self.location, None if views else (QUARANTINE,))
             report_damage(self.location, damaged)
             tables = CANONICAL_TABLES if views else (QUARANTINE,)
             attach_views(con, self.location, tables, True, damaged)
@@ -417,7 +435,7 @@ class LakeStore(Store):
         except Exception:
             con.close()
             raise
-        return LakeSession(con, self.location, read_only=False, damaged=damaged)
+        return LakeSession(con, self.location, False, damaged, runs_scanned=views)
 
     def open_runs(self) -> LakeSession:
         return self.open_for_ingest(views=True)

@@ -35,20 +35,6 @@ def _age(root: Path) -> None:
         os.utime(folder, ns=(OLD, OLD))
 
 
-@pytest.fixture
-def reads(monkeypatch) -> list[str]:
-    """The files the scan reads."""
-    seen: list[str] = []
-    real = lake_damage.file_damage
-
-    def counted(path: str) -> str | None:
-        seen.append(path)
-        return real(path)
-
-    monkeypatch.setattr(lake_damage, "file_damage", counted)
-    return seen
-
-
 def test_an_unchanged_lake_is_not_read_again(tmp_path: Path, reads: list[str]) -> None:
     root = tmp_path / "lake"
     for run in ("a", "b"):

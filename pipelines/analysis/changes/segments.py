@@ -22,7 +22,7 @@ import polars as pl
 from pipelines.analysis.changes.changepoint_defaults import DEFAULT_FDR, DEFAULT_MIN_SEGMENT
 from pipelines.analysis.tau.curve_keys import CONFIG_KEYS
 from pipelines.selectors import SelectorError
-from pipelines.store import queries
+from pipelines.store import Session, queries
 from pipelines.vocabulary.configuration import RUN_CONFIG_KEYS
 
 SEGMENT = "segment"
@@ -89,17 +89,21 @@ def with_segments(points: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
     return joined.with_columns(pl.col(SEGMENT).fill_null(""))
 
 
-def may_split(con: duckdb.DuckDBPyConnection, points: pl.DataFrame) -> bool:
+def may_split(con: Session | duckdb.DuckDBPyConnection, points: pl.DataFrame) -> bool:
     """Whether a confirmed change point can split any run of `points`: False when every
     configuration of their runs has fewer than 2 x DEFAULT_MIN_SEGMENT measured runs with a
     collection time (replays left out; copies counted, so this bounds find_changes' series from
     above), since a shorter series cannot hold a confirmed point (detect_change_points' gate
-    needs 2 x min_segment values and its tail points are pending). Reads the columns it needs
-    of the `runs` table only, not the metric marts the whole scan needs."""
+    needs 2 x min_segment values and its tail points are pending). Reads the configuration,
+    collected_at and replay_of of every run only (Session.run_facts: a lake's identity catalog,
+    no Parquet file; a DuckDB file's `runs` table), not the metric marts the whole scan needs."""
     if points.is_empty() or "run_id" not in points.columns:
         return False
     keys = list(RUN_CONFIG_KEYS)
-    runs = queries.run_columns(con, None, [*keys, "collected_at", "replay_of"])
+    if isinstance(con, Session):
+        runs = con.run_facts()
+    else:
+        runs = queries.run_columns(con, None, [*keys, "collected_at", "replay_of"])
     measured = runs.filter(pl.col("replay_of").is_null() & pl.col("collected_at").is_not_null())
     counts = measured.group_by(keys).len("measured")
     wanted = runs.filter(pl.col("run_id").is_in(points["run_id"].unique().implode()))
@@ -108,7 +112,7 @@ def may_split(con: duckdb.DuckDBPyConnection, points: pl.DataFrame) -> bool:
     return bool((reach["measured"] >= 2 * DEFAULT_MIN_SEGMENT).any())
 
 
-def segment_points(con: duckdb.DuckDBPyConnection, points: pl.DataFrame) -> pl.DataFrame:
+def segment_points(con: Session | duckdb.DuckDBPyConnection, points: pl.DataFrame) -> pl.DataFrame:
     """with_segments of the points and the confirmed change points of the whole warehouse's
     nightly history (find_changes over every collected run; none when there is no history).
     The whole scan runs only when some configuration of the points has history enough to hold
@@ -118,6 +122,8 @@ def segment_points(con: duckdb.DuckDBPyConnection, points: pl.DataFrame) -> pl.D
 
     if not may_split(con, points):
         return with_segments(points, pl.DataFrame())
+    if isinstance(con, Session):
+        con = con.con  # the scan reads the connection, as before
     try:
         scan = find_changes(con, build=False, withdrawn=False)
     except SelectorError:  # no collected runs: no history to split

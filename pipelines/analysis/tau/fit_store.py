@@ -99,7 +99,7 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
         frame, segmented = load_tau_points(session, segment=options.segment, run_ids=run_ids)
         points = frame.height
         # one curve per segment of a history split by confirmed change points (issue 33 item 5)
-        frame = segment_points(session.con, frame)
+        frame = segment_points(session, frame)
         fitted = fit_curves(
             frame,
             keys=SEGMENTED_CURVE_KEYS,

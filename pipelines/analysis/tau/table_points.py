@@ -38,7 +38,7 @@ def table_fit_inputs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     changed table refits every table curve, never leaves one stale."""
     if not queries.relation_exists(con, RELATION):
         return pl.DataFrame()
-    hashes = queries.latency_table_hashes(con)
+    hashes = queries.latency_table_hashes(con, TABLE_PREFIX)
     if not hashes:
         return pl.DataFrame()
     digest = hashlib.sha256(repr(hashes).encode()).hexdigest()
