@@ -16,10 +16,20 @@ with the reason)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import polars as pl
 
-from pipelines.ingest.steps.launch_links import LINK_KEYS, LIST_KEYS, launch_anchors
+from pipelines.ingest.steps.launch_links import (
+    ANCHOR_SCHEMA,
+    LINK_BATCH_ROWS,
+    LINK_KEYS,
+    LIST_KEYS,
+    anchors_from_starts,
+    combine_link_starts,
+    host_link_starts,
+    launch_anchors,
+)
 from pipelines.ingest.steps.step_breakdown import derive_breakdown
 from pipelines.vocabulary.device_work import COMM_LINK_KEY, work_slices
 from pipelines.vocabulary.intervals import assign_steps
@@ -83,21 +93,41 @@ def launch_slices(slices: pl.LazyFrame | pl.DataFrame) -> pl.LazyFrame | pl.Data
     )
 
 
-def launch_device_work(slices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def launch_device_work(
+    slices: pl.DataFrame | pl.LazyFrame, batch_rows: int = LINK_BATCH_ROWS
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(device, comm_ops) of one rank for `derive_breakdown`: device = kind ('compute' | 'comm'),
     name, start_ns, dur_ns, anchor_ns (null: no link); comm_ops = op, is_p2p, start_ns, dur_ns,
-    anchor_ns. `slices` are the rank's canonical slices with args."""
-    frame = slices.with_columns(
-        pl.lit(0, pl.Int32).alias("rank"), pl.col("start_ns").cast(pl.Int64)
-    ).with_row_index("row_id")
+    anchor_ns. `slices` are the rank's canonical slices with args, or a LazyFrame over the
+    launch rows a streamed read spilled (`launch_slices`), which is read `batch_rows` at a time
+    (`_batched_device_work`: the same rows, in memory that grows with the link ids and the
+    device work, not with the rows and their args)."""
+    if isinstance(slices, pl.LazyFrame):
+        return _batched_device_work(slices, batch_rows)
+    frame = _prepared(slices)
     compute = work_slices(frame).with_columns(pl.lit("compute").alias("kind"))
-    ops = frame.filter(
-        (pl.col("lane") == "comm") & pl.col("thread").str.contains(COMM_OP_THREAD)
-    ).with_columns(pl.lit("comm").alias("kind"))
+    ops = _comm_ops_rows(frame)
     work = pl.concat([compute, ops], how="vertical_relaxed")
     host = frame.filter(pl.col("lane") == "host")
     anchors = launch_anchors(work, host).rename({"host_ns": "anchor_ns"})
-    work = work.join(anchors, on="row_id", how="left")
+    return _device_and_ops(work.join(anchors, on="row_id", how="left"))
+
+
+def _prepared(slices: pl.DataFrame) -> pl.DataFrame:
+    return slices.with_columns(
+        pl.lit(0, pl.Int32).alias("rank"), pl.col("start_ns").cast(pl.Int64)
+    ).with_row_index("row_id")
+
+
+def _comm_ops_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """The HCCL op slices of `frame` (thread `Group <g> Communication`), kind 'comm'."""
+    return frame.filter(
+        (pl.col("lane") == "comm") & pl.col("thread").str.contains(COMM_OP_THREAD)
+    ).with_columns(pl.lit("comm").alias("kind"))
+
+
+def _device_and_ops(work: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(device, comm_ops) of `launch_device_work` from the work rows with their anchor_ns."""
     device = work.select("kind", "name", "start_ns", pl.col("dur_ns").cast(pl.Int64), "anchor_ns")
     comm_ops = work.filter(pl.col("kind") == "comm").select(
         pl.col("name").alias("op"),
@@ -107,6 +137,58 @@ def launch_device_work(slices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
         "anchor_ns",
     )
     return device, comm_ops
+
+
+def _batches(rows: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
+    """`rows` read `batch_rows` rows at a time, in order."""
+    total = rows.select(pl.len()).collect().item()
+    for offset in range(0, total, batch_rows):
+        yield rows.slice(offset, batch_rows).collect()
+
+
+def _batched_device_work(rows: pl.LazyFrame, batch_rows: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`launch_device_work` of launch rows read in batches, with the same anchors and rows in
+    the same order: each device slice is decided alone once the whole rank's earliest host
+    start per link id (`host_link_starts`, combined over batches by their minimum) and its comm
+    lane's connection ids (which compute tasks are HCCL transfers, `work_slices`) are known.
+    So the rows are read twice: once for the host rows' link starts and the comm rows (few),
+    then for the compute rows, a batch at a time (as chunk segmentation does,
+    pipelines/analysis/chunks/segment_batches.py)."""
+    lane = pl.col("lane")
+    by = ("rank",)
+    starts: dict[str, pl.DataFrame] = {}
+    comm_parts = []
+    for batch in _batches(rows, batch_rows):
+        comm_parts.append(batch.filter(lane == "comm"))
+        host = _prepared(batch.filter(lane == "host"))
+        if host.is_empty():
+            continue
+        for key, part in host_link_starts(host, LINK_KEYS, by).items():
+            starts[key] = combine_link_starts(starts.get(key), part, by)
+    comm = _prepared(pl.concat(comm_parts) if comm_parts else rows.clear().collect())
+    transfers = comm.filter(pl.col("args").str.contains(f'"{COMM_LINK_KEY}"', literal=True))
+    work = [
+        _anchored(_compute_work(_prepared(batch.filter(lane == "compute")), transfers), starts)
+        for batch in _batches(rows, batch_rows)
+    ]
+    work.append(_anchored(_comm_ops_rows(comm), starts))
+    return _device_and_ops(pl.concat(work, how="vertical_relaxed"))
+
+
+def _compute_work(compute: pl.DataFrame, transfers: pl.DataFrame) -> pl.DataFrame:
+    """The work slices of a batch of compute rows (`work_slices`), told the HCCL transfers by
+    the comm rows that carry a connection id (`transfers`, the whole rank's)."""
+    work = work_slices(pl.concat([compute, transfers]))
+    return work.with_columns(pl.lit("compute").alias("kind"))
+
+
+def _anchored(work: pl.DataFrame, starts: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """`work` with anchor_ns: the earliest start of the host slices it links to (`starts`)."""
+    anchors = pl.DataFrame(schema=ANCHOR_SCHEMA)
+    if starts and not work.is_empty():
+        anchors = anchors_from_starts(work, starts, LINK_KEYS, ("rank",))
+    anchors = anchors.rename({"host_ns": "anchor_ns"})
+    return work.join(anchors, on="row_id", how="left", maintain_order="left")
 
 
 def launch_steps(rows: pl.DataFrame, host: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
