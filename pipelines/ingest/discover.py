@@ -37,6 +37,7 @@ from pathlib import Path
 from pipelines.ingest.frames import Quarantined
 from pipelines.ingest.readers import gz
 from pipelines.ingest.readers.ascend_text import METADATA, OUTPUT_DIR, TEXT_INPUTS
+from pipelines.ingest.readers.latency_tables import header_of as latency_header_of
 from pipelines.ingest.readers.latency_tables import sniff as sniff_latency_table
 from pipelines.ingest.readers.profiler_info import rank_from_file_name
 
@@ -330,6 +331,10 @@ class _Walk:
             self.classify_json(path, in_rank=in_rank, explicit=explicit)
         elif lowered.endswith((".csv", ".parquet")) and sniff_latency_table(path):
             self.tables.append(path)
+        elif lowered.endswith(".parquet") and latency_header_of(path) is None:
+            # a Parquet file whose schema cannot be read (cut off, not Parquet) was passed over
+            # without a word beside the tables it sat with (issue 36 round five)
+            self.quarantine(path, "unreadable_table", f"{name}: no readable Parquet schema")
         elif lowered.endswith(DATA_SUFFIXES) and (in_rank or explicit):
             if lowered.endswith(".db") and not is_sqlite(path):
                 self.quarantine(path, "corrupt_db", f"{name}: no SQLite 3 header")

@@ -24,7 +24,9 @@ the table loads.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -53,7 +55,13 @@ MISSING_TIME = "missing_time"
 INVALID_TIME = "invalid_time"  # not a number, NaN or infinite
 NEGATIVE_TIME = "negative_time"
 INVALID_TOKENS = "invalid_tokens"  # missing, not a whole number, or below 1
-INVALID_PREFIX = "invalid_prefix"  # not a whole number, or negative
+INVALID_PREFIX = "invalid_prefix"  # missing, not a whole number, or negative
+# issue 36 round five: each of these values was read as a default or NULL without a word
+INVALID_BATCH = "invalid_batch"  # given, not a whole number >= 1 ('abc', -3, 2.5 were batch 1)
+INVALID_STAT = "invalid_stat"  # a mean / min / max / std given but no finite number >= 0 (was NULL)
+INVALID_TP = "invalid_tp"  # a tensor-parallel degree given but no whole number >= 1 (was NULL)
+INVALID_PHASE = "invalid_phase"  # Vidur is_prefill neither true nor false (was a decode row)
+PAST_MAX_LEN = "past_max_len"  # Vidur: prefix + chunk past the row's max_model_len
 SNIFF_BYTES = 1 << 16
 
 
@@ -78,7 +86,8 @@ def header_of(path: Path) -> list[str] | None:
             head = handle.read(SNIFF_BYTES)
     except (OSError, pl.exceptions.PolarsError):
         return None
-    line = head.split(b"\n", 1)[0].strip().decode("utf-8", "replace").lstrip("\ufeff")
+    line = re.split(rb"\r\n|\r|\n", head, maxsplit=1)[0]  # CR-only line ends too
+    line = line.strip().decode("utf-8", "replace").lstrip("\ufeff")
     return [name.strip().strip('"') for name in line.split(",")] if line else None
 
 
@@ -141,12 +150,45 @@ def read_table(path: Path, tags: dict[str, str] | None = None) -> LatencyTable:
 def _read_text_frame(path: Path) -> pl.DataFrame:
     """Every cell as text (a number the table mangled stays visible), plus `line`."""
     if path.suffix.lower() == ".parquet":
-        frame = pl.read_parquet(path)
-        frame = frame.with_columns(pl.all().cast(pl.String))
+        frame = _text_columns(pl.read_parquet(path))
         return frame.with_row_index("line", offset=2).with_columns(pl.col("line").cast(pl.Int64))
-    frame = pl.read_csv(path, infer_schema=False)
+    # bytes that are no UTF-8 (a model name in another code page) are kept as \xNN text, as
+    # the other CSV readers keep them; old-Mac CR-only line ends are line ends (Polars read such a
+    # file as one header line: every row lost without a word; issue 36 round five)
+    text = path.read_bytes().decode("utf-8", "backslashreplace").removeprefix("\ufeff")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    names = next(csv.reader(io.StringIO(text)), [])
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"column {twice[0]!r} is given twice: which one is meant is unknown")
+    frame = pl.read_csv(text.encode(), infer_schema=False)
     # the header is line 1; a CSV without quoted newlines has one row per line
-    return frame.with_row_index("line", offset=2).with_columns(pl.col("line").cast(pl.Int64))
+    frame = frame.with_row_index("line", offset=2).with_columns(pl.col("line").cast(pl.Int64))
+    # a blank line is no row (Polars gave it a row of empty cells: a missing_time set aside)
+    return frame.filter(~pl.all_horizontal(pl.exclude("line").is_null()))
+
+
+def _text_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every column of a Parquet table as text. A nested or binary column (a list, struct, map or
+    bytes) no layout reads is left out (it made the whole table unreadable: issue 36 round five);
+    one a layout reads is refused by name (ValueError: the file is quarantined)."""
+    kept = []
+    for name, dtype in frame.schema.items():
+        if dtype.is_nested() or dtype == pl.Binary or dtype == pl.Object:
+            if _is_read(name):
+                raise ValueError(f"column {name!r} is a {dtype}, not a number or a text")
+            continue
+        kept.append(pl.col(name).cast(pl.String))
+    return frame.select(kept)
+
+
+def _is_read(name: str) -> bool:
+    """Whether some layout reads a column of this name."""
+    read = {"tokens", "prefix", "batch_size", "operator", *_GENERIC_FACTS, *_VIDUR_ATTENTION_KEYS}
+    read |= {"num_tokens", "num_tensor_parallel_workers", "n_embd", "n_q_head", "n_head"}
+    read |= {"n_kv_head", "max_model_len", *_GENERIC_TIMES}
+    stat = re.match(r"^(mean|min|max|std)_(ms|us|ns)$", name)
+    return name in read or bool(_STAT.match(name)) or bool(stat)
 
 
 def _facts(path: Path, layout: str, frame: pl.DataFrame, tags: dict[str, str]) -> dict:
@@ -173,6 +215,8 @@ def _vidur_facts(frame: pl.DataFrame, layout: str) -> list[pl.Expr]:
     facts = []
     if "num_tensor_parallel_workers" in frame.columns:
         facts.append(pl.col("num_tensor_parallel_workers").alias("fact_tp"))
+    if layout == VIDUR_ATTENTION and "max_model_len" in frame.columns:
+        facts.append(pl.col("max_model_len").alias("fact_max_len"))
     heads = "n_q_head" if layout == VIDUR_ATTENTION else "n_head"
     if {"n_embd", heads, "n_kv_head"} <= set(frame.columns):
         parts = [pl.lit("d"), pl.col("n_embd"), pl.lit("-q"), pl.col(heads)]
@@ -201,8 +245,12 @@ def _long(frame: pl.DataFrame, tokens: str, prefix: str | None, batch: str | Non
                 "line",
                 pl.lit(op).alias("operator"),
                 pl.col(tokens).alias("tokens_text"),
-                (pl.col(prefix) if prefix else pl.lit(None, pl.String)).alias("prefix_text"),
-                (pl.col(batch) if batch else pl.lit(None, pl.String)).alias("batch_text"),
+                (pl.col(prefix).fill_null("") if prefix else pl.lit(None, pl.String)).alias(
+                    "prefix_text"
+                ),
+                (pl.col(batch).fill_null("") if batch else pl.lit(None, pl.String)).alias(
+                    "batch_text"
+                ),
                 *(
                     (pl.col(stats[s]) if s in stats else pl.lit(None, pl.String)).alias(f"{s}_text")
                     for s in ("median", "mean", "min", "max", "std")
@@ -215,10 +263,13 @@ def _long(frame: pl.DataFrame, tokens: str, prefix: str | None, batch: str | Non
 
 
 def _vidur_attention(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
-    prefill = pl.col("is_prefill").str.strip_chars().str.to_lowercase() == "true"
-    decode = frame.filter(~prefill.fill_null(False))
-    frame = frame.filter(prefill.fill_null(False))
+    phase = pl.col("is_prefill").str.strip_chars().str.to_lowercase()
+    decode = frame.filter((phase == "false").fill_null(False))
+    frame = frame.filter((phase != "false").fill_null(True))
     long = _long(frame, "prefill_chunk_size", "kv_cache_size", "batch_size")
+    # a row whose is_prefill is neither true nor false is set aside in _validate (invalid_phase)
+    phases = frame.select("line", phase.alias("phase"))
+    long = long.join(phases, on="line", how="left", maintain_order="left")
     # a prefill row has no decode time: that operator's empty cells are not a bad value
     long = long.filter(pl.col("operator") != "attn_decode")
     return long, ({"decode_rows": decode.height} if decode.height else {})
@@ -229,14 +280,17 @@ def _vidur_mlp(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _generic(frame: pl.DataFrame, operator: str) -> pl.DataFrame:
-    time_column = next(c for c in _GENERIC_TIMES if c in frame.columns)
+    times = [c for c in _GENERIC_TIMES if c in frame.columns]
+    if len(times) > 1:  # which unit the points are in is unknown (time_ms was taken silently)
+        raise ValueError(f"two time columns ({', '.join(times)}): which one is meant is unknown")
+    time_column = times[0]
     unit = time_column.removeprefix("time_")  # mean_<unit>, min_, max_, std_ ride along
     named = pl.col("operator").fill_null(operator) if "operator" in frame.columns else None
     return frame.select(
         "line",
         (named if named is not None else pl.lit(operator)).alias("operator"),
         pl.col("tokens").alias("tokens_text"),
-        pl.col("prefix").alias("prefix_text"),
+        pl.col("prefix").fill_null("").alias("prefix_text"),
         (pl.col("batch_size") if "batch_size" in frame.columns else pl.lit(None, pl.String)).alias(
             "batch_text"
         ),
@@ -299,13 +353,14 @@ def _validate(long: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
             reason = INVALID_TOKENS
         elif row["prefix_text"] is not None and (prefix is None or not 0 <= prefix <= MAX_INTEGER):
             reason = INVALID_PREFIX
+        else:
+            reason = _other_reason(row, tokens, prefix)
         if reason is not None:
             bad.setdefault(line, reason)
             continue
         scale = row["scale"]
         stats = {s: _number(row[f"{s}_text"]) for s in ("mean", "min", "max", "std")}
         batch = _whole(_number(row["batch_text"]))
-        batch = batch if batch is not None and 0 <= batch <= MAX_INTEGER else None
         kept.append(
             {
                 "line": line,
@@ -325,6 +380,40 @@ def _validate(long: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
     # every operator; a line named bad keeps no point (one bad value spoils its row)
     kept = [row for row in kept if row["line"] not in bad]
     return kept, sorted(bad.items())
+
+
+def _given(text: str | None) -> bool:
+    return text is not None and text.strip() != ""
+
+
+def _count_or_none(text: str | None) -> int | None:
+    """A whole number 1 .. 2^31 - 1 written in `text`, else None."""
+    value = _whole(_number(text))
+    return value if value is not None and 1 <= value <= MAX_INTEGER else None
+
+
+def _other_reason(row: dict, tokens: int, prefix: int | None) -> str | None:
+    """The reasons past time, tokens and prefix (issue 36 round five): a batch size, statistic,
+    tensor-parallel degree or is_prefill flag that is given but unusable, a prefix past the row's
+    max_model_len. Each was read as a default (batch 1), NULL or a decode row without a word."""
+    batch = row["batch_text"]
+    if batch is not None and _count_or_none(batch) is None:
+        return INVALID_BATCH
+    for stat in ("mean", "min", "max", "std"):
+        text = row[f"{stat}_text"]
+        value = _number(text) if _given(text) else None
+        if _given(text) and not (
+            value is not None and math.isfinite(value) and 0 <= value * row["scale"] < MAX_END_NS
+        ):
+            return INVALID_STAT
+    if _given(row.get("fact_tp")) and _count_or_none(row["fact_tp"]) is None:
+        return INVALID_TP
+    if "phase" in row and row["phase"] != "true":
+        return INVALID_PHASE
+    longest = _count_or_none(row.get("fact_max_len"))
+    if longest is not None and prefix is not None and prefix + tokens > longest:
+        return PAST_MAX_LEN
+    return None
 
 
 def _ns(value: float | None, scale: float) -> int | None:
@@ -347,7 +436,7 @@ def _finish(
         for key in _GENERIC_FACTS:
             value = row.get(f"fact_{key}")
             if value is not None and value.strip() != "" and key not in tagged:
-                row_facts[key] = int(value) if key == "tp" and value.strip().isdigit() else value
+                row_facts[key] = _count_or_none(value) if key == "tp" else value
         key = (row["operator"], row["tokens"], row["prefix_tokens"], row["batch_size"])
         seen[key] = seen.get(key, 0) + 1
         out.append(
