@@ -27,6 +27,10 @@ DUPLICATE_KEY = "duplicate_key"  # a trace event that gives one key twice (which
 DUPLICATE_ROW = "duplicate_row"  # a device row repeating an earlier one exactly: counted once
 TOO_LARGE = "too_large"  # a value past the size the reader may hold (a huge JSON string)
 CUT_OFF = "cut_off"  # a CSV's last line that the file ends inside (fewer cells than its header)
+# a SQLite TASK row whose stream or device id is missing or no integer: its lane is unknown (the
+# rank failed on a text deviceId, a NULL streamId was kept in no lane; issue 36 round five)
+INVALID_STREAM = "invalid_stream"
+INVALID_DEVICE = "invalid_device"
 
 CODES = (
     MISSING_TIMESTAMP,
@@ -44,6 +48,8 @@ CODES = (
     DUPLICATE_ROW,
     TOO_LARGE,
     CUT_OFF,
+    INVALID_STREAM,
+    INVALID_DEVICE,
 )
 
 # The latest end (start + duration, ns) a row may have: a margin under int64's 9.223e18 so that

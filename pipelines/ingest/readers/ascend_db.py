@@ -475,14 +475,21 @@ def _tasks(con: sqlite3.Connection, columns: dict[str, list[str]]) -> pl.DataFra
     if comm_join:
         copy_key += [f"k.{_identifier(c)}" for c in columns["COMMUNICATION_TASK_INFO"]]
     repeated = f"row_number() over (partition by {', '.join(copy_key)} order by t.rowid) > 1"
+    # a stream or device id that is missing or no integer costs its task (a text deviceId
+    # failed the whole rank; a NULL streamId was kept in no lane: issue 36 round five)
+    stream_ok = "typeof(t.streamId) = 'integer'"
+    device_ok = f"typeof(t.deviceId) = 'integer' and abs(t.deviceId) <= {MAX_RANK}"
     reason = (
-        f"coalesce({_time_reason('t.startNs', 't.endNs')}, case when c.globalTaskId is not null"
+        f"coalesce({_time_reason('t.startNs', 't.endNs')}, case when not ({stream_ok})"
+        f" then '{drop.INVALID_STREAM}' when not ({device_ok}) then '{drop.INVALID_DEVICE}'"
+        f" when c.globalTaskId is not null"
         f" and c.name is null then '{MISSING_NAME}' when {repeated}"
         f" then '{drop.DUPLICATE_ROW}' end)"
     )
     sql = f"""
         select t.globalTaskId, {_ns("t.startNs")}, {_ns("t.endNs")} - {_ns("t.startNs")},
-               t.deviceId, t.streamId, t.taskId,
+               case when {device_ok} then t.deviceId end,
+               case when {stream_ok} then t.streamId end, t.taskId,
                t.connectionId, tt.value, c.globalTaskId is not null,
                {_name("cn.value", "c.name")}, co.value, cc.value, c.blockDim, {wait},
                {comm_cols}, {reason}

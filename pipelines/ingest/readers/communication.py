@@ -14,6 +14,7 @@ Link ranks are ranks inside the op's group. Used here only to find the peer of P
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -126,6 +127,24 @@ def _bad_time(times: Any) -> str | None:
     return None
 
 
+def _bad_bandwidth(bandwidth: Any) -> str | None:
+    """Why an op's `Communication Bandwidth Info` cannot give its bytes, None when it can (or is
+    absent): not an object, a link that is no object, a Transit Size(MB) given but no finite
+    number >= 0. Each was read as 0 bytes without a word (issue 36 round five)."""
+    if bandwidth is None:
+        return None
+    if not isinstance(bandwidth, dict):
+        return f"Communication Bandwidth Info is {type(bandwidth).__name__}, not an object"
+    for link, info in bandwidth.items():
+        if not isinstance(info, dict):
+            return f"Communication Bandwidth Info {link!r} is {type(info).__name__}, not an object"
+        size = info.get("Transit Size(MB)")
+        finite = isinstance(size, int | float) and not isinstance(size, bool)
+        if size is not None and not (finite and math.isfinite(size) and size >= 0):
+            return f"Communication Bandwidth Info {link!r} Transit Size(MB) is {size!r}"
+    return None
+
+
 def read_communication(path: Path) -> pl.DataFrame:
     """One row per communication op of communication.json (Total Op Info skipped); an op with a
     bad time is left out (read_communication_rows)."""
@@ -140,11 +159,15 @@ def read_communication_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
     set_aside: list[str] = []
     for step, kind, ops in _sections(load_json_file(path), path):
         for key, info in ops.items():
-            if key == "Total Op Info" or not isinstance(info, dict):
+            if key == "Total Op Info":
+                continue
+            if not isinstance(info, dict):  # (a null op was skipped without a word)
+                why = f"the op is {type(info).__name__}, not an object"
+                set_aside.append(f"step {step} {kind} {key!r}: {why}")
                 continue
             op, group = _split_key(key)
             times = info.get("Communication Time Info") or {}
-            why = _bad_time(times)
+            why = _bad_time(times) or _bad_bandwidth(info.get("Communication Bandwidth Info"))
             if why is not None:
                 set_aside.append(f"step {step} {kind} {key!r}: {why}")
                 continue

@@ -91,11 +91,15 @@ def read_step_trace_time(path: Path) -> StepTrace:
     # sets). Not "Exclude Receive" (not-overlapped comm minus the receive wait: below zero when
     # the wait is longer) nor Preparing, both differences
     negative = (pl.col("ns") < 0) & pl.col("key").is_in(DURATION_KEYS)
+    # a row without a Step among rows that have one belongs to no step (it was stored under a
+    # NULL step next to the numbered ones: issue 36 round five); a file without steps keeps them
+    stepless = pl.col("step_text").is_null() & pl.col("step").is_not_null().any()
     unparsable = cells.filter(
         (pl.col("text").is_not_null() & pl.col("ns").is_null())
         | negative
         | (pl.col("step").is_null() & pl.col("step_text").is_not_null())
         | (pl.col("step") < 0)  # ProfilerStep#N counts from 0
+        | stepless
     )
     set_aside: list[str] = []
     bad_rows = unparsable["row_no"].unique()
@@ -105,7 +109,9 @@ def read_step_trace_time(path: Path) -> StepTrace:
         set_aside = [
             f"line {long_lines.source_line(row_no - 1)}: "
             + (
-                f"{COLUMN_HEADERS[key]} is a negative time ({text})"
+                "Step is empty (the other rows have one)"
+                if step_text is None
+                else f"{COLUMN_HEADERS[key]} is a negative time ({text})"
                 if ns is not None and ns < 0
                 else f"{COLUMN_HEADERS.get(key, 'Step') if ns is None else 'Step'}"
                 f" is {text if ns is None else step_text!r}"
