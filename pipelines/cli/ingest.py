@@ -68,6 +68,9 @@ dropped rows (a bad value drops its row, counted per run in runs.dropped_rows):
 example: tracereplay ingest ~/prof/job_42 --tag model=qwen3-8b --tag schedule=vpp --json"""
 
 
+MAX_TAG_COUNT = 2**31 - 1  # the largest INTEGER a count fact (tp, pp, ...) is stored in
+
+
 def _parse_tags(raw: list[str]) -> dict[str, str]:
     from pipelines.ingest.assemble import RUN_INT_KEYS  # imported on use: `--help` stays fast
 
@@ -83,8 +86,11 @@ def _parse_tags(raw: list[str]) -> dict[str, str]:
             raise ValueError(f"--tag {key} is given twice: {tags[key]!r} and {value!r}")
         # a count fact (pp, chunk_size, ...) that is no whole number >= 1 was dropped without a
         # word (`pp=nan` stored the run with pp NULL): refused like any bad argument
-        if key in RUN_INT_KEYS and not (value.isdigit() and int(value) >= 1):
-            raise ValueError(f"--tag {key}={value!r}: {key} must be a whole number >= 1")
+        # (isdecimal: '²' is a digit int() refuses; past 2^31 - 1 the INTEGER column overflowed
+        # and `--tag tp=99999999999` lost a latency table: issue 36 round five)
+        if key in RUN_INT_KEYS and not (value.isdecimal() and 1 <= int(value) <= MAX_TAG_COUNT):
+            most = f"(at most {MAX_TAG_COUNT})"
+            raise ValueError(f"--tag {key}={value!r}: {key} must be a whole number >= 1 {most}")
         tags[key] = value
     return tags
 

@@ -168,3 +168,16 @@ def test_parquet_nested_and_binary_columns_no_layout_reads(tmp_path) -> None:
     pq.write_table(nested, tmp_path / "n.parquet")
     with pytest.raises(ValueError, match="'time_us' is a List"):
         read_table(tmp_path / "n.parquet")
+
+
+@pytest.mark.parametrize("value", ["99999999999", "²"])
+def test_a_count_tag_past_integer_is_refused(tmp_path, capsys, value) -> None:
+    """`--tag tp=99999999999` reached the INTEGER column and lost the whole table
+    (unreadable_table: a Polars overflow message); '²' is a digit int() refuses."""
+    from pipelines.cli import main
+
+    table = _write(tmp_path / "table.csv", GENERIC)
+    argv = ["ingest", str(table), "--warehouse", str(tmp_path / "w.duckdb"), "--tag", f"tp={value}"]
+    assert main(argv) == 2
+    assert "tp must be a whole number >= 1 (at most 2147483647)" in capsys.readouterr().err
+    assert not (tmp_path / "w.duckdb").exists()
