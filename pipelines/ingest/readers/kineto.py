@@ -1,8 +1,11 @@
 """Reader for PyTorch Kineto traces (torch.profiler chrome traces, .json / .json.gz) -> RankFrames.
 
 Object form `{"traceEvents": [...], "distributedInfo": {"rank": ...}, ...}` (a bare event array is
-accepted too). Decoded with msgspec typed structs (DuckDB's default object-size limit breaks on
-these files); everything after decoding is columnar Polars.
+accepted too). Read as a stream, 16 MiB at a time (a .gz inflated as read): traceEvents' entries
+are found by their structure (json_entries.ArrayStream) and decoded EVENT_BATCH at a time with
+msgspec typed structs (DuckDB's default object-size limit breaks on these files); everything after
+decoding is columnar Polars, in memory, or over a Parquet spill once the event frames pass an
+eighth of the ingest memory budget (docs/ingest_rules.md "Memory").
 
 Every Kineto schema since 2021 (docs/device_work.md): categories are matched case-blind and the
 2021 names are mapped to today's (`Operator` -> cpu_op, `Runtime` -> cuda_runtime, `Kernel` ->
@@ -583,22 +586,25 @@ class _Events:
 
 
 def _open_json(path: Path) -> BinaryIO:
-    """The trace's JSON as a binary stream (a .gz inflated as it is read; one with bytes after its
-    gzip data read from a copy without them)."""
+    """The trace's JSON as a binary stream (a .gz inflated as it is read)."""
     with path.open("rb") as handle:
         head = handle.read(2)
     gzipped = head == gz.GZIP_MAGIC
     if path.suffix == ".gz" and not gzipped:
         raise QuarantineError(NOT_GZIP, f"{path.name} is named .gz but is not gzip data")
-    if not gzipped:
-        return path.open("rb")
+    return gzip.open(path, "rb") if gzipped else path.open("rb")
+
+
+def _whole_gzip(path: Path, err: Exception) -> Path:
+    """A copy of the .gz `path` without the bytes after its gzip data (zeros, stray bytes: the
+    gzip module refuses them), or NOT_GZIP when its gzip data itself is broken."""
     try:
         found = gz.scan(path)
-    except (OSError, EOFError, zlib.error, ValueError) as err:
+    except (OSError, EOFError, zlib.error, ValueError) as scan_err:
+        raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from scan_err
+    if not found.trailing:
         raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from err
-    if found.trailing:
-        path = gz.without_trailing(path, found.data_end)
-    return gzip.open(path, "rb")
+    return gz.without_trailing(path, found.data_end)
 
 
 def _read_events(path: Path) -> tuple[_Trace, pl.DataFrame | pl.LazyFrame, list[str]]:
@@ -649,6 +655,9 @@ def _stream_events(path: Path, known_base: int | None) -> tuple[_Trace, _Events,
                     taken += 1
                     if len(batch) >= EVENT_BATCH:
                         flush()
+    except gzip.BadGzipFile as err:
+        # bytes that are no gzip member after a whole stream: read the stream alone
+        return _stream_events(_whole_gzip(path, err), known_base)
     except (OSError, EOFError, zlib.error) as err:
         raise QuarantineError(NOT_GZIP, f"{path.name}: broken gzip stream: {err}") from err
     except json_entries.BrokenStructure as err:
