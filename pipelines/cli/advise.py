@@ -248,7 +248,11 @@ def run(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(f"[advise {time.perf_counter() - started:5.1f} s] {line}", file=sys.stderr)
 
-    result = advice.advise(source, scenario, noise, progress)
+    try:
+        result = advice.advise(source, scenario, noise, progress)
+    except ValueError as exc:  # a cost model the sweep cannot use (issue 36 round five: a
+        # table whose points lie on a plane gave the chunk predictor a = -1.3e-14, a traceback)
+        return _fail(str(exc))
     progress("done")
     if args.json:
         emit_json(result.as_dict())

@@ -181,3 +181,20 @@ def test_a_count_tag_past_integer_is_refused(tmp_path, capsys, value) -> None:
     assert main(argv) == 2
     assert "tp must be a whole number >= 1 (at most 2147483647)" in capsys.readouterr().err
     assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_advise_on_a_table_whose_points_lie_on_a_plane_is_one_line(tmp_path, capsys) -> None:
+    """A generic table whose times are exactly linear in tokens and prefix (no curvature) gave
+    the chunk predictor a = -1e-14 and `advise --table` ended in a ValueError traceback."""
+    from pipelines.cli import main
+
+    rows = [["operator", "tokens", "prefix", "time_us"]] + [
+        ["attn", str(t), str(p), f"{10 + t * 0.5 + p * 0.01:.3f}"]
+        for t in (128, 256, 512)
+        for p in (0, 256, 512, 1024)
+    ]
+    table = _write(tmp_path / "table.csv", rows)
+    argv = ["advise", "--table", str(table), "--seq-len", "4K", "--chunks", "256,512"]
+    assert main(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "advise:" in line]
+    assert err and "Traceback" not in "".join(err)
