@@ -131,7 +131,7 @@ class ArrayStream:
     def feed(self, block: bytes) -> list[bytes | int]:
         buffer = np.frombuffer(block, dtype=np.uint8)
         quotes = unescaped_quotes(buffer, self.backslashes)
-        self.backslashes = trailing_backslashes(buffer, self.backslashes)
+        self.backslashes = _trailing_run(block, self.backslashes)
         marks = np.flatnonzero(_STRUCTURE[buffer])
         if marks.size:
             # a mark with an odd number of quotes before it (counting an open string) is text
@@ -241,3 +241,11 @@ class ArrayStream:
             self.pending.clear()
             self.pending_size = 0
         return piece.strip()
+
+
+def _trailing_run(block: bytes, before: int) -> int:
+    """The run of backslashes that ends `block` (`before`: the run that ended the block before,
+    which it continues when the block is all backslashes); trailing_backslashes' answer without
+    an index array of the block's size."""
+    run = len(block) - len(block.rstrip(b"\\"))
+    return before + run if run == len(block) else run
