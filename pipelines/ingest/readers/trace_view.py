@@ -52,7 +52,6 @@ from pipelines.ingest.readers import gz, json_entries, json_keys
 from pipelines.ingest.readers.json_long_strings import LEFT_OUT, long_strings, without_long_strings
 from pipelines.ingest.steps import flows as flow_links
 from pipelines.ingest.steps.ascend_launch import LINK_KEY_REGEX, compact_args, launch_slices
-from pipelines.ingest.steps.launch_links import LINK_BATCH_ROWS
 from pipelines.ingest.units import us_text_to_ns_sql
 from pipelines.store.duck import private_connection, scratch_connection, sql_string
 from pipelines.vocabulary.intervals import assign_steps
@@ -886,8 +885,7 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
         if dropped
         else []
     )
-    slices = complete.filter(pl.col(drop.DROPPED).is_null()).drop(drop.DROPPED, _AT)
-    view = _view(path, meta, slices, dropped, flows)
+    view = _view(path, meta, _kept_complete(scan), dropped, flows, spill=target)
     counts = {drop.INVALID_EVENT: len(not_json)} if not_json else {}
     _note_set_aside(view, not_json, counts, dropped_lines)
     return view
@@ -1036,41 +1034,59 @@ def _derivable(slices: pl.LazyFrame) -> pl.DataFrame:
     )
 
 
+def _kept_complete(scan: pl.LazyFrame) -> pl.LazyFrame:
+    """The complete events of a spill (or of a part of it) that are kept: no drop reason."""
+    complete = scan.filter(pl.col("ph") == "X")
+    return complete.filter(pl.col(drop.DROPPED).is_null()).drop(drop.DROPPED, _AT)
+
+
 def _launch_rows(
-    raw: pl.LazyFrame, links: pl.DataFrame, process: pl.DataFrame, threads: pl.DataFrame
+    spill: Path, links: pl.DataFrame, process: pl.DataFrame, threads: pl.DataFrame
 ) -> pl.LazyFrame:
     """The rows launch attribution reads (`ascend_launch.launch_slices`) of a streamed read, as
-    a LazyFrame over a Parquet file of the spill: the device lanes' slices and the host slices
-    bound to a flow or naming a link key, read from the spill a batch at a time with their args
-    cut to the link keys (the raw plan, before the flows are merged into the args and the lanes
-    joined on: those joins would hold every row's args), then the flows, lanes and threads
-    joined on the few rows kept. `ascend_launch.launch_device_work` reads the file a batch at a
-    time: held in memory, these rows and their attribution grew with the trace (the peak of a
-    marked 4 GB trace's default ingest, docs/bench_ingest.md)."""
+    a LazyFrame over Parquet files of the spill: the device lanes' slices and the host slices
+    bound to a flow or naming a link key, with their args cut to the link keys and their flows,
+    lanes and threads joined on. The spill is read one row group (_BATCH_ROWS rows) at a time
+    and each part is cut, joined and written before the next is read: as one streaming plan
+    over the spill, Polars' scan ran ahead of the args cut and held a share of the spill that
+    grew with the trace (+0.55 GiB at 2 GB, +1.2 GiB at 4 GB: the peak of a marked 4 GB trace's
+    default ingest, docs/bench_ingest.md). `ascend_launch.launch_device_work` reads the files a
+    batch at a time."""
     lane_of = dict(zip(process["pid"], process["lane"], strict=True))
     device = [pid for pid, lane in lane_of.items() if lane in ("compute", "comm")]
     host = [pid for pid, lane in lane_of.items() if lane == "host"]
-    bound = pl.col(flow_links.ROW).is_in(links.get_column(flow_links.ROW).implode())
     keyed = pl.col("args").str.contains(LINK_KEY_REGEX).fill_null(False)
-    rows = raw.filter(
-        pl.col("pid").is_in(device) | (pl.col("pid").is_in(host) & (bound | keyed))
-    ).select(
-        flow_links.ROW,
-        "pid",
-        "tid",
-        "name",
-        "category",
-        "start_ns",
-        "dur_ns",
-        compact_args(pl.col("args")).alias("args"),
-    )
-    # one streaming plan to the narrow launch rows: collected before the joins and the select,
-    # each step held a full copy (a marked 4 GB trace's read peaked at 2,771 MiB here)
-    target = memory_budget.new_spill_dir() / "launch_rows.parquet"
-    launch_slices(_linked_with_lanes(rows, links, process, threads)).sink_parquet(
-        target, row_group_size=LINK_BATCH_ROWS
-    )
-    return pl.scan_parquet(target)
+    links = links.sort(flow_links.ROW)  # one row per linked slice, by row: parts by range
+    linked_rows = links.get_column(flow_links.ROW)
+    folder = memory_budget.new_spill_dir()
+    scan = pl.scan_parquet(spill)
+    total = scan.select(pl.len()).collect().item()
+    files: list[Path] = []
+    first = 0  # row index (flows.ROW) of the part's first kept slice
+    for offset in range(0, max(total, 1), _BATCH_ROWS):
+        kept = _kept_complete(scan.slice(offset, _BATCH_ROWS)).collect()
+        raw = kept.with_row_index(flow_links.ROW, offset=first)
+        start, end = (linked_rows.search_sorted(first + n, "left") for n in (0, kept.height))
+        part = links.slice(start, end - start)
+        first += kept.height
+        bound = pl.col(flow_links.ROW).is_in(part.get_column(flow_links.ROW).implode())
+        rows = raw.filter(
+            pl.col("pid").is_in(device) | (pl.col("pid").is_in(host) & (bound | keyed))
+        ).select(
+            flow_links.ROW,
+            "pid",
+            "tid",
+            "name",
+            "category",
+            "start_ns",
+            "dur_ns",
+            compact_args(pl.col("args")).alias("args"),
+        )
+        launch = launch_slices(_linked_with_lanes(rows, part, process, threads))
+        if launch.height or not files:
+            files.append(folder / f"launch_rows_{len(files):06d}.parquet")
+            launch.write_parquet(files[-1])
+    return pl.scan_parquet(files)
 
 
 def _linked_with_lanes(
@@ -1104,9 +1120,10 @@ def _view(
     slices: pl.DataFrame | pl.LazyFrame,
     dropped: dict[str, int],
     flows: pl.DataFrame,
+    spill: Path | None = None,
 ) -> TraceView:
     """Lanes, threads and steps mapped onto the complete events (a frame, or a LazyFrame over
-    the spill), and the flows bound to them as links in their args."""
+    the spill file `spill`), and the flows bound to them as links in their args."""
     process = (
         meta.filter(pl.col("name") == "process_name")
         .select("pid", pl.col("value").alias("process_name"))
@@ -1133,7 +1150,6 @@ def _view(
     )
     lanes = dict(zip(process["pid"], process["lane"], strict=True))
     slices = slices.with_row_index(flow_links.ROW)
-    raw = slices
     links, flow_counts = flow_links.bind(slices.lazy(), flows)
     slices = _linked_with_lanes(slices, links, process, threads)
     host_pids = [pid for pid, lane in lanes.items() if lane == "host"]
@@ -1155,7 +1171,7 @@ def _view(
     if isinstance(slices, pl.LazyFrame):
         slices = lazy_steps(slices, steps).select(SLICE_COLUMNS)
         derivable = _derivable(slices)
-        launch = _launch_rows(raw, links, process, threads)
+        launch = _launch_rows(spill, links, process, threads) if spill is not None else None
     else:
         slices = assign_steps(slices.select((*SLICE_COLUMNS[:-2], "args")), steps)
         slices, derivable, launch = slices.select(SLICE_COLUMNS), None, None
