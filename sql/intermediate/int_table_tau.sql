@@ -6,7 +6,8 @@
 --   layer measured without a prefix at c tokens (Vidur's mlp.csv: projections, norms, rope, MLP,
 --   residual add; the embedding runs once per model and is left out), matched on source,
 --   hardware, model and tp: what a pipeline stage runs per layer;
--- * a generic table's operators under their own names.
+-- * a generic or aiconfigurator table's operators under their own names (one file may hold
+--   several models, tp degrees or devices: each is its own curve).
 -- Repeated rows of one point are kept as replicates (request_id rep<n>); schedule, pp, vp and
 -- replay_of are NULL: a table is no run.
 with prefill as (
@@ -121,7 +122,7 @@ points as (
         replicate,
         time_ns
     from prefill
-    where layout = 'generic'
+    where layout in ('generic', 'aiconfigurator')
 )
 
 select  -- noqa: ST06
@@ -130,7 +131,7 @@ select  -- noqa: ST06
     model,
     cast(null as varchar) as schedule,
     tokens as chunk_size,
-    max(prefix_tokens + tokens) over (partition by run_id, operator, tokens) as seq_len,
+    max(prefix_tokens + tokens) over curve as seq_len,
     tp,
     cast(null as integer) as pp,
     cast(null as integer) as vp,
@@ -148,7 +149,8 @@ select  -- noqa: ST06
     cast(null as bigint) as start_ns,
     cast(null as bigint) as end_ns,
     1 as tp_ranks,
-    prefix_tokens = max(prefix_tokens) over (partition by run_id, operator, tokens) as is_last_chunk,
+    prefix_tokens = max(prefix_tokens) over curve as is_last_chunk,
     false as is_partial,
     operator
 from points
+window curve as (partition by run_id, operator, model, tp, hardware, tokens)

@@ -316,12 +316,14 @@ def _bubble_change(k_grid: np.ndarray, design, params: np.ndarray, line_params) 
 
 
 def _positions(k_grid: np.ndarray) -> list[int]:
-    """Candidate positions of a kink or a step: at least two chunk indices strictly on each
-    side (a single chunk off the line is an outlier, not a kink)."""
+    """Candidate positions of a kink or a step: measured chunk indices with at least two chunk
+    indices strictly on each side (a single chunk off the line is an outlier, not a kink). On a
+    consecutive grid that is every integer between the ends; on a table's gapped grid (prefixes
+    measured at 0, 1K, 2K, 4K, ... 1M: k = 0-4, 8, 16, ... 1023) only the measured indices, since
+    the data place a break no finer than them, and the Bonferroni count is the grid's, not the
+    thousand integers of its gaps (docs/tau_k.md §4)."""
     return [
-        kb
-        for kb in range(int(k_grid.min()) + 1, int(k_grid.max()))
-        if (k_grid < kb).sum() >= 2 and (k_grid > kb).sum() >= 2
+        int(kb) for kb in np.unique(k_grid) if (k_grid < kb).sum() >= 2 and (k_grid > kb).sum() >= 2
     ]
 
 

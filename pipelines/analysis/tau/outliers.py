@@ -70,7 +70,9 @@ def _designs(k: np.ndarray, first: bool = True) -> list[np.ndarray]:
     designs.append(np.column_stack([np.ones_like(k), k, np.log1p(start)]))
     if first and k.min() == 0:  # chunk 0 on its own path (no prefix), a line from chunk 1 on
         designs.append(np.column_stack([np.ones_like(k), k, (k == 0).astype(float)]))
-    for kb in range(int(k.min()) + 1, int(k.max())):
+    # hinges at measured chunk indices (every integer on a consecutive grid; a table's gapped
+    # grid places a break no finer than its points: fits._positions)
+    for kb in np.unique(k):
         if (k < kb).sum() >= 2 and (k > kb).sum() >= 2:
             designs.append(np.column_stack([np.ones_like(k), k, np.maximum(k - kb, 0.0)]))
     return designs

@@ -1,6 +1,6 @@
 """Operator-latency tables -> `latency_points` rows (sql/schema/latency_points.sql).
 
-Three layouts, recognised by their header (docs/latency_tables.md):
+Four layouts, recognised by their header (docs/latency_tables.md):
 
 * `vidur_attention`: Vidur's `attention.csv` (microsoft/vidur, data/profiling/...): one row per
   (batch_size, prefill_chunk_size, kv_cache_size, is_prefill) with `time_stats.<op>.{min, max,
@@ -14,6 +14,15 @@ Three layouts, recognised by their header (docs/latency_tables.md):
   `time_ns`; optional `operator`, `source`, `hardware`, `model`, `tp`, `attention`,
   `batch_size`, and `mean_<unit>` / `min_` / `max_` / `std_` in the time column's unit. Any
   configurator's export maps to it.
+* `aiconfigurator`: NVIDIA aiconfigurator's perf databases (ai-dynamo/aiconfigurator,
+  `systems/data/<system>/<family>/<framework>/<version>/*_perf.parquet`): one row per measured
+  point with `framework`, `version`, `device`, `op_name`, `kernel_source`, `isl`, `step`,
+  `latency` (ms) and the shape columns of its family. A context row's `isl` is the chunk's new
+  tokens and `step` the tokens already in the KV cache (the collectors log `isl, step = s,
+  prefix`); generation rows (op names with `generation`) are decode steps and are left out
+  (counted). The operator is `op_name` plus the shape columns that are no fact of their own
+  (kv-cache dtype, GEMM type, heads, head dim, window), so one file's configurations are
+  separate curves; model, device and tp_size are the point's facts.
 
 Facts a table does not carry (the model of an old-layout Vidur file, a generic table's hardware)
 come from the path (Vidur's `compute/<hardware>/<org>/<model>/`), else the ingest tags
@@ -41,13 +50,24 @@ from pipelines.store.schema import polars_schema
 VIDUR_ATTENTION = "vidur_attention"
 VIDUR_MLP = "vidur_mlp"
 GENERIC = "generic"
-LAYOUTS = (VIDUR_ATTENTION, VIDUR_MLP, GENERIC)
+AICONFIGURATOR = "aiconfigurator"
+LAYOUTS = (VIDUR_ATTENTION, VIDUR_MLP, GENERIC, AICONFIGURATOR)
 
 _STAT = re.compile(r"^time_stats\.(?P<op>[A-Za-z0-9_]+)\.(?P<stat>min|max|mean|median|std)$")
 _VIDUR_ATTENTION_KEYS = ("batch_size", "prefill_chunk_size", "kv_cache_size", "is_prefill")
 _GENERIC_TIMES = {"time_ms": 1e6, "time_us": 1e3, "time_ns": 1.0}
 _GENERIC_FACTS = ("source", "hardware", "model", "tp", "attention")
 _VIDUR_HARDWARE = re.compile(r"(^|/)profiling/(compute/)?(?P<hw>[a-z0-9_]+)/")
+_AIC_KEYS = ("framework", "version", "device", "op_name", "isl", "step", "latency")
+# shape columns of an aiconfigurator table that name its curve (column, short name); num_heads
+# only where no tp_size says it (a module table's heads are the model's split by tp)
+_AIC_QUALIFIERS = (
+    *(("num_heads", "h"), ("num_key_value_heads", "kvh"), ("head_dim", "d")),
+    *(("attn_dtype", "attn"), ("kv_cache_dtype", "kv"), ("gemm_type", "gemm")),
+    ("window_size", "win"),
+)
+_AIC_DTYPES = ("attn_dtype", "kv_cache_dtype", "gemm_type")
+_AIC_SPARSE = re.compile(r"(^|_)(dsa|msa|csa|hca|sparse)(_|$)")
 _VIDUR_MODEL = re.compile(r"(^|/)profiling/compute/[a-z0-9_]+/(?P<model>[^/]+/[^/]+)/[^/]+$")
 
 # the row-level reasons (docs/latency_tables.md)
@@ -101,6 +121,8 @@ def layout_of(columns: list[str]) -> str | None:
         return VIDUR_MLP
     if {"tokens", "prefix"} <= names and names & set(_GENERIC_TIMES):
         return GENERIC
+    if set(_AIC_KEYS) <= names:
+        return AICONFIGURATOR
     return None
 
 
@@ -131,6 +153,8 @@ def read_table(path: Path, tags: dict[str, str] | None = None) -> LatencyTable:
         long, left_out = _vidur_attention(frame)
     elif layout == VIDUR_MLP:
         long, left_out = _vidur_mlp(frame), {}
+    elif layout == AICONFIGURATOR:
+        long, left_out = _aiconfigurator(frame)
     else:
         long, left_out = _generic(frame, (tags or {}).get("operator") or "unnamed"), {}
     points, bad = _validate(long)
@@ -194,8 +218,9 @@ def _is_read(name: str) -> bool:
 def _facts(path: Path, layout: str, frame: pl.DataFrame, tags: dict[str, str]) -> dict:
     """Table-wide facts: from the path (Vidur), the table's own columns, then the tags."""
     text = stored_path(path.resolve()).replace("\\", "/")
-    facts: dict[str, object] = {"source": "vidur" if layout != GENERIC else None}
-    if layout != GENERIC:
+    vidur = layout in (VIDUR_ATTENTION, VIDUR_MLP)
+    facts: dict[str, object] = {"source": "vidur" if vidur else None}
+    if vidur:
         hw = _VIDUR_HARDWARE.search(text)
         model = _VIDUR_MODEL.search(text)
         facts["hardware"] = hw["hw"] if hw else None
@@ -308,6 +333,55 @@ def _generic(frame: pl.DataFrame, operator: str) -> pl.DataFrame:
             if c in frame.columns and c != "operator"
         ),
     )
+
+
+def _short_dtype(column: str) -> pl.Expr:
+    return pl.col(column).str.replace("^bfloat16$", "bf16").str.replace("^float16$", "fp16")
+
+
+def _aiconfigurator(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Context rows of an aiconfigurator perf table: tokens = isl, prefix = step, time = latency
+    (ms); the operator is op_name and its shape qualifiers; facts per row."""
+    generation = pl.col("op_name").str.contains("generation").fill_null(False)
+    decode = frame.filter(generation)
+    frame = frame.filter(~generation)
+    qualifiers = [
+        pl.concat_str(
+            pl.lit(f" {short}="), _short_dtype(column) if column in _AIC_DTYPES else pl.col(column)
+        )
+        for column, short in _AIC_QUALIFIERS
+        if column in frame.columns and not (column == "num_heads" and "tp_size" in frame.columns)
+    ]
+    operator = pl.concat_str([pl.col("op_name"), *qualifiers], ignore_nulls=True)
+    source = pl.concat_str(
+        pl.lit("aiconfigurator "),
+        pl.col("framework").str.to_lowercase(),
+        pl.lit(" "),
+        pl.col("version"),
+    )
+    sparse = pl.col("op_name").str.to_lowercase().str.contains(_AIC_SPARSE.pattern)
+    facts = [
+        source.alias("fact_source"),
+        pl.col("device").alias("fact_hardware"),
+        pl.when(sparse).then(pl.lit("sparse")).otherwise(pl.lit("dense")).alias("fact_attention"),
+    ]
+    if "model" in frame.columns:
+        facts.append(pl.col("model").alias("fact_model"))
+    if "tp_size" in frame.columns:
+        facts.append(pl.col("tp_size").alias("fact_tp"))
+    batch = pl.col("batch_size") if "batch_size" in frame.columns else pl.lit(None, pl.String)
+    long = frame.select(
+        "line",
+        operator.alias("operator"),
+        pl.col("isl").alias("tokens_text"),
+        pl.col("step").alias("prefix_text"),
+        batch.alias("batch_text"),
+        pl.col("latency").alias("median_text"),
+        *(pl.lit(None, pl.String).alias(f"{s}_text") for s in ("mean", "min", "max", "std")),
+        pl.lit(1e6).alias("scale"),  # aiconfigurator's latency is ms
+        *facts,
+    )
+    return long, ({"generation_rows": decode.height} if decode.height else {})
 
 
 # the largest token count, prefix or batch taken (batch_size is an INTEGER column; a token

@@ -1,0 +1,170 @@
+"""NVIDIA aiconfigurator's perf databases as latency tables (docs/latency_tables.md, layout
+`aiconfigurator`): the real H200 MSA (MiniMax-M3) and DSA (DeepSeek-V3.2, GLM-5) context-module
+tables, whose `isl` is the chunk and `step` the cached prefix, read, stored as tau_k points and
+fitted; every figure checked against one computed here from the raw Parquet file (DuckDB's own
+reader, numpy.polyfit). Local, git-ignored copies (tests/data/latency_tables/aiconfigurator/
+SOURCES.md); skipped when absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+from pipelines.analysis.tau.curves import fit_curves
+from pipelines.analysis.tau.table_points import table_tau_points
+from pipelines.ingest.load import ingest_paths
+from pipelines.ingest.readers.latency_tables import AICONFIGURATOR, read_table, sniff
+from pipelines.store import open_store
+
+DATA = (
+    Path(__file__).resolve().parents[1]
+    / "data/latency_tables/aiconfigurator/095f58a/aic-core/src/aiconfigurator_core/systems/data"
+)
+H200_MSA = DATA / "h200_sxm/msa/sglang/0.5.16/msa_context_module_perf.parquet"
+H200_DSA = DATA / "h200_sxm/sparse_attention/sglang/0.5.14/dsa_context_module_perf.parquet"
+needs_tables = pytest.mark.skipif(
+    not H200_MSA.is_file() or not H200_DSA.is_file(),
+    reason="real aiconfigurator tables absent (see tests/data/latency_tables/aiconfigurator/)",
+)
+
+
+def _raw(path: Path, where: str) -> list[tuple]:
+    """(isl, step, latency ms) of the raw file's rows, read by DuckDB, not by our reader."""
+    return duckdb.sql(
+        f"select isl, step, latency from read_parquet('{path}') where {where} order by step"
+    ).fetchall()
+
+
+def test_an_aiconfigurator_header_is_recognised(tmp_path: Path) -> None:
+    path = tmp_path / "msa_context_module_perf.parquet"
+    pl.DataFrame(
+        {
+            "framework": ["SGLang"] * 3,
+            "version": ["0.5.16"] * 3,
+            "device": ["NVIDIA H200"] * 3,
+            "op_name": ["msa_context_module", "msa_context_module", "msa_generation_module"],
+            "kernel_source": ["triton"] * 3,
+            "model": ["m3"] * 3,
+            "kv_cache_dtype": ["bfloat16", "fp8", "bfloat16"],
+            "gemm_type": ["bfloat16"] * 3,
+            "num_heads": [64, 64, 64],
+            "batch_size": [1, 1, 1],
+            "isl": [512, 512, 1],
+            "tp_size": [1, 1, 1],
+            "step": [1024, 1024, 4096],
+            "latency": [0.8, 0.7, 0.05],
+        }
+    ).write_parquet(path)
+    assert sniff(path) == AICONFIGURATOR
+    table = read_table(path)
+    assert table.left_out == {"generation_rows": 1}  # a decode step is no chunk
+    points = table.points.sort("operator")
+    assert points["operator"].to_list() == [
+        "msa_context_module kv=bf16 gemm=bf16",
+        "msa_context_module kv=fp8 gemm=bf16",
+    ]
+    assert points["time_ns"].to_list() == [800_000, 700_000]
+    assert points["prefix_tokens"].to_list() == [1024, 1024]
+    first = points.row(0, named=True)
+    assert (first["hardware"], first["model"], first["tp"], first["attention"]) == (
+        "NVIDIA H200",
+        "m3",
+        1,
+        "sparse",
+    )
+    assert first["source"] == "aiconfigurator sglang 0.5.16"
+
+
+@needs_tables
+def test_h200_msa_points_match_the_raw_file() -> None:
+    table = read_table(H200_MSA)
+    assert table.layout == AICONFIGURATOR and table.quarantined == []
+    total = duckdb.sql(f"select count(*) from read_parquet('{H200_MSA}')").fetchone()[0]
+    assert table.points.height == total == 26845  # every row a context point
+    curve = table.points.filter(
+        (pl.col("tokens") == 512)
+        & (pl.col("tp") == 1)
+        & (pl.col("operator") == "msa_context_module kv=bf16 gemm=bf16")
+        & (pl.col("batch_size") == 1)
+    ).sort("prefix_tokens")
+    raw = _raw(
+        H200_MSA, "isl = 512 and tp_size = 1 and kv_cache_dtype = 'bfloat16' and batch_size = 1"
+    )
+    assert curve["prefix_tokens"].to_list() == [r[1] for r in raw]
+    assert curve["time_ns"].to_list() == [round(r[2] * 1e6) for r in raw]
+    assert set(curve["model"]) == {"MiniMaxAI/MiniMax-M3"}
+    assert set(curve["attention"]) == {"sparse"}
+
+
+@pytest.fixture(scope="module")
+def h200_points(tmp_path_factory) -> pl.DataFrame:
+    warehouse = tmp_path_factory.mktemp("aic") / "w.duckdb"
+    store = open_store(warehouse)
+    report = ingest_paths([H200_MSA, H200_DSA], store, progress=False)
+    assert report.quarantined == [] and len(report.tables) == 2
+    with store.session(read_only=True) as session:
+        return table_tau_points(session.con)
+
+
+@needs_tables
+def test_msa_512_fit_matches_polyfit_and_locates_the_knee(h200_points: pl.DataFrame) -> None:
+    """MiniMax-M3's MSA module at 512-token chunks (tp 1, bf16 KV): flat for the first chunks,
+    then linear in the prefix. The line is the weighted least squares numpy.polyfit gives with
+    weights 1/tau (the fit's WLS weights 1/tau^2); the knee is placed at a measured chunk index
+    where the raw slope changes."""
+    where = "isl = 512 and tp_size = 1 and kv_cache_dtype = 'bfloat16' and batch_size = 1"
+    raw = [(s // c, t) for c, s, t in _raw(H200_MSA, where) if s % c == 0]
+    k = np.array([r[0] for r in raw], float)
+    tau = np.array([r[1] * 1e6 for r in raw])
+    b, a = np.polyfit(k, tau, 1, w=1 / tau)
+    points = h200_points.filter(
+        (pl.col("chunk_size") == 512)
+        & (pl.col("tp") == 1)
+        & (pl.col("operator") == "msa_context_module kv=bf16 gemm=bf16")
+    )
+    assert sorted(points["chunk_idx"].to_list()) == sorted(k.astype(int).tolist())
+    row = fit_curves(points, n_boot=200).row(0, named=True)
+    assert row["n_points"] == len(k) and row["k_max"] == int(k.max())
+    assert row["slope"] == pytest.approx(b, rel=0.01)
+    assert row["intercept"] == pytest.approx(a, rel=0.01)
+    assert row["ab_lo"] <= a / b <= row["ab_hi"]
+    # the raw slope: flat over the first chunks, ~0.011 ms per chunk after
+    early = np.polyfit(k[k <= 4], tau[k <= 4], 1)[0]
+    late = np.polyfit(k[k >= 16], tau[k >= 16], 1)[0]
+    assert late > 5 * early
+    assert row["verdict"] == "knee"
+    assert 4 <= float(row["knee_at"]) <= 8  # between the flat start and k = 8 (prefix 4K)
+
+
+@needs_tables
+def test_dsa_1024_is_flagged_but_its_jump_is_placed_late(h200_points: pl.DataFrame) -> None:
+    """DeepSeek-V3.2's DSA module at 1K chunks: the dense MHA path up to a prefix of 1K, the
+    sparse path (indexer + top-k 2,048) from 2K on (raw kernel_source), a jump of x1.9 there.
+    The curve is flagged `knee`, at k = 6: where the real break is (k = 1->2) is not found."""
+    where = (
+        "isl = 1024 and tp_size = 1 and kv_cache_dtype = 'bfloat16' and batch_size = 1"
+        " and model = 'deepseek-ai/DeepSeek-V3.2' and op_name = 'dsa_context_module'"
+    )
+    raw = {s // c: t for c, s, t in _raw(H200_DSA, where) if s % c == 0}
+    assert raw[2] / raw[1] > 1.8
+    kernels = duckdb.sql(
+        f"select step, kernel_source from read_parquet('{H200_DSA}') where {where}"
+    ).fetchall()
+    on_chunks = [(s, src) for s, src in kernels if s % 1024 == 0]
+    assert {s for s, src in on_chunks if "dense_mha" in src} == {0, 1024}
+    assert all("indexer_flashmla" in src for s, src in on_chunks if s >= 2048)
+    points = h200_points.filter(
+        (pl.col("chunk_size") == 1024)
+        & (pl.col("tp") == 1)
+        & (pl.col("model") == "deepseek-ai/DeepSeek-V3.2")
+        & (pl.col("operator") == "dsa_context_module kv=bf16 gemm=fp8_block")
+    )
+    row = fit_curves(points, n_boot=200).row(0, named=True)
+    assert row["verdict"] == "knee"  # flagged; but placed at k = 6, not at the jump (k = 1->2):
+    # the two-segment line is continuous and a table curve has no level-step test
+    # (docs/tau_k.md §4, "Real tables": open)
+    assert row["knee_at"] == "6"
