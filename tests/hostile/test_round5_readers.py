@@ -116,3 +116,20 @@ def test_a_step_row_without_a_step_among_numbered_ones_is_set_aside(real_dir, tm
     assert read.set_aside == ["line 4: Step is empty (the other rows have one)"]
     path.write_text("\n".join([header, REAL_STEP.format(step="")]) + "\n")  # no steps at all: kept
     assert read_step_trace_time(path).rows.height == 1
+
+
+def test_a_rank_id_given_twice_is_named(real_dir: Path, tmp_path: Path) -> None:
+    """`{"rank_id": 5, ..., "rank_id": 0}`: Python's json kept the last without a word; which
+    one the writer meant is unknown, so the file name's N is used and the problem named."""
+    from pipelines.ingest.readers.profiler_info import read_profiler_info
+
+    source = real_dir / TEXT / "profiler_info_0.json"
+    if not source.is_file():
+        pytest.skip(f"{source} not found")
+    path = tmp_path / "profiler_info_3.json"
+    path.write_text(source.read_text().replace("{", '{"rank_id": 5, ', 1))
+    info = read_profiler_info(path)
+    assert info.rank == 3
+    assert info.rank_problem is not None and "rank_id is given 2 times" in info.rank_problem
+    path.write_text(source.read_text())  # the real file: one rank_id, no problem
+    assert read_profiler_info(path).rank_problem is None
