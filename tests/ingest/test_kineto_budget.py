@@ -54,11 +54,15 @@ def test_spilled_events_read_as_the_trace_in_memory(
 def test_spilled_events_keep_the_bad_entries_positions(
     real_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The sampled trace with a null entry, a null name, a copy of a kernel and a negative
-    duration: spilled or not, the same rows are dropped and named by position."""
+    """The sampled trace with a null entry, a null name, a copy of a kernel, a negative duration
+    and a B/E pair: spilled or not, the same rows are kept, dropped and named by position."""
     with gzip.open(real_dir / SAMPLED) as stream:
         trace = msgspec.json.decode(stream.read())
     events = trace["traceEvents"]
+    host = next(i for i in range(100, len(events)) if events[i].get("cat") == "cpu_op")
+    begin = {k: v for k, v in events[host].items() if k != "dur"} | {"ph": "B"}
+    end = {"ph": "E", "pid": begin["pid"], "tid": begin["tid"], "ts": begin["ts"] + 3}
+    events[host : host + 1] = [begin, end]  # a B/E pair: a complete event of 3 us
     kernel = next(i for i in range(2000, len(events)) if events[i].get("cat") == "kernel")
     events.insert(kernel + 1, dict(events[kernel]))
     events[1000]["name"] = None
@@ -90,6 +94,10 @@ def test_spilled_events_keep_the_bad_entries_positions(
     assert "traceEvents[1000]:" in detail
     for name, table in whole.tables.items():
         assert_frame_equal(_sorted(spilled.tables[name]), _sorted(table))
+    paired = whole.tables["slices"].filter(
+        (pl.col("name") == begin["name"]) & (pl.col("dur_ns") == 3000)
+    )
+    assert paired.height == 1
 
 
 def test_a_gz_inflating_past_the_old_cap_is_read(
