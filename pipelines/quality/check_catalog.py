@@ -8,7 +8,7 @@ A check is named `<table>.<name>` and is one of three kinds:
   on the batch DuckDB hands over. Column-level rules of one table live here.
 * `sql`: a custom query, sql/quality/<table>/<name>.sql, returning the rows that break it,
   restricted to the runs in the temporary table `checked_runs`: invariants across tables (spans,
-  joins) and the four sanity checks `tracereplay ingest` runs without importing GX.
+  joins) and the sanity checks `tracereplay ingest` runs without importing GX (sanity.py).
 * `schema` (every canonical table): the columns and types sql/schema/<table>.sql declares.
 
 The marts (MARTS, views over the canonical tables) have suites of the same kind, without
@@ -117,6 +117,13 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
         E,
         "no kernel starts inside the first half of an earlier one of the same name and length",
     ),
+    (
+        "kernels",
+        "no_same_stream_overlap",
+        E,
+        "no compute kernel starts before the one before it on its stream ends, by more than"
+        " max(2 us, 1/4 of the shorter)",
+    ),
     ("kernels", "not_longer_than_step", E, "no kernel is longer than its step (stage + bubble)"),
     (
         "comm_ops",
@@ -125,6 +132,18 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
         "communication ops lie inside the time span of the run's slices",
     ),
     ("chunks", "inside_run_span", E, "chunks lie inside the time span of the run's slices"),
+    (
+        "latency_points",
+        "in_line_with_neighbours",
+        E,
+        "no table point is more than 100x above or below both its neighbours along the prefix",
+    ),
+    (
+        "latency_points",
+        "replicates_agree",
+        E,
+        "a table point given more than once has its slowest time within 20x of its fastest",
+    ),
     (
         "fct_config_metrics",
         "interval_contains_mean",

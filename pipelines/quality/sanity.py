@@ -15,6 +15,9 @@ SANITY_CHECKS = (
     "slices.chunk_markers_unique",
     "slices.no_overlapping_copies",
     "kernels.no_overlapping_copies",
+    "kernels.no_same_stream_overlap",
+    "latency_points.in_line_with_neighbours",
+    "latency_points.replicates_agree",
     "ranks.device_work_on_every_rank",
 )
 

@@ -60,6 +60,18 @@ def _rename_last_column(table: str) -> str:
     return f'alter table {table} rename column "{last}" to renamed_column'
 
 
+_POINT = "run_id, origin, content_hash, layout, source, operator, tokens, prefix_tokens, time_ns,"
+_POINT += " line, replicate"
+
+
+def _point(prefix: int, time_ns: float, replicate: int = 1) -> str:
+    """One row of a generic latency table (attn, 256 new tokens) for `latency_points`."""
+    return (
+        f"('lt-1', '/in/table.csv', '{HEX}', 'generic', 'self', 'attn', 256, {prefix},"
+        f" {int(time_ns)}, {prefix + replicate}, {replicate})"
+    )
+
+
 BREAKS: dict[str, list[str]] = {
     **{f"{t}.{SCHEMA}": [_rename_last_column(t)] for t in TABLES},
     "runs.facts_for_chunks": ["update runs set seq_len = null"],
@@ -79,6 +91,17 @@ BREAKS: dict[str, list[str]] = {
     "kernels.no_overlapping_copies": [  # the kernel again, 100 ns later
         "insert into kernels (run_id, rank, step, name, start_ns, dur_ns, wait_ns, is_comm)"
         " values ('r1', 0, 1, 'mm', 2100, 1000, 0, false)",
+    ],
+    "kernels.no_same_stream_overlap": [  # a second kernel starts 5 µs into a 10 µs one
+        "insert into kernels (run_id, rank, step, name, start_ns, dur_ns, wait_ns, is_comm) values"
+        " ('r1', 0, 1, 'a', 100000, 10000, 0, false), ('r1', 0, 1, 'b', 105000, 10000, 0, false)",
+    ],
+    "latency_points.in_line_with_neighbours": [  # µs read as s in the middle of a line
+        f"insert into latency_points ({_POINT}) values {_point(0, 100000)}, {_point(256, 1e11)},"
+        f" {_point(512, 120000)}",
+    ],
+    "latency_points.replicates_agree": [  # one point given twice, 100x apart
+        f"insert into latency_points ({_POINT}) values {_point(0, 100000)}, {_point(0, 1e7, 2)}",
     ],
     "runs.stored_once": [  # the same bytes stored again from another folder
         "insert into runs (run_id, source, content_hash, ingested_at)"
