@@ -168,3 +168,54 @@ def test_dsa_1024_is_flagged_but_its_jump_is_placed_late(h200_points: pl.DataFra
     # the two-segment line is continuous and a table curve has no level-step test
     # (docs/tau_k.md §4, "Real tables": open)
     assert row["knee_at"] == "6"
+
+
+def test_table_verdicts_counts_by_kind() -> None:
+    from pipelines.analysis.tau.table_verdicts import DENSE_KERNEL, SPARSE, acceptance, table_rows
+
+    rows = [
+        {"operator": "attention", "attention": "dense", "chunk_size": 512, "verdict": "linear"},
+        {"operator": "attention", "attention": "dense", "chunk_size": 768, "verdict": "knee"},
+        {
+            "operator": "attention",
+            "attention": "dense",
+            "chunk_size": 64,
+            "verdict": "knee",
+            "knee_at": "0->1",
+        },
+        {"operator": "layer", "attention": "dense", "chunk_size": 512, "verdict": "flattened"},
+        {
+            "operator": "msa_context_module kv=bf16",
+            "attention": "sparse",
+            "chunk_size": 512,
+            "verdict": "knee",
+            "knee_at": "6",
+        },
+        {
+            "operator": "dsa_context_module kv=fp8",
+            "attention": "sparse",
+            "chunk_size": 8192,
+            "verdict": "linear",
+        },
+        {
+            "operator": "dsa_context_module kv=fp8",
+            "attention": "sparse",
+            "chunk_size": 4,
+            "verdict": "too_short",
+        },
+        {"operator": None, "chunk_size": 16384, "verdict": "linear"},  # a run's curve: left out
+    ]
+    frame = table_rows(rows)
+    assert frame.height == 7
+    assert frame.filter(frame["kind"] == DENSE_KERNEL).height == 3
+    assert set(frame.filter(frame["kind"] == SPARSE)["module"]) == {
+        "msa_context_module",
+        "dsa_context_module",
+    }
+    got = acceptance(frame)
+    assert got["dense kernel c >= 512 linear"] == {"linear": 1, "fitted": 2}
+    assert got["dense kernel c <= 128 knees"]["knee_at"] == ["0->1"]
+    sparse = got["sparse module curves flagged"]
+    assert (sparse["flagged"], sparse["fitted"], sparse["too_short_or_noisy"]) == (1, 2, 1)
+    assert sparse["not_flagged"] == ["linear"]
+    assert got["msa knees"] == {"knee": 1, "fitted": 1}

@@ -8,6 +8,11 @@ DSA / MSA modules), `other`.
 
     uv run tracereplay fit --json > fits.json
     uv run python -m pipelines.analysis.tau.table_verdicts fits.json
+    uv run python -m pipelines.analysis.tau.table_verdicts --warehouse W --n-boot 20
+
+`--warehouse` fits the warehouse's table curves here with `curves.fit_curves` (the function
+`tracereplay fit` runs) without storing them, with fewer bootstrap draws: the verdicts do not
+depend on the bootstrap (it gives the VPP bubble and gain intervals only).
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.analysis.tau.table_points import table_tau_points
 from pipelines.analysis.tau.verdict_policy import FLAGGED_VERDICTS
+from pipelines.store import open_store
 
 DENSE_KERNEL, LAYER, SPARSE, OTHER = "dense kernel", "whole layer", "sparse module", "other"
 INCONCLUSIVE = ("too_short", "too_noisy")
@@ -88,15 +95,32 @@ def acceptance(frame: pl.DataFrame) -> dict[str, dict]:
     }
 
 
+def fit_table_curves(warehouse: Path, n_boot: int = 20) -> list[dict]:
+    """Fit rows of every table curve of a warehouse (curves.fit_curves, not stored)."""
+    from pipelines.analysis.tau.curves import fit_curves  # statsmodels: seconds to import
+
+    with open_store(warehouse).session(read_only=True) as session:
+        points = table_tau_points(session.con)
+    return fit_curves(points, n_boot=n_boot).to_dicts() if not points.is_empty() else []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("fits", type=Path, help="the JSON of `tracereplay fit --json`")
+    parser.add_argument("fits", type=Path, nargs="?", help="the JSON of `tracereplay fit --json`")
+    parser.add_argument("--warehouse", type=Path, help="fit this warehouse's table curves here")
+    parser.add_argument("--n-boot", type=int, default=20, help="bootstrap draws (default 20)")
     args = parser.parse_args(argv)
-    out = json.loads(args.fits.read_text())
-    rows = out["curves"] if isinstance(out, dict) else out
+    if (args.fits is None) == (args.warehouse is None):
+        print("give either a fit JSON or --warehouse", file=sys.stderr)
+        return 2
+    if args.warehouse is not None:
+        rows = fit_table_curves(args.warehouse, args.n_boot)
+    else:
+        out = json.loads(args.fits.read_text())
+        rows = out["curves"] if isinstance(out, dict) else out
     frame = table_rows(rows)
     if frame.is_empty():
-        print(f"{args.fits}: no table curves", file=sys.stderr)
+        print(f"{args.fits or args.warehouse}: no table curves", file=sys.stderr)
         return 2
     with pl.Config(tbl_rows=-1, tbl_width_chars=120, fmt_str_lengths=40):
         print(verdict_counts(frame))
