@@ -47,6 +47,10 @@ select
     next_ns
 from along_prefix
 where
-    time_ns > 100 * greatest(previous_ns, next_ns)
-    or 100 * time_ns < least(previous_ns, next_ns)
+    previous_ns is not null
+    and next_ns is not null
+    and (
+        time_ns > 100 * greatest(previous_ns, next_ns)
+        or 100 * time_ns < least(previous_ns, next_ns)
+    )
 order by run_id, operator, tokens, prefix_tokens
