@@ -321,7 +321,8 @@ def _positions(k_grid: np.ndarray) -> list[int]:
     consecutive grid that is every integer between the ends; on a table's gapped grid (prefixes
     measured at 0, 1K, 2K, 4K, ... 1M: k = 0-4, 8, 16, ... 1023) only the measured indices, since
     the data place a break no finer than them, and the Bonferroni count is the grid's, not the
-    thousand integers of its gaps (docs/tau_k.md §4)."""
+    thousand integers of its gaps (docs/tau_k.md §4). A chunk the outlier screen set aside is
+    no candidate either."""
     return [
         int(kb) for kb in np.unique(k_grid) if (k_grid < kb).sum() >= 2 and (k_grid > kb).sum() >= 2
     ]
