@@ -222,7 +222,8 @@ def run(args: argparse.Namespace) -> int:
     chunks = {}
     warnings: list[str] = []
     changed = report.changed_run_ids
-    if (report.runs and not args.no_chunks) or changed:
+    checked = changed + report.changed_table_ids  # what the sanity checks judge at once
+    if (report.runs and not args.no_chunks) or checked:
         # one session for what follows the write (a lake's open scans its files and lists
         # every run's folder: three opens here cost three times that; docs/lake.md)
         with store.open_runs() as session:
@@ -230,14 +231,14 @@ def run(args: argparse.Namespace) -> int:
                 chunks = _extract_chunks(session, changed)
                 kept = [r.run_id for r in report.runs if r.run_id not in chunks]
                 chunks |= _stored_chunks(session, kept)
-            if changed:
+            if checked:
                 from pipelines.quality.sanity import sanity_warnings
                 from pipelines.store.insert import memory_limited
 
                 # under the budget's DuckDB limit: with DuckDB's default (80 % of RAM) the
                 # checks' window over a marked 4 GB run's slices took the ingest to 1.8 GB
                 with memory_limited(session.con):
-                    warnings = sanity_warnings(session.con, changed)
+                    warnings = sanity_warnings(session.con, checked)
                 for line in warnings:
                     print(f"tracereplay ingest: warning: {line}", file=sys.stderr)
     for item in report.quarantined:

@@ -109,6 +109,11 @@ class IngestReport:
         """Runs whose rows were (re)written by this call."""
         return [r.run_id for r in self.runs if r.status in ("loaded", "replaced")]
 
+    @property
+    def changed_table_ids(self) -> list[str]:
+        """Latency tables whose points were (re)written by this call (their id keys run_id)."""
+        return [t.table_id for t in self.tables if t.status in ("loaded", "replaced")]
+
     def as_json(self) -> dict[str, Any]:
         return {
             "runs": [r.as_json() for r in self.runs],

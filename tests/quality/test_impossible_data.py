@@ -175,9 +175,11 @@ def _line(spike: float | None) -> list[list[str]]:
 def test_hostile_table_fails_and_its_clean_twin_passes(
     key: str, bad: list, good: list, tmp_path: Path, capsys
 ) -> None:
-    _ingest([_table(tmp_path / "good", good)], tmp_path / "good.duckdb", capsys)
+    err = _ingest([_table(tmp_path / "good", good)], tmp_path / "good.duckdb", capsys)
+    assert key not in err
     assert _failing(tmp_path / "good.duckdb", key) == 0
-    _ingest([_table(tmp_path / "bad", bad)], tmp_path / "bad.duckdb", capsys)
+    err = _ingest([_table(tmp_path / "bad", bad)], tmp_path / "bad.duckdb", capsys)
+    assert f"warning: {key}:" in err  # named at ingest, as a run's impossible data is
     assert _failing(tmp_path / "bad.duckdb", key) == 1
     code, failed = _failed_checks(tmp_path / "bad.duckdb", capsys)
     assert code == 1
