@@ -209,14 +209,41 @@ def format_table(curves: pl.DataFrame, wide: bool = False) -> str:
     rows = [_text_row(r) for r in curves.to_dicts()]
     for r in rows:
         r["length"] = f"{_tokens(r['seq_len'])}/{_tokens(r['chunk'])}"
-        if not wide and len(r["model"]) > 20:
-            r["model"] = r["model"][:19] + "…"
         if r["segment"]:  # compact: "[1/2]"; wide: "[1/2 from 2026-11-02]"
             r["model"] += f" [{r['segment'] if wide else r['segment'].split()[0]}]"
     widths = {key: max([len(title)] + [len(r[key]) for r in rows]) for key, title in columns}
+    if not wide:
+        _narrowed(rows, widths, gap)
     lines = [gap.join(title.ljust(widths[key]) for key, title in columns)]
     lines += [gap.join(r[key].ljust(widths[key]) for key, _ in columns) for r in rows]
     return "\n".join(line.rstrip() for line in lines)
+
+
+# the compact table's text columns that give way when it passes 120 columns, each down to a
+# floor: a latency table's operator (aiconfigurator's "table:msa_context_module kv=bf16
+# gemm=fp8") made it 210 wide
+NARROWED = (("schedule", 16), ("model", 10), ("source", 8))
+
+
+def _narrowed(rows: list[dict[str, str]], widths: dict[str, int], gap: str) -> None:
+    """Cut the widest narrowable column (middle_ellipsis: the tail tells two curves apart) one
+    character at a time until the compact table fits 120 columns or every one is at its floor."""
+    while sum(widths.values()) + len(gap) * (len(widths) - 1) > 120:
+        over = [(widths[key] - floor, key) for key, floor in NARROWED if widths[key] > floor]
+        if not over:
+            return
+        key = max(over)[1]
+        widths[key] -= 1
+        for r in rows:
+            r[key] = middle_ellipsis(r[key], widths[key])
+
+
+def middle_ellipsis(text: str, width: int) -> str:
+    """`text` cut to `width` characters by a '…' in its middle (its start and its end kept)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def untagged_note(curves: pl.DataFrame) -> str:

@@ -185,3 +185,24 @@ def test_fit_table_and_printout_carry_the_vpp_prediction() -> None:
     text = format_table(table, wide=True)
     assert max(len(line) for line in format_table(table).splitlines()) <= 120
     assert "VPP bubble pred" in text and f"{row['vpp_bubble_pred']:.1%}" in text
+
+
+def test_a_long_operator_name_narrows_the_compact_table_to_120_columns() -> None:
+    """aiconfigurator's operators ('msa_context_module kv=bf16 gemm=fp8') made it 210 wide: the
+    schedule, model and source columns give way, cut in the middle so the tail still tells two
+    curves apart; --wide keeps every name whole."""
+    rows = []
+    for s in range(2):
+        _, tau = fixtures.linear(n=8, seed=s)
+        rows += _chunk_rows(f"run{s}", 800, tau, last_tokens=100)
+    table = fit_curves(pl.DataFrame(rows), n_boot=0)
+    names = ("msa_context_module kv=bf16 gemm=bf16", "msa_context_module kv=bf16 gemm=fp8")
+    table = pl.concat([table.with_columns(operator=pl.lit(n)) for n in names]).with_columns(
+        model=pl.lit("MiniMaxAI/MiniMax-M3-preview-sparse-attention"),
+        source=pl.lit("aiconfigurator-sglang-h200"),
+    )
+    text = format_table(table)
+    assert max(len(line) for line in text.splitlines()) <= 120
+    tails = [line.split()[2] for line in text.splitlines()[1:]]  # the sched column
+    assert tails[0].endswith("=bf16") and tails[1].endswith("=fp8")
+    assert f"table:{names[1]}" in format_table(table, wide=True)
