@@ -202,8 +202,11 @@ def _in_content_order(group: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
     in chunk order), and each point's run as its place in that order: the fit of a set of runs
     does not depend on their ids, which hold where their folders lay (the same bytes ingested
     from two folders, as the demo and Dagster do, are fitted to the same last bit). Runs of
-    identical points keep their id order; swapping them changes no number."""
-    points = group.sort("chunk_idx")
+    identical points keep their id order; swapping them changes no number. Within a run, the
+    points of one chunk index (several requests) go by request id, then time: the rows' order
+    as read (a lake's files come in no set order) must change no number either."""
+    within = [c for c in ("chunk_idx", "request_id", "tau_ns") if c in group.columns]
+    points = group.sort(within)
     content = {
         str(run_id): (sub.get_column("chunk_idx").to_list(), sub.get_column("tau_ns").to_list())
         for (run_id,), sub in points.partition_by("run_id", as_dict=True).items()
@@ -211,7 +214,7 @@ def _in_content_order(group: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
     rank = {run_id: i for i, run_id in enumerate(sorted(content, key=lambda r: (content[r], r)))}
     ordered = group.with_columns(
         pl.col("run_id").replace_strict(rank, return_dtype=pl.Int64).alias("_run_order")
-    ).sort("_run_order", "chunk_idx")
+    ).sort("_run_order", *within)
     return ordered.drop("_run_order"), ordered.get_column("_run_order").to_numpy()
 
 
