@@ -109,8 +109,11 @@ def test_real_kineto_and_engine_traces_pass(tmp_path: Path, capsys) -> None:
     """The public Kineto sets in the repository (HTA, PyTorch Kineto, TraceLens, vLLM/SGLang
     engine traces): 74 same-stream compute pairs overlap there, by 3,744 ns at most and 16.3 %
     of the shorter kernel at most, all under the limit."""
+    folders = [REPO / "tests/data/real_kineto", REPO / "tests/data/real_engines"]
+    if not any(p.suffix in (".json", ".gz") for f in folders for p in f.rglob("*")):
+        pytest.skip("the public Kineto / engine traces are git-ignored local copies: not restored")
     warehouse = tmp_path / "kineto.duckdb"
-    _ingest([REPO / "tests/data/real_kineto", REPO / "tests/data/real_engines"], warehouse, capsys)
+    _ingest(folders, warehouse, capsys)
     with duckdb.connect(str(warehouse), read_only=True) as con:
         assert con.execute("select count(*) from kernels").fetchone()[0] > 10_000
     assert _failing(warehouse, OVERLAP) == 0
@@ -188,7 +191,10 @@ def test_hostile_table_fails_and_its_clean_twin_passes(
 
 def test_real_vidur_and_self_made_tables_pass(tmp_path: Path, capsys) -> None:
     """Vidur's a100 attention / mlp tables (e2d00e9: exact replicate copies, spread 1.17x at
-    most) and CodeLlama-34B mlp (7d47513), and the self-made generic table."""
+    most) and CodeLlama-34B mlp (7d47513), and the self-made generic table. The Vidur files are
+    git-ignored local copies (their SOURCES.md): skipped where they are not restored."""
+    if not any((TABLES / "vidur").rglob("*.csv")):
+        pytest.skip(f"{TABLES / 'vidur'}: fetched copies are not committed")
     warehouse = tmp_path / "tables.duckdb"
     _ingest([TABLES / "vidur", TABLES / "self_made"], warehouse, capsys)
     with duckdb.connect(str(warehouse), read_only=True) as con:
