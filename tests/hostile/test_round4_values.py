@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.ingest.readers.trace_view import read_trace_view
+from tests.hostile.sqlite_rank import rank_with_sql
 
 LEVEL1 = Path("msinsight/test/data/pytorch/text/level1/rank0_ascend_pt")
 
@@ -320,24 +321,6 @@ def test_a_latency_value_past_int64_costs_its_line(tmp_path: Path, column, value
     assert aside.reason == "invalid_rows" and "line 3" in aside.detail
 
 
-def _task_db(real_dir: Path, tmp_path: Path, sql: str) -> Path:
-    import shutil
-    import sqlite3
-
-    source = Path("msinsight/test/data/pytorch/db/level1/rank0_ascend_pt")
-    if not (real_dir / source).is_dir():
-        pytest.skip(f"{real_dir / source} not found")
-    rank = tmp_path / "rank0_ascend_pt"
-    shutil.copytree(real_dir / source, rank)
-    db = rank / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db"
-    db.chmod(0o644)
-    con = sqlite3.connect(db)
-    con.execute(sql)
-    con.commit()
-    con.close()
-    return rank
-
-
 def _db_kernels(rank: Path) -> int:
     from pipelines.ingest.readers.ascend_db import read_rank
 
@@ -347,8 +330,8 @@ def _db_kernels(rank: Path) -> int:
 def test_sqlite_text_with_a_nul_is_no_number(real_dir: Path, tmp_path: Path) -> None:
     """A TASK startNs of '12' || char(0): SQLite's glob and length stop at the NUL, so it passed
     as the digits '12' and the task was kept at 12 ns (1970); now unparsable_timestamp."""
-    clean = _db_kernels(_task_db(real_dir, tmp_path / "a", "select 1"))
-    rank = _task_db(
+    clean = _db_kernels(rank_with_sql(real_dir, tmp_path / "a", "select 1"))
+    rank = rank_with_sql(
         real_dir,
         tmp_path / "b",
         "update TASK set startNs = '12' || char(0) where rowid = (select min(rowid) from TASK"
@@ -360,8 +343,8 @@ def test_sqlite_text_with_a_nul_is_no_number(real_dir: Path, tmp_path: Path) -> 
 def test_sqlite_text_that_is_no_utf8_keeps_the_file(real_dir: Path, tmp_path: Path) -> None:
     """A STRING_IDS value with bytes that are not UTF-8 failed the whole export as corrupt
     (Python's sqlite3 could not decode it); the bytes are now \\xNN text, every row kept."""
-    clean = _db_kernels(_task_db(real_dir, tmp_path / "a", "select 1"))
-    rank = _task_db(
+    clean = _db_kernels(rank_with_sql(real_dir, tmp_path / "a", "select 1"))
+    rank = rank_with_sql(
         real_dir,
         tmp_path / "b",
         "update STRING_IDS set value = cast(x'61eda08062' as text) where id = 5",

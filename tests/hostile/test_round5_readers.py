@@ -8,28 +8,13 @@ these are its fast failing cases (each fails on b9a793c)."""
 from __future__ import annotations
 
 import json
-import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from tests.hostile.sqlite_rank import rank_with_sql
+
 TEXT = Path("msinsight/test/data/pytorch/text/level1/rank0_ascend_pt")
-DB = Path("msinsight/test/data/pytorch/db/level1/rank0_ascend_pt")
-
-
-def _task_rank(real_dir: Path, tmp_path: Path, sql: str) -> Path:
-    if not (real_dir / DB).is_dir():
-        pytest.skip(f"{real_dir / DB} not found")
-    rank = tmp_path / "rank0_ascend_pt"
-    shutil.copytree(real_dir / DB, rank)
-    db = rank / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db"
-    db.chmod(0o644)
-    con = sqlite3.connect(db)
-    con.execute(sql)
-    con.commit()
-    con.close()
-    return rank
 
 
 COMPUTE_TASK = (
@@ -54,10 +39,9 @@ def test_a_task_stream_or_device_that_is_no_integer_costs_its_task(
     NULL streamId was kept as a kernel in no stream. Now the task is dropped and named."""
     from pipelines.ingest.readers.ascend_db import read_rank
 
-    clean = read_rank(_task_rank(real_dir, tmp_path / "a", "select 1"))
-    bad = read_rank(
-        _task_rank(real_dir, tmp_path / "b", f"update TASK set {sql} where rowid = {COMPUTE_TASK}")
-    )
+    clean = read_rank(rank_with_sql(real_dir, tmp_path / "a", "select 1"))
+    update = f"update TASK set {sql} where rowid = {COMPUTE_TASK}"
+    bad = read_rank(rank_with_sql(real_dir, tmp_path / "b", update))
     assert bad.tables["kernels"].height == clean.tables["kernels"].height - 1
     assert bad.dropped == {reason: 1}
     (aside,) = [q for q in bad.quarantined if q.reason == "invalid_rows"]
