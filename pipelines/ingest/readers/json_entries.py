@@ -11,13 +11,16 @@ brackets do not close is not split (None): it stays one unreadable file."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from itertools import pairwise
+from typing import BinaryIO
 
 import numpy as np
 
 from pipelines.ingest.readers.json_long_strings import trailing_backslashes, unescaped_quotes
 
 BLOCK = 1 << 24
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, allowed before the JSON text
 _OPEN = (ord("["), ord("{"))
 _CLOSE = (ord("]"), ord("}"))
 _COMMA = ord(",")
@@ -249,3 +252,13 @@ def _trailing_run(block: bytes, before: int) -> int:
     an index array of the block's size."""
     run = len(block) - len(block.rstrip(b"\\"))
     return before + run if run == len(block) else run
+
+
+def fed_entries(handle: BinaryIO, stream: ArrayStream, block: int = BLOCK) -> Iterator[bytes | int]:
+    """The entries `stream` finds in the text read from `handle` `block` bytes at a time (a
+    byte order mark at its start dropped): the reading loop of every streamed JSON read."""
+    first = True
+    while data := handle.read(block):
+        if first:
+            data, first = data.removeprefix(BOM), False
+        yield from stream.feed(data)

@@ -43,7 +43,7 @@ from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
 from pipelines.ingest.lookups import left_lookup
 from pipelines.ingest.readers import gz, json_entries, json_keys
-from pipelines.ingest.readers.trace_view import lazy_steps, quote_constants
+from pipelines.ingest.readers.trace_view import entries_not_json, lazy_steps, quote_constants
 from pipelines.ingest.steps.launch_links import launch_anchors
 from pipelines.ingest.steps.step_breakdown import (
     assess,
@@ -64,7 +64,6 @@ INVALID_JSON = "invalid_json"
 NO_TRACE_EVENTS = "no_trace_events"
 NO_DEVICE_EVENTS = "no_device_events"
 UNSUPPORTED_DEVICE = "unsupported_device"
-BOM = b"\xef\xbb\xbf"
 
 HOST_CATEGORIES = ("cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver")
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")  # after OLD_CATEGORIES mapping
@@ -646,15 +645,11 @@ def _stream_events(path: Path, known_base: int | None) -> tuple[_Trace, _Events,
 
     try:
         with _open_json(path) as handle:
-            first = True
-            while block := handle.read(STREAM_BLOCK):
-                if first:
-                    block, first = block.removeprefix(BOM), False
-                for entry in stream.feed(block):
-                    batch.append(entry)
-                    taken += 1
-                    if len(batch) >= EVENT_BATCH:
-                        flush()
+            for entry in json_entries.fed_entries(handle, stream, STREAM_BLOCK):
+                batch.append(entry)
+                taken += 1
+                if len(batch) >= EVENT_BATCH:
+                    flush()
     except gzip.BadGzipFile as err:
         # bytes that are no gzip member after a whole stream: read the stream alone
         return _stream_events(_whole_gzip(path, err), known_base)
@@ -739,26 +734,13 @@ def _decoded_batch(
                 f"{drop.TOO_LARGE} (an entry of {entry / 2**20:.1f} MiB, past the"
                 f" {memory_budget.max_memory() // ENTRY_SHARE / 2**20:.0f} MiB one entry may take)"
             )
-    joined = b"[" + b",".join(texts) + b"]"
-    try:
-        try:
-            msgspec.json.decode(joined, type=list[msgspec.Raw])
-        except msgspec.DecodeError:
-            quoted = quote_constants(joined)
-            if quoted == joined:
-                raise
-            msgspec.json.decode(quoted, type=list[msgspec.Raw])
-            texts = [quote_constants(t) for t in texts]
-    except msgspec.DecodeError:
-        for index, text in enumerate(texts):
-            try:
-                msgspec.json.decode(quote_constants(text), type=msgspec.Raw)
-                texts[index] = quote_constants(text)
-            except msgspec.DecodeError as bad:
-                not_json[offset + index] = f"not JSON ({bad})"
-                texts[index] = b"null"
-    del joined
-    raw = [msgspec.Raw(t) for t in texts]
+    unreadable = entries_not_json(texts)
+    for index, why in unreadable.items():
+        not_json[offset + index] = f"not JSON ({why})"
+    raw = [
+        msgspec.Raw(b"null" if index in unreadable else quote_constants(text))
+        for index, text in enumerate(texts)
+    ]
     decoded, bad = _batch_events(raw, offset, not_json)
     if bad and not first_error:
         first_error.append(bad[0])

@@ -80,7 +80,7 @@ _SCAN_THREADS = 1
 # on the landed code: 0.91 GB for 500 MB, 1.62 GB for 1 GB, 3.0 GB for 2 GB)
 IN_MEMORY_PEAK_FACTOR = 1.6
 INTERPRETER_BYTES = 200 << 20
-BOM = b"\xef\xbb\xbf"
+BOM = json_entries.BOM
 # a JSON-number `ts` (torch_npu writes strings): such files are decoded with msgspec, which keeps
 # the number's own digits (DuckDB would parse it to a double first: 1700000000000000.123 µs is
 # 1700000000000000.0 as a double)
@@ -279,6 +279,26 @@ def quote_constants(data: bytes) -> bytes:
     if b"NaN" not in data and b"Infinity" not in data:
         return data
     return _CONSTANTS.sub(lambda m: b'"' + m.group(1) + b'"' if m.group(1) else m.group(0), data)
+
+
+def entries_not_json(entries: list[bytes]) -> dict[int, str]:
+    """The entries (by index) that are no JSON even with bare NaN / Infinity quoted, each with
+    msgspec's reason (a raw control character, a lone surrogate escape): one msgspec call for
+    the batch when every entry is JSON, one per entry when one is not."""
+    try:
+        msgspec.json.decode(
+            quote_constants(b"[" + b",".join(entries) + b"]"), type=list[msgspec.Raw]
+        )
+        return {}
+    except msgspec.DecodeError:
+        pass
+    bad: dict[int, str] = {}
+    for index, entry in enumerate(entries):
+        try:
+            msgspec.json.decode(quote_constants(entry), type=msgspec.Raw)
+        except msgspec.DecodeError as why:
+            bad[index] = str(why)
+    return bad
 
 
 class _BadEntry(QuarantineError):
@@ -931,18 +951,8 @@ def _copy_without_entries_not_json(path: Path, target: Path, max_object: int) ->
 
     def flush(out: Any) -> None:
         nonlocal written
-        bad: set[int] = set()
-        joined = quote_constants(b"[" + b",".join(batch) + b"]")
-        try:
-            msgspec.json.decode(joined, type=list[msgspec.Raw])
-        except msgspec.DecodeError:
-            for index, entry in enumerate(batch):
-                try:
-                    msgspec.json.decode(quote_constants(entry), type=msgspec.Raw)
-                except msgspec.DecodeError as why:
-                    bad.add(index)
-                    lines.append(f"traceEvents[{written + index}]: not JSON ({why})")
-        del joined
+        bad = entries_not_json(batch)
+        lines.extend(f"traceEvents[{written + i}]: not JSON ({why})" for i, why in bad.items())
         kept = [entry for index, entry in enumerate(batch) if index not in bad]
         if kept:
             out.write((b"," if out.tell() > 1 else b"") + b",".join(kept))
@@ -953,16 +963,12 @@ def _copy_without_entries_not_json(path: Path, target: Path, max_object: int) ->
     try:
         with opener(path, "rb") as source, open(target, "wb") as out:
             out.write(b"[")
-            first = True
-            while block := source.read(json_entries.BLOCK):
-                if first:
-                    block, first = block.removeprefix(BOM), False
-                for entry in stream.feed(block):
-                    if isinstance(entry, int):
-                        return []
-                    batch.append(entry)
-                    if len(batch) >= _CHECK_BATCH:
-                        flush(out)
+            for entry in json_entries.fed_entries(source, stream):
+                if isinstance(entry, int):
+                    return []
+                batch.append(entry)
+                if len(batch) >= _CHECK_BATCH:
+                    flush(out)
             if batch:
                 flush(out)
             out.write(b"]")
