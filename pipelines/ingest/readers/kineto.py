@@ -586,9 +586,7 @@ class _Events:
 
 def _open_json(path: Path) -> BinaryIO:
     """The trace's JSON as a binary stream (a .gz inflated as it is read)."""
-    with path.open("rb") as handle:
-        head = handle.read(2)
-    gzipped = head == gz.GZIP_MAGIC
+    gzipped = _is_gzip(path)
     if path.suffix == ".gz" and not gzipped:
         raise QuarantineError(NOT_GZIP, f"{path.name} is named .gz but is not gzip data")
     return gzip.open(path, "rb") if gzipped else path.open("rb")
