@@ -12,6 +12,7 @@ from pipelines.analysis.comparison.compare import (
     RUN_SET_CORRECTION,
     VariancePrior,
     compare_samples,
+    holm_adjusted,
 )
 from pipelines.analysis.runs.run_metrics import DEFAULT_COMPARE_METRICS, METRICS
 
@@ -247,3 +248,15 @@ def test_five_runs_at_2_percent_noise_regressed_and_quiet() -> None:
         )
         quiet += compare_samples({"m": (base, same)}, {"m": True})[0].verdict != "regressed"
     assert alone >= 360 and prior >= 380 and quiet >= 370, (alone, prior, quiet)
+
+
+def test_holm_adjusted_equals_statsmodels_holm_on_seeded_draws() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(7)
+    for m in (2, 3, 5, 12, 40):
+        for _ in range(50):
+            p = rng.uniform(0, 1, m) ** rng.uniform(0.5, 4)
+            p[rng.integers(0, m)] = p[rng.integers(0, m)]  # a tie now and then
+            expected = multipletests(p, method="holm")[1]
+            np.testing.assert_allclose(holm_adjusted(p.tolist()), expected, rtol=0, atol=1e-15)
