@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from pipelines.analysis.tau.fits import MIN_CLUSTERS, fit_stage
 from pipelines.analysis.tau.robust_slope import RHO_CAP, SLOWDOWN, robust_slope_interval
@@ -23,6 +24,7 @@ def _interval(y: np.ndarray, cap: float = RHO_CAP):
     return robust_slope_interval(K, y, np.ones(N), level, rho_cap=cap)
 
 
+@pytest.mark.slow  # a 200-draw coverage study (10 s quiet): CI's slow pass runs it
 def test_robust_interval_holds_under_ar1_07_where_the_white_noise_interval_does_not() -> None:
     rng = np.random.default_rng(7)
     robust = white = 0
