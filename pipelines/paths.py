@@ -8,8 +8,10 @@ installed package or, in a checkout, in the top-level `sql/` (docs/paths.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -126,9 +128,43 @@ def cache_base() -> Path:
     return Path(base)
 
 
+CACHE_MAX_AGE_S = 60 * 86_400
+"""A cache entry neither written nor read for this long (60 days) is deleted the next time a
+process writes into its folder: each nightly run lengthens its series and so keys new entries,
+and the old ones would otherwise pile up for ever (a file per series per night)."""
+
+_swept: set[Path] = set()
+
+
+def read_cache_file(path: Path) -> bytes:
+    """A cache entry's bytes; reading it marks it used (its mtime set to now), so entries in use
+    are never swept. Raises OSError when it is absent or unreadable."""
+    data = path.read_bytes()
+    with contextlib.suppress(OSError):  # a read-only cache still answers
+        os.utime(path)
+    return data
+
+
+def _sweep_stale(folder: Path) -> None:
+    """Delete the entries of `folder` unused for CACHE_MAX_AGE_S, once per folder per process."""
+    if folder in _swept:
+        return
+    _swept.add(folder)
+    cutoff = time.time() - CACHE_MAX_AGE_S
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                    Path(entry.path).unlink(missing_ok=True)
+    except OSError:
+        pass  # the cache is only a cache
+
+
 def keep_file(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Write a cache file whole or not at all: `write` fills a temporary file in the same folder,
-    renamed over `path`; a folder that cannot be written is skipped (the cache is only a cache)."""
+    renamed over `path`; a folder that cannot be written is skipped (the cache is only a cache).
+    The folder's entries unused for CACHE_MAX_AGE_S go at the first write of a process."""
+    _sweep_stale(path.parent)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, spare = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

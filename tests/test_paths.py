@@ -3,6 +3,8 @@ where the package is installed; the SQL files are found as package data."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,24 @@ def test_fit_without_flags_reads_the_warehouse_of_this_folder(
     assert f"no warehouse at {tmp_path.resolve() / 'data' / 'warehouse.duckdb'}" in (
         capsys.readouterr().err
     )
+
+
+def test_cache_entries_unused_for_the_max_age_are_swept_and_a_read_keeps_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "change_search" / "points"
+    folder.mkdir(parents=True)
+    old = time.time() - paths.CACHE_MAX_AGE_S - 3_600
+    stale, read_lately, fresh = (folder / f"{name}.json" for name in ("stale", "read", "fresh"))
+    for entry in (stale, read_lately, fresh):
+        entry.write_bytes(b"[]")
+    for entry in (stale, read_lately):
+        os.utime(entry, (old, old))
+    assert paths.read_cache_file(read_lately) == b"[]"  # a read marks it used
+    monkeypatch.setattr(paths, "_swept", set())
+    paths.keep_file(folder / "new.json", lambda out: out.write(b"{}"))
+    assert sorted(p.name for p in folder.iterdir()) == ["fresh.json", "new.json", "read.json"]
+    # once per folder per process: an entry going stale later is left to the next process
+    os.utime(fresh, (old, old))
+    paths.keep_file(folder / "other.json", lambda out: out.write(b"{}"))
+    assert fresh.exists()

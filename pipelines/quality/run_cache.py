@@ -44,7 +44,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines.paths import cache_base, keep_file
+from pipelines.paths import cache_base, keep_file, read_cache_file
 from pipelines.quality.check_queries import row_hashes_by_run
 from pipelines.quality.suite_files import SuiteFile
 
@@ -154,7 +154,7 @@ def entry_path(suite: SuiteFile, signature: str, fingerprint: str) -> Path:
 def load(path: Path) -> tuple[Broken, ...] | None:
     """The kept verdict of one run (None: absent or unreadable)."""
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_cache_file(path))
         return tuple(
             Broken(int(p), str(c), int(n), tuple(dict(e) for e in examples))
             for p, c, n, examples in data

@@ -16,8 +16,8 @@ Entries are JSON files (floats written with repr, which reads back to the same d
 infinities as JSON's extensions) under `cache_base()/change_search/<kind>/`, written whole by
 rename; a file that cannot be read back is searched again and rewritten, a folder that cannot
 be written is skipped. `TRACEREPLAY_CHANGE_CACHE=0` turns the cache off (every series searched).
-Nothing is evicted: each new night adds one file (a few hundred bytes) per series it lengthens; the
-folder is safe to delete at any time.
+Each new night adds one file (a few hundred bytes) per series it lengthens; entries unused for 60
+days are deleted (pipelines.paths.keep_file); the folder is safe to delete at any time.
 The Benjamini-Hochberg step across series is never cached: it runs over the whole family on
 every scan (pipelines.analysis.changes.history.find_changes).
 """
@@ -35,7 +35,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from pipelines.analysis.changes.split_null import cache_base, keep_file
+from pipelines.paths import cache_base, keep_file, read_cache_file
 
 SEARCH_CACHE_VERSION = 1
 """Raised by hand when an entry's layout changes."""
@@ -119,7 +119,7 @@ def cached_search(
         return search()
     path = cache_dir(kind) / f"{search_key(kind, values, params)}.json"
     try:
-        return decode(json.loads(path.read_bytes()))
+        return decode(json.loads(read_cache_file(path)))
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         pass  # absent or unreadable: search again
     found = search()

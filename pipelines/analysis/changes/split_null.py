@@ -23,6 +23,7 @@ array is simulated again and rewritten; a cache folder that cannot be written is
 
 from __future__ import annotations
 
+import io
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -31,7 +32,7 @@ import numpy as np
 from scipy import stats
 
 from pipelines.paths import CACHE_ENV as CACHE_ENV  # tests and callers name it here
-from pipelines.paths import cache_base, keep_file
+from pipelines.paths import cache_base, keep_file, read_cache_file
 
 NULL_DRAWS = 20_000
 MIN_EXCEEDANCES = 20
@@ -70,7 +71,7 @@ def _null_max(length: int, min_segment: int) -> np.ndarray:
     disk cache when it holds them, else simulated (and kept there)."""
     path = null_cache_dir() / f"L{length}-m{min_segment}.npy"
     try:
-        cached = np.load(path, allow_pickle=False)
+        cached = np.load(io.BytesIO(read_cache_file(path)), allow_pickle=False)
         if cached.shape == (NULL_DRAWS,) and cached.dtype == np.float64:
             return cached
     except (OSError, ValueError):
