@@ -95,14 +95,20 @@ def _run_command(argv: list[str] | None) -> int:
         parser.print_help()
         return ExitCode.BAD_INPUT
     from pipelines.cli._common import environment_problem
-    from pipelines.store import StoreError, storage_error, use_lake
+    from pipelines.store import use_lake
 
     problem = environment_problem()
     if problem:
         print(f"tracereplay {args.command}: {problem}", file=sys.stderr)
         return ExitCode.BAD_INPUT
 
-    use_lake(args.lake)  # seen by every step and subprocess
+    with use_lake(args.lake):  # seen by every step and subprocess of this command
+        return _handled(args)
+
+
+def _handled(args: argparse.Namespace) -> int:
+    """The command's exit status, a store problem as one line."""
+    from pipelines.store import StoreError, storage_error
 
     try:
         return int(args.func(args) or 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,13 @@ def warehouse_file(text: str) -> str:
     if text.strip() == ":memory:":
         raise argparse.ArgumentTypeError(
             "':memory:' keeps nothing after the command; give a file such as data/warehouse.duckdb"
+        )
+    if text.endswith(("/", os.sep)):
+        # a trailing slash names a folder (POSIX path resolution); pathlib drops it, so
+        # `--warehouse w.duckdb/` wrote a file w.duckdb without a word (issue 36 round six)
+        raise argparse.ArgumentTypeError(
+            f"{printable_path(text)} ends in '/', which names a folder; give the warehouse file"
+            " (data/warehouse.duckdb) or, for a Parquet lake, --lake DIR"
         )
     return text
 

@@ -11,9 +11,11 @@ backend it has."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
+from collections.abc import Iterator
 
 import duckdb
 
@@ -56,11 +58,22 @@ def storage_error(error: BaseException) -> StoreError | None:
     return None
 
 
-def use_lake(lake: str | os.PathLike[str] | None) -> None:
-    """Make `lake`, when given, the lake of every later `open_store()` of this process and its
-    subprocesses (`tracereplay --lake DIR`); None leaves the configuration as it is."""
+@contextlib.contextmanager
+def use_lake(lake: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Inside the block, `lake` (when given) is the lake of every `open_store()` of this process
+    and its subprocesses (`tracereplay --lake DIR`); None leaves the configuration as it is.
+    Afterwards the variable is as it was: a `--lake` call through `pipelines.cli.main` in one
+    process (the tests, a notebook) made every later call of that process use the lake."""
+    before = os.environ.get(paths.LAKE_ENV)
     if lake:
         os.environ[paths.LAKE_ENV] = os.path.abspath(lake)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(paths.LAKE_ENV, None)
+        else:
+            os.environ[paths.LAKE_ENV] = before
 
 
 def open_store(

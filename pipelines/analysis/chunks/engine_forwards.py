@@ -47,6 +47,10 @@ _SGLANG = re.compile(
     r"(?P<rest>[^\]]*)\]$"
 )
 _FIELD = re.compile(r"(\w+)=(\d+)")
+MAX_COUNT = 2**31 - 1
+"""The largest token or request count a name may give (the chunks table's INTEGER columns): a
+name such as `execute_context_1(99999999999999999999999)_...` is no forward (it overflowed
+DuckDB's insert into a traceback; issue 36 round six)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,9 @@ def parse_forward(name: str) -> Forward | None:
         prefills = int(fields.get("c", bs - decodes)) if m["mode"] == "MIXED" else bs
         forward = Forward("sglang", prefills, int(query), int(key) if key else None, decodes)
     else:
+        return None
+    counts = (forward.prefills, forward.query_tokens, forward.key_tokens or 0, forward.decodes)
+    if max(counts) > MAX_COUNT:  # no engine forward holds 2^31 tokens: a corrupt name
         return None
     return forward if forward.prefills > 0 and forward.query_tokens > 0 else None
 

@@ -1,0 +1,69 @@
+"""Round six of the hostile-input campaign (issue 36): store targets and process state. Each case
+failed on ce6c018 (the campaign: /tmp/h6/hostile/campaign6.py, docs/ingest_rules.md "round six")."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pipelines.analysis.chunks.engine_forwards import parse_forward
+from pipelines.cli import main
+from pipelines.paths import LAKE_ENV
+
+
+@pytest.mark.parametrize("argv", [["runs"], ["ingest", "{here}"]], ids=["runs", "ingest"])
+def test_a_warehouse_path_with_a_trailing_slash_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """`--warehouse w.duckdb/` names a folder; pathlib dropped the slash and a file w.duckdb was
+    written (exit 0)."""
+    argv = [a.replace("{here}", str(tmp_path)) for a in argv]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--warehouse", f"{tmp_path}/w.duckdb/"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "names a folder" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_the_warehouse_variable_with_a_trailing_slash_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACEREPLAY_WAREHOUSE", f"{tmp_path}/w.duckdb/")
+    assert main(["runs"]) == 2
+    assert "TRACEREPLAY_WAREHOUSE" in capsys.readouterr().err
+
+
+def test_lake_of_one_call_is_not_the_lake_of_the_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tracereplay --lake DIR` set TRACEREPLAY_LAKE for the rest of the process: a later
+    `main(["ingest", ..., "--warehouse", W])` in the same process (a test, a notebook) wrote into
+    the lake and W stayed missing."""
+    monkeypatch.delenv(LAKE_ENV, raising=False)
+    main(["--lake", str(tmp_path / "lake"), "runs"])
+    assert LAKE_ENV not in os.environ
+    capsys.readouterr()
+    main(["runs", "--warehouse", str(tmp_path / "w.duckdb")])  # no warehouse there: exit 2
+    err = capsys.readouterr().err
+    assert "no warehouse at" in err  # the warehouse asked for, not the earlier call's lake
+    monkeypatch.setenv(LAKE_ENV, str(tmp_path / "configured"))
+    main(["--lake", str(tmp_path / "lake"), "runs"])
+    assert os.environ[LAKE_ENV] == str(tmp_path / "configured")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "execute_context_1(99999999999999999999999)_generation_0(0)",
+        "execute_context_4294967296(888)_generation_0(0)",
+        "step[EXTEND bs=1 c_sq=99999999999999999999]",
+    ],
+)
+def test_a_forward_name_with_a_count_past_int32_is_no_forward(name: str) -> None:
+    """Such a name reached the chunks insert and failed ingest with a DuckDB overflow
+    traceback ("a value overflows the data-type's capacity")."""
+    assert parse_forward(name) is None
+    assert parse_forward("execute_context_1(888)_generation_0(0)") is not None
