@@ -16,9 +16,10 @@ fit          one run of a new configuration fitted (`fit_and_store`, warehouse c
              configurations by model name. statsmodels is imported by the untimed first fit, on
              both sides. Each side is the median of 3 (the new run removed and the fit brought
              back after each, untimed).
-store        the same on a DuckDB warehouse file: one new run ingested after `small`, then
-             `large` runs (target <= 1.5x), and `tracereplay runs`, `check`, `regressions`
-             over each (target <= 3x); the history is one real run's rows copied in SQL.
+store        the same on a DuckDB warehouse file: one new run ingested after `small` and
+             `large` runs, the two sides in turn, median of 7 each (target <= 1.5x), and
+             `tracereplay runs`, `check`, `regressions` over each (target <= 3x); the history
+             is one real run's rows copied in SQL.
 """
 
 from __future__ import annotations
@@ -320,19 +321,23 @@ def _command_wall(command: str, warehouse: Path) -> tuple[float, int]:
     return best, code
 
 
-def store_probe(work: Path, small: int = 10, large: int = 1000, repeat: int = 3) -> StoreProbe:
+def store_probe(
+    work: Path, small: int = 10, large: int = 1000, repeat: int = PROBE_REPEAT
+) -> StoreProbe:
     """The DuckDB-file counterpart of `incremental_probe`, plus COMMANDS at both sizes. The
-    history is one real ingested run (two ranks) copied in SQL (`copy_run_rows`)."""
+    history is one real ingested run (two ranks) copied in SQL (`copy_run_rows`). Both stores
+    are built first and one more run is ingested into each in turn, `repeat` rounds (small,
+    large, small, ...; the median of each side): the load of a shared machine drifts over a
+    probe, and measuring one side after the other read that drift as a ratio (1.55x and 1.77x
+    in two runs of the same code whose ingest does not depend on the stored runs)."""
     first = replicate_rank(work / "template" / "run", 2)
     newcomer = replicate_rank(work / "new" / "run", 2, DEFAULT_RANK)
-    ingest_s: dict[int, float] = {}
-    command_s: dict[str, dict[int, float]] = {c: {} for c in COMMANDS}
-    command_rc: dict[str, dict[int, int]] = {c: {} for c in COMMANDS}
+    stores = {}
     for count in (small, large):
         warehouse = work / f"warehouse_{count}.duckdb"
         for path in work.glob(f"{warehouse.name}*"):
             path.unlink()
-        store = open_store(warehouse)
+        stores[count] = store = open_store(warehouse)
         con = store.open()
         try:
             run_id = ingest_paths([first], con, progress=False).runs[0].run_id
@@ -340,22 +345,26 @@ def store_probe(work: Path, small: int = 10, large: int = 1000, repeat: int = 3)
             con.execute("checkpoint")
         finally:
             con.close()
-        times = []
-        for _ in range(repeat):  # the new run removed after each
+    times: dict[int, list[float]] = {count: [] for count in stores}
+    for _ in range(repeat):
+        for count, store in stores.items():  # the new run removed after each
             con = store.open()
             try:
                 start = time.perf_counter()
                 report = ingest_paths([newcomer], con, progress=False)
-                times.append(time.perf_counter() - start)
+                times[count].append(time.perf_counter() - start)
                 if [r.status for r in report.runs] != ["loaded"]:
                     raise RuntimeError(f"the new run was not loaded: {report.as_json()}")
                 for table in RUN_TABLES:
                     con.execute(f"delete from {table} where run_id = ?", [report.runs[0].run_id])
             finally:
                 con.close()
-        ingest_s[count] = statistics.median(times)
-        for command in COMMANDS:
+    ingest_s = {count: statistics.median(walls) for count, walls in times.items()}
+    command_s: dict[str, dict[int, float]] = {c: {} for c in COMMANDS}
+    command_rc: dict[str, dict[int, int]] = {c: {} for c in COMMANDS}
+    for command in COMMANDS:
+        for count in stores:
             command_s[command][count], command_rc[command][count] = _command_wall(
-                command, warehouse
+                command, work / f"warehouse_{count}.duckdb"
             )
     return StoreProbe(small, large, ingest_s, command_s, command_rc)
