@@ -15,8 +15,9 @@ pair: tests/dashboards/test_known_data.py)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from pipelines.vocabulary.unknown import is_unknown
 
 UNKNOWN = "-"
 TEXT_PREFIX = "_text_"
@@ -97,15 +98,11 @@ def _no_none_settings(node: Any) -> Any:
 def _known_record(record: Any) -> Any:
     if not isinstance(record, dict):
         return record
-    return {k: v for k, v in record.items() if not _unknown(v)}
-
-
-def _unknown(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    return {k: v for k, v in record.items() if not is_unknown(v)}
 
 
 def _formatted(value: Any, fmt: str) -> str:
-    if _unknown(value):
+    if is_unknown(value):
         return UNKNOWN
     if fmt and isinstance(value, int | float) and not isinstance(value, bool):
         try:

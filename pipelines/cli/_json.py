@@ -11,33 +11,38 @@ from datetime import date, datetime, time, timedelta
 from pathlib import PurePath
 from typing import IO, Any
 
+from pipelines.vocabulary.unknown import is_unknown
+
 _MISSING = object()
 
 
 def known(value: Any) -> Any:
     """`value` with every unknown part left out: a mapping loses the keys whose value is None or
-    NaN (or becomes empty), a list or tuple the items that are; +-inf is written 'inf' / '-inf'
-    (JSON has neither); numpy scalars and arrays, polars series and frames become Python values;
-    dates ISO text."""
+    NaN (or becomes empty); a list or tuple holding an unknown item is left out whole (its
+    items' places are their meaning: dropping the item shifted every later one onto the place
+    before it, so `[1.5, NaN, 3.0]` read as `[1.5, 3.0]`), a set only loses the item (no
+    places); +-inf is written 'inf' / '-inf' (JSON has neither); numpy scalars and arrays,
+    polars series and frames become Python values; dates ISO text. Unknown is
+    `pipelines.vocabulary.unknown.is_unknown`, as on the chart pages."""
     out = _known(value)
     return None if out is _MISSING else out
 
 
 def _known(value: Any) -> Any:
-    if value is None:
+    if is_unknown(value):
         return _MISSING
     if isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
-        if math.isnan(value):
-            return _MISSING
         return value if math.isfinite(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, Mapping):
         kept = ((str(k), _known(v)) for k, v in value.items())
         return {k: v for k, v in kept if v is not _MISSING}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
-        return [v for v in (_known(v) for v in items) if v is not _MISSING]
+    if isinstance(value, set | frozenset):
+        return [v for v in (_known(v) for v in sorted(value, key=str)) if v is not _MISSING]
+    if isinstance(value, list | tuple):
+        items = [_known(v) for v in value]
+        return _MISSING if any(v is _MISSING for v in items) else items
     if isinstance(value, datetime | date | time):
         return value.isoformat()
     if isinstance(value, timedelta):
