@@ -33,6 +33,9 @@ sum|tau_{k-1}+tau_{k+1}-2tau_k| / sum 2tau_k of the fitted curve with a parametr
 interval; the whole-run bubble ratio VPP would leave for the configuration (pp=2, vp=2, free
 transfers, one request; exact identity over its virtual-stage curves) and VPP's gain, CPP's
 bubble minus VPP's, with the same bootstrap (docs/tau_k.md §6.2).
+An operator-latency table's curves (docs/latency_tables.md) are judged at the table's whole
+range and, as requests of each --context length shorter than it, as curves of their own (seq_len
+the length, N = seq_len / chunk); a progress line goes to stderr when a fit takes over 5 s.
 Times are printed in ms. Every curve of the warehouse is fitted and stored as the table tau_fits
 (the same step as the demo and the Dagster asset tau_fits); --model / --schedule only filter what
 is printed. The verdict policy is summarised: runs with dense attention (runs.attention) are
@@ -84,6 +87,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not segment (in memory) runs whose slices carry chunk markers but that have no "
         "rows in the chunks table yet",
+    )
+    parser.add_argument(
+        "--context",
+        default="64K,128K,256K,512K",
+        help="request lengths (tokens; K = 1,024) an operator-latency table's curves are also "
+        "judged at, each a curve of its own (seq_len); 'none': the table's whole range only "
+        "(default 64K,128K,256K,512K: the VPP paper's long-context sequences; docs/tau_k.md)",
     )
     parser.add_argument(
         "--keep-partial",
@@ -318,6 +328,28 @@ def _unknown_filter(con, args: argparse.Namespace) -> str | None:
     return None
 
 
+def _progress_printer(first_after_s: float = 5.0, every_s: float = 10.0):
+    """A fit's progress on stderr (also with --json): nothing for a fit done within
+    `first_after_s`, then a line every `every_s` and one at the end (a latency table of 1,362
+    curves takes about a minute)."""
+    import time
+
+    start, shown = time.monotonic(), [0.0]
+
+    def progress(done: int, total: int) -> None:
+        elapsed = time.monotonic() - start
+        final = done == total and shown[0] > 0
+        if final or (elapsed >= first_after_s and elapsed - shown[0] >= every_s):
+            shown[0] = elapsed
+            print(
+                f"tracereplay fit: {done:,} of {total:,} configurations fitted, {elapsed:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    return progress
+
+
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
@@ -327,14 +359,23 @@ def run(args: argparse.Namespace) -> int:
     if not store.exists():
         print(f"tracereplay fit: no warehouse at {store.location}", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    options = FitOptions(segment=not args.no_segment, drop_partial=not args.keep_partial)
+    from pipelines.analysis.tau.table_points import parse_contexts
+
+    try:
+        contexts = parse_contexts(args.context)
+    except ValueError as error:
+        print(f"tracereplay fit: --context: {error}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    options = FitOptions(
+        segment=not args.no_segment, drop_partial=not args.keep_partial, contexts=contexts
+    )
     con = store.open()
     try:
         unknown = _unknown_filter(con, args)
         if unknown:
             print(f"tracereplay fit: {unknown}; nothing fitted", file=sys.stderr)
             return ExitCode.BAD_INPUT
-        report = fit_and_store(con, options)
+        report = fit_and_store(con, options, progress=_progress_printer())
         hint = _nothing_to_fit(con, args.model) if report.fits.is_empty() or args.model else None
     finally:
         con.close()

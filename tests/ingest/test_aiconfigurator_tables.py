@@ -15,7 +15,8 @@ import polars as pl
 import pytest
 
 from pipelines.analysis.tau.curves import fit_curves
-from pipelines.analysis.tau.table_points import table_tau_points
+from pipelines.analysis.tau.flattening import flat_bound
+from pipelines.analysis.tau.table_points import at_contexts, table_tau_points
 from pipelines.ingest.load import ingest_paths
 from pipelines.ingest.readers.latency_tables import AICONFIGURATOR, read_table, sniff
 from pipelines.store import open_store
@@ -219,3 +220,41 @@ def test_table_verdicts_counts_by_kind() -> None:
     assert (sparse["flagged"], sparse["fitted"], sparse["too_short_or_noisy"]) == (1, 2, 1)
     assert sparse["not_flagged"] == ["linear"]
     assert got["msa knees"] == {"knee": 1, "fitted": 1}
+
+
+@needs_tables
+def test_msa_8k_is_flattened_at_128k_though_linear_over_the_whole_million(
+    h200_points: pl.DataFrame,
+) -> None:
+    """MiniMax-M3's MSA module at 8K chunks (H200, tp 1, bf16 KV) over the table's 1M: a/b ~20
+    against r*(128) = 44: `linear` (VPP keeps ~77 % of a proportional curve's gain). Read as a
+    128K request (--context 128K: its chunks ending within 128K, k = 0, 1, 2, 4, 8 on the
+    table's grid, N = 16, r* 6.96) the whole a/b interval lies beyond r*: `flattened`. The line
+    of each reading is numpy.polyfit's on the raw file's points (weights 1/tau)."""
+    where = "isl = 8192 and tp_size = 1 and kv_cache_dtype = 'bfloat16' and batch_size = 1"
+    raw = [(s // c, t) for c, s, t in _raw(H200_MSA, where) if s % c == 0]
+    k = np.array([r[0] for r in raw], float)
+    tau = np.array([r[1] * 1e6 for r in raw])
+    points = h200_points.filter(
+        (pl.col("chunk_size") == 8192)
+        & (pl.col("tp") == 1)
+        & (pl.col("operator") == "msa_context_module kv=bf16 gemm=bf16")
+    )
+    rows = {
+        r["seq_len"]: r
+        for r in fit_curves(at_contexts(points, (131072,)), n_boot=50).rows(named=True)
+    }
+    whole_len = int(k.max()) * 8192 + 8192
+    assert sorted(rows) == [131072, whole_len]
+    for length, mask in ((whole_len, k >= 0), (131072, (k + 1) * 8192 <= 131072)):
+        b, a = np.polyfit(k[mask], tau[mask], 1, w=1 / tau[mask])
+        row = rows[length]
+        assert row["n_points"] == mask.sum()
+        assert row["slope"] == pytest.approx(b, rel=0.01)
+        assert row["intercept"] == pytest.approx(a, rel=0.01)
+        assert row["ab_flat_bound"] == pytest.approx(flat_bound(length // 8192))
+    assert sorted(k[(k + 1) * 8192 <= 131072].astype(int).tolist()) == [0, 1, 2, 4, 8]
+    assert rows[whole_len]["verdict"] == "linear"
+    assert rows[whole_len]["ab_hi"] < flat_bound(whole_len // 8192)
+    assert rows[131072]["verdict"] == "flattened", rows[131072]["evidence"]
+    assert rows[131072]["ab_lo"] > flat_bound(16)

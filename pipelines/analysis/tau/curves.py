@@ -8,10 +8,12 @@ implies at the nominal chunk size."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import polars as pl
+from threadpoolctl import threadpool_limits
 
 from pipelines import schedule_kinds
 from pipelines.analysis.tau.bubble_pred import EMPTY_PREDICTION, predict_bubbles
@@ -19,7 +21,7 @@ from pipelines.analysis.tau.cost_law import CostLawFit, fit_cost_law, law_text
 from pipelines.analysis.tau.curve_keys import CURVE_KEYS
 from pipelines.analysis.tau.fits import CurveFit, band_of, fit_stage_lines, with_prediction
 from pipelines.analysis.tau.flattening import flat_bound
-from pipelines.analysis.tau.table_points import is_table_id
+from pipelines.analysis.tau.table_points import is_table_id, request_chunks
 from pipelines.analysis.tau.tau_points import flag_partial_chunks
 from pipelines.analysis.tau.verdicts import DEFAULT_THRESHOLDS, Thresholds, classify
 
@@ -50,6 +52,8 @@ VERDICT_COLUMNS: dict[str, pl.DataType] = {
 """Beside the CurveFit statistics: the law fitted (`tau(k)` or `tau(c,p)`), the cost law's
 coefficients, where a knee is, and the a/b beyond which the curve would be `flattened`."""
 VARIABLE_CHUNK_SCHEDULES = schedule_kinds.VARIABLE_CHUNKS
+Progress = Callable[[int, int], None]
+"""progress(configurations fitted, configurations in all)."""
 
 
 def _points(chunks: pl.DataFrame, drop_partial: bool) -> pl.DataFrame:
@@ -97,15 +101,17 @@ def fit_curves(
     level: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> pl.DataFrame:
     """One row per curve: the configuration keys, every CurveFit statistic, verdict, evidence.
 
     Input columns: the `keys` present in the frame (missing ones are treated as null), run_id,
     request_id, chunk_idx, tau_ns (or busy_ns), optionally tokens / is_partial
-    (sql/intermediate/int_chunk_tau.sql produces exactly this).
+    (sql/intermediate/int_chunk_tau.sql produces exactly this). `progress(done, total)` is
+    called after each configuration.
     """
     options = dict(keys=keys, drop_partial=drop_partial, level=level, n_boot=n_boot, seed=seed)
-    return fit_curves_with_bands(chunks_with_config, thresholds, **options).fits
+    return fit_curves_with_bands(chunks_with_config, thresholds, **options, progress=progress).fits
 
 
 def fit_curves_with_bands(
@@ -117,9 +123,31 @@ def fit_curves_with_bands(
     level: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> CurveFits:
     """fit_curves, and each curve's line band from the same line models (the dashboards draw
-    it; a few numpy operations per curve next to its fit)."""
+    it; a few numpy operations per curve next to its fit).
+
+    BLAS runs on one thread here: a curve's matrices are at most a few hundred wide, where
+    OpenBLAS's threads only wait on each other (a 20 x 20 triangular solve took 12 ms with 2
+    threads on the shared 2-core machine, 0.02 ms with one; 50 aiconfigurator curves 19.0 s ->
+    5.6 s, the same numbers: docs/tau_k.md §4 "Fitting a whole table")."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit_curves_with_bands(
+            chunks_with_config, thresholds, keys, drop_partial, level, n_boot, seed, progress
+        )
+
+
+def _fit_curves_with_bands(
+    chunks_with_config: pl.DataFrame,
+    thresholds: Thresholds,
+    keys: tuple[str, ...],
+    drop_partial: bool,
+    level: float,
+    n_boot: int,
+    seed: int,
+    progress: Progress | None,
+) -> CurveFits:
     points = _points(chunks_with_config, drop_partial)
     present = [key for key in keys if key in points.columns]
     # a configuration's stage curves are fitted together: its predicted VPP bubble comes from
@@ -127,8 +155,11 @@ def fit_curves_with_bands(
     config = [key for key in present if key != "vstage"]
     staged = "vstage" in present
     groups = points.group_by(config, maintain_order=True) if config else [((), points)]
+    total = points.select(config).n_unique() if config and progress else 1
     rows, band_columns = [], {c: [] for c in (*present, "chunk_idx", *BAND_VALUES)}
-    for config_key, config_points in groups:
+    for done, (config_key, config_points) in enumerate(groups):
+        if progress is not None:
+            progress(done, total)
         key = dict(zip(config, config_key if config else (), strict=True))
         if key.get("schedule") in VARIABLE_CHUNK_SCHEDULES:
             rows += _cost_law_rows(key, config_points, staged, thresholds, level)
@@ -138,11 +169,12 @@ def fit_curves_with_bands(
             if staged
             else [config_points]
         )
-        fits, stages = [], []
+        fits, stages, tables = [], [], []
         for index, group in enumerate(by_stage):
             group, order = _in_content_order(group)
             k = group.get_column("chunk_idx").to_numpy()
             run_ids = group.get_column("run_id").to_numpy()
+            tables.append(_table_points(run_ids))
             fit, stage, lines = fit_stage_lines(
                 k,
                 group.get_column("tau_ns").to_numpy(),
@@ -150,7 +182,7 @@ def fit_curves_with_bands(
                 level=level,
                 n_boot=n_boot,
                 seed=seed + 7919 * index,
-                independent=_table_points(run_ids),
+                independent=tables[-1],
             )
             key = dict(zip(config, config_key if config else (), strict=True))
             if staged:
@@ -166,10 +198,12 @@ def fit_curves_with_bands(
                     band_columns[name].extend([key[name]] * len(grid))
         together = _stages_of_one_pipeline(fits[0][0], len(stages)) and None not in stages
         prediction = predict_bubbles(stages, level) if together else None
-        for (key, fit), stage in zip(fits, stages, strict=True):
+        for (key, fit), stage, table in zip(fits, stages, tables, strict=True):
             if stage is not None:  # alone: this curve as four equal virtual stages
                 fit = with_prediction(fit, prediction or predict_bubbles([stage], level))
-            verdict = classify(fit, thresholds)
+            # a table curve is a request of seq_len tokens: its N, whatever its grid measured
+            n_chunks = request_chunks(key.get("seq_len"), key.get("chunk_size")) if table else None
+            verdict = classify(fit, thresholds, n_chunks=n_chunks)
             rows.append(
                 {
                     **key,
@@ -182,6 +216,8 @@ def fit_curves_with_bands(
                     "evidence": verdict.evidence,
                 }
             )
+    if progress is not None:
+        progress(total, total)
     key_schema = {key: points.schema[key] for key in present}
     schema = {
         **key_schema,

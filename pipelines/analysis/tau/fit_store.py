@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,11 +28,14 @@ import polars as pl
 from pipelines.analysis.changes.segments import SEGMENTED_CURVE_KEYS, segment_points
 from pipelines.analysis.tau.curve_keys import CONFIG_KEYS, CURVE_KEYS
 from pipelines.analysis.tau.fit_inputs import current_inputs, store_inputs
-from pipelines.analysis.tau.table_points import table_fit_inputs
+from pipelines.analysis.tau.table_points import DEFAULT_CONTEXTS, at_contexts, table_fit_inputs
 from pipelines.analysis.tau.tau_points import load_tau_points
 from pipelines.paths import SQL_DIR
 from pipelines.store import Session, queries
 
+Progress = Callable[[int, int], None]
+"""progress(configurations fitted, configurations to fit): curves.Progress, named here so that
+importing this module does not import the fits (statsmodels)."""
 FIT_TABLE = "tau_fits"
 INPUTS_TABLE = "tau_fit_inputs"
 """One row per configuration: `config` (JSON list of CONFIG_KEYS values), `fingerprint`."""
@@ -46,6 +50,8 @@ class FitOptions:
     level: float = 0.95
     n_boot: int = 1000
     seed: int = 0
+    contexts: tuple[int, ...] = DEFAULT_CONTEXTS
+    """Request lengths a latency table's curves are also judged at (table_points.at_contexts)."""
 
 
 @dataclass
@@ -65,14 +71,17 @@ def store_fits(session: Session, fits: pl.DataFrame) -> None:
     session.replace_table(FIT_TABLE, fits)
 
 
-def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitReport:
+def fit_and_store(
+    session: Session, options: FitOptions = FitOptions(), progress: Progress | None = None
+) -> FitReport:
     """Fit the tau_k curves of the warehouse and store the result as `tau_fits`: only the
     configurations whose runs changed since the stored fit (module docstring), all of them when
     no fit (or no fingerprint) is stored. Runs with chunk markers but no chunk rows are segmented
     in memory with their default rule (`options.segment`;
-    pipelines.analysis.tau.tau_points.load_tau_points)."""
+    pipelines.analysis.tau.tau_points.load_tau_points). `progress(done, total)`: after each
+    configuration fitted (curves.fit_curves)."""
     inputs = current_inputs(session)
-    now = config_fingerprints(_with_tables(session, inputs), options)
+    now = config_fingerprints(_with_tables(session, inputs, options.contexts), options)
     stored_fits, before = load_fits(session.con), _load_fingerprints(session.con)
     if stored_fits is None or before is None:
         changed, kept, run_ids = set(now), None, None
@@ -100,6 +109,8 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
         points = frame.height
         # one curve per segment of a history split by confirmed change points (issue 33 item 5)
         frame = segment_points(session, frame)
+        # a table's curves also as requests of the stated lengths (docs/tau_k.md §4)
+        frame = at_contexts(frame, options.contexts)
         fitted = fit_curves(
             frame,
             keys=SEGMENTED_CURVE_KEYS,
@@ -107,6 +118,7 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
             level=options.level,
             n_boot=options.n_boot,
             seed=options.seed,
+            progress=progress,
         )
     fits = _merge(kept, fitted)
     store_fits(session, fits)
@@ -115,10 +127,11 @@ def fit_and_store(session: Session, options: FitOptions = FitOptions()) -> FitRe
     return FitReport(fits, points, segmented, len(changed), _configs(kept))
 
 
-def _with_tables(session: Session, inputs: pl.DataFrame) -> pl.DataFrame:
-    """The runs' fit inputs and one row per operator-latency table curve (table_points)."""
+def _with_tables(session: Session, inputs: pl.DataFrame, contexts: tuple[int, ...]) -> pl.DataFrame:
+    """The runs' fit inputs and one row per operator-latency table curve (table_points), at its
+    whole range and at each request length of `contexts` shorter than it."""
 
-    tables = table_fit_inputs(session.con)
+    tables = table_fit_inputs(session.con, contexts)
     if "operator" not in inputs.columns:
         inputs = inputs.with_columns(pl.lit(None, pl.String).alias("operator"))
     if tables.is_empty():

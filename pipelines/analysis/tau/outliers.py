@@ -34,6 +34,7 @@ right), and the knee read at k = 3-4 in 13 of 2,000 (docs/tau_k.md §4).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -43,6 +44,8 @@ from scipy import stats
 OUTLIER_ALPHA = 0.01
 OUTLIER_MIN_REL = 0.10
 MAX_OUTLIER_SHARE = 0.2
+BIC_TIE = 1e-9
+"""BIC gains smaller than this are rounding: the earlier shape of _designs is kept."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,9 @@ def _studentised(k: np.ndarray, y: np.ndarray, i: int) -> tuple[float, float, fl
     The own-path reading was once every shape plus chunk 0's level, in which a knee at k = 3
     through chunks 0 and 2 fits the others as well as chunk 0's own level does and, chosen by
     noise, made a true chunk 1 a x1.2-1.3 outlier: the first-chunk knee then read as a knee at
-    k = 3-4 (13 of 2,000 draws of the taxonomy's first-chunk cell, docs/tau_k.md §4)."""
+    k = 3-4 (13 of 2,000 draws of the taxonomy's first-chunk cell, docs/tau_k.md §4).
+    The screen computes it for every i of a pass at once (_studentised_pass); this one point at
+    a time is the reference it is tested against."""
     if k[i] == 1 and k.min() == 0:
         own_path = [np.column_stack([np.ones_like(k), k, (k == 0).astype(float)])]
         both = [_studentised_with(k, y, i, d) for d in (own_path, _designs(k, first=False))]
@@ -110,7 +115,7 @@ def _studentised_with(
             continue
         sse = float(resid @ resid)
         bic = m * math.log(max(sse, 1e-300) / m) + p * math.log(m)
-        if best is None or bic < best[0]:
+        if best is None or bic < best[0] - BIC_TIE:
             best = (bic, X, coef, sse, m - p, w)
     if best is None:
         return 0.0, float(y[i]), 0.0
@@ -128,6 +133,76 @@ def _studentised_with(
     return ((y[i] - pred) / pred) / se if se > 0 else math.inf, pred, df
 
 
+def _studentised_all(
+    k: np.ndarray, y: np.ndarray, designs: list[np.ndarray]
+) -> list[tuple[float, float, float]]:
+    """_studentised_with for every point i at once: each design's m leave-one-out weighted
+    least-squares fits as one stacked pseudo-inverse (numpy's SVD, as lstsq; the same choice of
+    shape, t and prediction to rounding), not m x designs lstsq calls. The screen spent 2/3 of
+    an aiconfigurator table's fit time in those calls (docs/tau_k.md §4 "Fitting a whole
+    table")."""
+    m = len(k)
+    others = np.array([np.delete(np.arange(m), i) for i in range(m)])  # (m, m-1)
+    yo = y[others]
+    w = 1.0 / yo
+    best_bic = np.full(m, np.inf)
+    best: list[tuple | None] = [None] * m
+    for X in designs:
+        p, mm = X.shape[1], m - 1
+        if mm - p < 2:
+            continue
+        Xo = X[others]  # (m, m-1, p)
+        Xw = Xo * w[:, :, None]
+        coef = np.einsum("ipn,in->ip", np.linalg.pinv(Xw), yo * w)
+        resid = (yo - np.einsum("inp,ip->in", Xo, coef)) * w
+        sse = np.einsum("in,in->i", resid, resid)
+        bic = mm * np.log(np.maximum(sse, 1e-300) / mm) + p * math.log(mm)
+        # a later shape replaces the earlier only when BIC prefers it beyond rounding: two shapes
+        # can fit the others exactly alike (chunk 0 on its own path and a hinge at the next
+        # index, each fitting chunk 0 alone), and then the earlier one is kept, not the one
+        # rounding favours (lstsq and the stacked SVD round such ties apart)
+        for i in np.flatnonzero(bic < best_bic - BIC_TIE):
+            best_bic[i] = bic[i]
+            best[i] = (X, coef[i], float(sse[i]), mm - p, Xw[i])
+    results = []
+    for i in range(m):
+        if best[i] is None:
+            results.append((0.0, float(y[i]), 0.0))
+            continue
+        X, coef, sse, df, Xw = best[i]
+        pred = float(X[i] @ coef)
+        if pred <= 0:
+            results.append((0.0, pred, df))
+            continue
+        xi = X[i] / pred
+        try:
+            lever = float(xi @ np.linalg.solve(Xw.T @ Xw, xi))
+        except np.linalg.LinAlgError:
+            results.append((0.0, pred, df))
+            continue
+        se = math.sqrt(sse / df * (1 + lever))
+        results.append((((y[i] - pred) / pred) / se if se > 0 else math.inf, pred, df))
+    return results
+
+
+def _studentised_pass(k: np.ndarray, y: np.ndarray) -> list[tuple[float, float, float]]:
+    """_studentised of every point of one pass of the screen (chunk 1 under both readings of
+    chunk 0, the others against every shape), the leave-one-out fits stacked per design."""
+    results = _studentised_all(k, y, _designs(k))
+    if k.min() == 0 and 1 in k:
+        i = int(np.flatnonzero(k == 1)[0])
+        own_path = [np.column_stack([np.ones_like(k), k, (k == 0).astype(float)])]
+        both = [_studentised_all(k, y, d)[i] for d in (own_path, _designs(k, first=False))]
+        results[i] = min(both, key=lambda r: abs(r[0]))
+    return results
+
+
+@functools.lru_cache(maxsize=1024)
+def _cutoff(n: int, df: float) -> float:
+    """The two-sided t cutoff at OUTLIER_ALPHA, Bonferroni-adjusted over n chunk indices."""
+    return float(stats.t.ppf(1 - OUTLIER_ALPHA / (2 * n), df))
+
+
 def screen_outliers(k: np.ndarray, y: np.ndarray) -> OutlierScreen:
     """The outlier screen of the points (k, y) of one curve (runs pooled)."""
     keep = np.ones(len(y), dtype=bool)
@@ -141,11 +216,12 @@ def screen_outliers(k: np.ndarray, y: np.ndarray) -> OutlierScreen:
         idx = np.flatnonzero(alive)
         kk, yy = k_grid[idx], means[idx]
         worst = None
+        studentised = _studentised_pass(kk, yy)
         for j in range(len(idx)):
-            t, pred, df = _studentised(kk, yy, j)
+            t, pred, df = studentised[j]
             if df < 2:
                 continue
-            cutoff = stats.t.ppf(1 - OUTLIER_ALPHA / (2 * len(idx)), df)
+            cutoff = _cutoff(len(idx), df)
             rel = yy[j] / pred - 1 if pred > 0 else 0.0
             edge = j in (0, len(idx) - 1)
             significant = abs(t) > cutoff and abs(rel) >= OUTLIER_MIN_REL and (rel > 0 or not edge)

@@ -9,10 +9,14 @@ DSA / MSA modules), `other`.
     uv run tracereplay fit --json > fits.json
     uv run python -m pipelines.analysis.tau.table_verdicts fits.json
     uv run python -m pipelines.analysis.tau.table_verdicts --warehouse W --n-boot 20
+    uv run python -m pipelines.analysis.tau.table_verdicts --warehouse W --context 128K
 
 `--warehouse` fits the warehouse's table curves here with `curves.fit_curves` (the function
 `tracereplay fit` runs) without storing them, with fewer bootstrap draws: the verdicts do not
-depend on the bootstrap (it gives the VPP bubble and gain intervals only).
+depend on the bootstrap (it gives the VPP bubble and gain intervals only). A table curve is
+judged at its whole range and at each request length of `--context` shorter than it
+(table_points.at_contexts; default 64K,128K,256K,512K, `--context none` for the whole range
+only, as before 2026-12-05); it is flagged when it is flagged at any of them.
 """
 
 from __future__ import annotations
@@ -24,8 +28,14 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.analysis.tau.table_points import table_tau_points
+from pipelines.analysis.tau.table_points import (
+    DEFAULT_CONTEXTS,
+    at_contexts,
+    parse_contexts,
+    table_tau_points,
+)
 from pipelines.analysis.tau.verdict_policy import FLAGGED_VERDICTS
+from pipelines.analysis.tau.verdicts import STRADDLES
 from pipelines.store import open_store
 
 DENSE_KERNEL, LAYER, SPARSE, OTHER = "dense kernel", "whole layer", "sparse module", "other"
@@ -51,6 +61,38 @@ def table_rows(rows: list[dict]) -> pl.DataFrame:
     return frame.with_columns(kind.alias("kind"), module.alias("module"))
 
 
+CURVE = ("source", "model", "chunk_size", "tp", "hardware", "attention", "operator", "vstage")
+"""A table curve whatever the request length it is read at (seq_len)."""
+
+
+def by_curve(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per table curve over the request lengths it was judged at: `verdict` the flag
+    at the whole range (longest seq_len), `verdicts` 'seq_len:verdict' at each length, and
+    `flagged_at_any` (a flagged verdict at some length) with `flagged_at` the shortest such
+    length, and `straddles_at_any` (`linear` at some length with `flattened` not ruled out:
+    verdicts._straddles)."""
+    keys = [c for c in CURVE if c in frame.columns]
+    flagged = pl.col("verdict").is_in(FLAGGED_VERDICTS)
+    evidence = pl.col("evidence") if "evidence" in frame.columns else pl.lit("")
+    straddles = (pl.col("verdict") == "linear") & evidence.fill_null("").str.contains(STRADDLES)
+    label = pl.format("{}:{}", pl.col("seq_len"), pl.col("verdict"))
+    return (
+        frame.sort("seq_len")
+        .group_by(keys, maintain_order=True)
+        .agg(
+            pl.col("kind").first(),
+            pl.col("module").first(),
+            pl.col("verdict").last(),
+            pl.col("knee_at").last(),
+            pl.col("seq_len").max().alias("whole_range"),
+            label.alias("verdicts"),
+            flagged.any().alias("flagged_at_any"),
+            pl.col("seq_len").filter(flagged).min().alias("flagged_at"),
+            straddles.any().alias("straddles_at_any"),
+        )
+    )
+
+
 def verdict_counts(frame: pl.DataFrame) -> pl.DataFrame:
     """Curves per kind, module, chunk size and verdict."""
     return (
@@ -60,8 +102,53 @@ def verdict_counts(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def flags_by_chunk(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per kind, module and chunk size: table curves, those flagged at their whole range and
+    those flagged at some request length."""
+    curves = by_curve(frame)
+    flagged_whole = pl.col("verdict").is_in(FLAGGED_VERDICTS)
+    return (
+        curves.group_by("kind", "module", "chunk_size")
+        .agg(
+            pl.len().alias("curves"),
+            flagged_whole.sum().alias("flagged_whole_range"),
+            pl.col("flagged_at_any").sum().alias("flagged_at_any_length"),
+        )
+        .sort("kind", "module", "chunk_size")
+    )
+
+
 def acceptance(frame: pl.DataFrame) -> dict[str, dict]:
-    """Issue 32's acceptance lines on these curves: counts, never rounded up."""
+    """Issue 32's acceptance lines on these curves: counts, never rounded up. A curve judged at
+    several request lengths is counted once, by its verdict at its whole range, and the sparse
+    line also by whether it is flagged at any length (by_curve)."""
+    curves = by_curve(frame) if "seq_len" in frame.columns else frame
+    sparse_curves = curves.filter(pl.col("kind") == SPARSE)
+    whole = (
+        frame.join(
+            curves.select(*[c for c in CURVE if c in frame.columns], "whole_range"),
+            on=[c for c in CURVE if c in frame.columns],
+            nulls_equal=True,
+        ).filter(pl.col("seq_len") == pl.col("whole_range"))
+        if "seq_len" in frame.columns
+        else frame
+    )
+    result = _acceptance_at_whole_range(whole)
+    if "flagged_at_any" in sparse_curves.columns:
+        decided = sparse_curves.filter(
+            pl.col("flagged_at_any") | ~pl.col("verdict").is_in(INCONCLUSIVE)
+        )
+        missed = decided.filter(~pl.col("flagged_at_any"))
+        result["sparse module curves flagged at some request length"] = {
+            "flagged": decided.filter(pl.col("flagged_at_any")).height,
+            "decided": decided.height,
+            "not_flagged_flattened_not_ruled_out": missed.filter(pl.col("straddles_at_any")).height,
+            "not_flagged": sorted(missed["verdicts"].list.join(" ").to_list()),
+        }
+    return result
+
+
+def _acceptance_at_whole_range(frame: pl.DataFrame) -> dict[str, dict]:
     fitted = frame.filter(~pl.col("verdict").is_in(INCONCLUSIVE))
     dense = fitted.filter((pl.col("kind") == DENSE_KERNEL) & (pl.col("chunk_size") >= 512))
     small = fitted.filter((pl.col("kind") == DENSE_KERNEL) & (pl.col("chunk_size") <= 128))
@@ -95,13 +182,23 @@ def acceptance(frame: pl.DataFrame) -> dict[str, dict]:
     }
 
 
-def fit_table_curves(warehouse: Path, n_boot: int = 20) -> list[dict]:
-    """Fit rows of every table curve of a warehouse (curves.fit_curves, not stored)."""
+def fit_table_curves(
+    warehouse: Path, n_boot: int = 20, contexts: tuple[int, ...] = DEFAULT_CONTEXTS
+) -> list[dict]:
+    """Fit rows of every table curve of a warehouse (curves.fit_curves, not stored), at its whole
+    range and at each request length of `contexts` shorter than it."""
     from pipelines.analysis.tau.curves import fit_curves  # statsmodels: seconds to import
 
     with open_store(warehouse).session(read_only=True) as session:
-        points = table_tau_points(session.con)
-    return fit_curves(points, n_boot=n_boot).to_dicts() if not points.is_empty() else []
+        points = at_contexts(table_tau_points(session.con), contexts)
+    if points.is_empty():
+        return []
+    return fit_curves(points, n_boot=n_boot, progress=_progress).to_dicts()
+
+
+def _progress(done: int, total: int) -> None:
+    if done % 500 == 0 or done == total:
+        print(f"fitted {done:,} of {total:,} curves", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,12 +206,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("fits", type=Path, nargs="?", help="the JSON of `tracereplay fit --json`")
     parser.add_argument("--warehouse", type=Path, help="fit this warehouse's table curves here")
     parser.add_argument("--n-boot", type=int, default=20, help="bootstrap draws (default 20)")
+    parser.add_argument(
+        "--context",
+        default="64K,128K,256K,512K",
+        help="request lengths a table curve is also judged at (with --warehouse; default "
+        "64K,128K,256K,512K; 'none': its whole range only)",
+    )
     args = parser.parse_args(argv)
     if (args.fits is None) == (args.warehouse is None):
         print("give either a fit JSON or --warehouse", file=sys.stderr)
         return 2
+    try:
+        contexts = parse_contexts(args.context)
+    except ValueError as error:
+        print(f"--context: {error}", file=sys.stderr)
+        return 2
     if args.warehouse is not None:
-        rows = fit_table_curves(args.warehouse, args.n_boot)
+        rows = fit_table_curves(args.warehouse, args.n_boot, contexts)
     else:
         out = json.loads(args.fits.read_text())
         rows = out["curves"] if isinstance(out, dict) else out
@@ -124,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with pl.Config(tbl_rows=-1, tbl_width_chars=120, fmt_str_lengths=40):
         print(verdict_counts(frame))
+        if "seq_len" in frame.columns:
+            print(flags_by_chunk(frame))
     print(json.dumps(acceptance(frame), indent=1))
     return 0
 
