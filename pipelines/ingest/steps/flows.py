@@ -193,6 +193,12 @@ def merge_links(frame: pl.DataFrame | pl.LazyFrame, links: pl.DataFrame):
     0.2-0.4 s, the same strings."""
     if links.is_empty():
         return frame.drop(ROW)
+    if (
+        isinstance(frame, pl.DataFrame)
+        and frame.height
+        and _strictly_ascending(frame.get_column(ROW))
+    ):
+        return _merged_at_positions(frame, links)
     joined = left_lookup(frame, links.select(ROW, pl.col(FLOW_LINKS_KEY).alias("_extra")), ROW)
     if isinstance(joined, pl.LazyFrame):
         return joined.with_columns(_merged_args().alias("args")).drop(ROW, "_extra")
@@ -200,6 +206,32 @@ def merge_links(frame: pl.DataFrame | pl.LazyFrame, links: pl.DataFrame):
     merged = joined.filter(linked).select(_merged_args()).to_series()
     args = joined.get_column("args").scatter(linked.arg_true(), merged)
     return joined.with_columns(args).drop(ROW, "_extra")
+
+
+def _strictly_ascending(rows: pl.Series) -> bool:
+    """Whether the row numbers rise strictly (a row index, or a filtered part of one)."""
+    return rows.null_count() == 0 and bool((rows.diff(null_behavior="drop") > 0).all())
+
+
+def _merged_at_positions(frame: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:
+    """merge_links of a frame whose `_row` rises strictly: each link's row found by a binary
+    search, and only those rows' args gathered, merged and scattered back; the frame itself is
+    not joined (the join copied every column of ~1 M slices: 0.3-0.8 s CPU at 500 MB)."""
+    rows = frame.get_column(ROW)
+    wanted = links.get_column(ROW).cast(rows.dtype)
+    positions = rows.search_sorted(wanted, side="left").cast(pl.Int64)
+    present = (positions < frame.height) & (
+        rows.gather(positions.clip(upper_bound=max(frame.height - 1, 0))) == wanted
+    )
+    positions = positions.filter(present)
+    merged = (
+        frame.select(pl.col("args").gather(positions))
+        .with_columns(links.get_column(FLOW_LINKS_KEY).filter(present).alias("_extra"))
+        .select(_merged_args())
+        .to_series()
+    )
+    args = frame.get_column("args").scatter(positions, merged)
+    return frame.with_columns(args).drop(ROW)
 
 
 def _merged_args() -> pl.Expr:
