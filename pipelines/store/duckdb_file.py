@@ -324,6 +324,25 @@ class FileSession(Session):
         )
 
 
+def _refuse_lake_views(con: duckdb.DuckDBPyConnection, target: Path) -> None:
+    """A lake's views file (`tracereplay --lake L ... --warehouse W` keeps the lake's views in W)
+    given as a warehouse: its run tables are views over the lake's Parquet files, so a command
+    that writes (`chunks`, a fit, ingest) ended in DuckDB's "Can only delete from base table"
+    traceback, or ingest called a run "unchanged" and wrote nothing (issue 36 round six). The
+    reverse (a warehouse's tables given to a lake as its views file) is refused by the lake."""
+    views = con.execute(
+        "select view_name from duckdb_views() where not internal and view_name in"
+        f" ({', '.join('?' for _ in CANONICAL_TABLES)})",
+        list(CANONICAL_TABLES),
+    ).fetchall()
+    if views:
+        raise StoreError(
+            f"{printable(str(target))} is the views file of a Parquet lake (its {views[0][0]}"
+            " table is a view over the lake's files), not a warehouse: give the lake with"
+            " --lake DIR, or another --warehouse file"
+        )
+
+
 class FileStore(Store):
     """A DuckDB warehouse file (or ":memory:", a scratch warehouse held by one connection)."""
 
@@ -368,6 +387,7 @@ class FileStore(Store):
                     missing_tables_as_empty(con)
                     relations.build(con, temporary=True)
             else:
+                _refuse_lake_views(con, target)
                 create_schema(con)
         except Exception:
             con.close()

@@ -67,3 +67,38 @@ def test_a_forward_name_with_a_count_past_int32_is_no_forward(name: str) -> None
     traceback ("a value overflows the data-type's capacity")."""
     assert parse_forward(name) is None
     assert parse_forward("execute_context_1(888)_generation_0(0)") is not None
+
+
+def test_a_lakes_views_file_given_as_the_warehouse_of_a_write_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tracereplay --lake L runs --warehouse W` keeps the lake's views in W; `chunks --warehouse
+    W` then ended in DuckDB's "Can only delete from base table" traceback, and `ingest` called
+    the run unchanged."""
+    run = tmp_path / "run"
+    run.mkdir()
+    trace = {
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "k",
+                "pid": 0,
+                "tid": 7,
+                "ts": 1000,
+                "dur": 5,
+                "args": {"stream": 7},
+            }
+        ]
+    }
+    (run / "w.1.pt.trace.json").write_text(__import__("json").dumps(trace))
+    views = str(tmp_path / "views.duckdb")
+    assert main(["--lake", str(tmp_path / "lake"), "ingest", str(run), "--warehouse", views]) == 0
+    assert main(["--lake", str(tmp_path / "lake"), "runs", "--warehouse", views]) == 0
+    capsys.readouterr()
+    for argv in (["chunks"], ["ingest", str(run)]):
+        assert main([*argv, "--warehouse", views]) == 2
+        err = capsys.readouterr().err
+        assert "views file of a Parquet lake" in err and len(err.strip().splitlines()) == 1
+    assert main(["runs", "--warehouse", views]) in (0, 2)  # a read: through the views
+    assert len(capsys.readouterr().err.strip().splitlines()) <= 1
