@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pipelines import memory_budget
 from pipelines.ingest.errors import QuarantineError
 from pipelines.vocabulary.profiler_names import CONVENTION_KEYS, double_hash
 
@@ -29,9 +30,25 @@ def rank_from_file_name(path: Path) -> int | None:
     return int(match.group(1)) if match and match.group(1) is not None else None
 
 
+SMALL_JSON_SHARE = 8
+"""A small JSON file (profiler_info, communication.json and its matrix, cluster and topology
+files: kilobytes to a few MB in every real export here) is parsed whole by Python's json, which
+holds ~3.5x the file (a 500 MB string in communication.json peaked at 1.74 GB RSS under a
+512 MB budget): past this share of the ingest memory budget the file is `too_large`."""
+
+
 def load_json_file(path: Path) -> Any:
     """Parse a small JSON file, raising QuarantineError with a reason code on failure."""
+    limit = memory_budget.max_memory() // SMALL_JSON_SHARE
     try:
+        size = path.stat().st_size
+        if size > limit:
+            raise QuarantineError(
+                "too_large",
+                f"{path.name} is {size / 2**20:.0f} MiB; a small JSON file may take"
+                f" {limit / 2**20:.0f} MiB (an eighth of the ingest memory budget,"
+                " --max-memory): not read",
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise QuarantineError("unreadable", str(exc)) from exc
@@ -48,6 +65,12 @@ def parse_json_text(text: str, name: str) -> Any:
     """json.loads with quarantine reasons: truncated_json when the error is at the very end."""
     try:
         return json.loads(text)
+    except RecursionError:
+        # a value nested past Python's recursion limit (~1,000 levels; no profiler writes more
+        # than a few): the file, not the run (it failed the whole run as `read_error` before)
+        raise QuarantineError(
+            "invalid_json", f"{name}: a value nested too deep to read (past ~1,000 levels)"
+        ) from None
     except json.JSONDecodeError as exc:
         if exc.pos >= len(text.rstrip()):
             raise QuarantineError("truncated_json", f"{name} ends before the JSON closes") from exc
