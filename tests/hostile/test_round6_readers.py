@@ -9,25 +9,13 @@ six")."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from pipelines.cli import main
-
-TEXT = Path("msinsight/test/data/pytorch/text/level1/rank0_ascend_pt")
-
-
-def _rank(real_dir: Path, dest: Path) -> Path:
-    source = real_dir / TEXT
-    if not source.is_dir():
-        pytest.skip(f"{source} not found")
-    shutil.copytree(source, dest / source.name)
-    for path in dest.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return dest / source.name
+from tests.hostile.text_rank import text_rank_copy
 
 
 def _kernels(warehouse: Path) -> int:
@@ -38,7 +26,7 @@ def _kernels(warehouse: Path) -> int:
 def test_a_profiler_info_nested_a_million_deep_costs_the_file_not_the_rank(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rank = _rank(real_dir, tmp_path / "run")
+    rank = text_rank_copy(real_dir, tmp_path / "run")
     info = rank / "profiler_info_0.json"
     deep = "[" * 1_000_000 + "]" * 1_000_000
     info.write_text(json.dumps(json.loads(info.read_text()))[:-1] + f', "deep": {deep}}}')
@@ -53,7 +41,7 @@ def test_a_profiler_info_nested_a_million_deep_costs_the_file_not_the_rank(
 def test_a_communication_json_past_an_eighth_of_the_budget_is_too_large(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rank = _rank(real_dir, tmp_path / "run")
+    rank = text_rank_copy(real_dir, tmp_path / "run")
     path = rank / "ASCEND_PROFILER_OUTPUT/communication.json"
     data = json.loads(path.read_text())
     data["step50"]["collective"]["pad"] = {"x": "y" * (9 << 20)}  # 9 MiB > 64 MiB / 8

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import shutil
 from pathlib import Path
 
 import duckdb
@@ -21,8 +20,8 @@ import pytest
 from pipelines.cli import main
 from pipelines.quality.check_catalog import expectation
 from pipelines.quality.check_queries import probe, select_runs
+from tests.hostile.text_rank import text_rank_copy
 
-TEXT = Path("msinsight/test/data/pytorch/text/level1/rank0_ascend_pt")
 OVERLAP = "kernels.no_same_stream_overlap"
 AI_CORES = ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV")
 
@@ -39,13 +38,8 @@ def _write(path: Path, header: list[str], rows: list[list[str]]) -> None:
 
 
 def _without_trace_view(real_dir: Path, dest: Path) -> Path:
-    source = real_dir / TEXT
-    if not source.is_dir():
-        pytest.skip(f"{source} not found")
-    shutil.copytree(source, dest / source.name)
-    for path in dest.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    (dest / source.name / "ASCEND_PROFILER_OUTPUT/trace_view.json").unlink()
+    rank = text_rank_copy(real_dir, dest)
+    (rank / "ASCEND_PROFILER_OUTPUT/trace_view.json").unlink()
     return next(dest.rglob("kernel_details.csv"))
 
 
