@@ -3,7 +3,9 @@ failed on ce6c018 (the campaign: /tmp/h6/hostile/campaign6.py, docs/ingest_rules
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -91,7 +93,7 @@ def test_a_lakes_views_file_given_as_the_warehouse_of_a_write_is_one_line(
             }
         ]
     }
-    (run / "w.1.pt.trace.json").write_text(__import__("json").dumps(trace))
+    (run / "w.1.pt.trace.json").write_text(json.dumps(trace))
     views = str(tmp_path / "views.duckdb")
     assert main(["--lake", str(tmp_path / "lake"), "ingest", str(run), "--warehouse", views]) == 0
     assert main(["--lake", str(tmp_path / "lake"), "runs", "--warehouse", views]) == 0
@@ -102,3 +104,31 @@ def test_a_lakes_views_file_given_as_the_warehouse_of_a_write_is_one_line(
         assert "views file of a Parquet lake" in err and len(err.strip().splitlines()) == 1
     assert main(["runs", "--warehouse", views]) in (0, 2)  # a read: through the views
     assert len(capsys.readouterr().err.strip().splitlines()) <= 1
+
+
+HTA = Path(
+    "kineto/HolisticTraceAnalysis/tests/data/critical_path/simple_add/"
+    "benchmark_result_493459_1694039959_trace.json.gz"
+)
+
+
+def test_check_fails_when_the_lake_left_a_run_out_for_a_missing_file(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lake run whose kernels file is gone is left out of the views (named on stderr); `check`
+    then passed "63 expectations over 0 runs", exit 0."""
+    if not (real_dir / HTA).is_file():
+        pytest.skip("the HTA trace is not there")
+    (tmp_path / "run").mkdir()
+    shutil.copy(real_dir / HTA, tmp_path / "run")
+    lake = tmp_path / "lake"
+    assert main(["--lake", str(lake), "ingest", str(tmp_path / "run")]) == 0
+    for part in (lake / "kernels").glob("run_id=kineto*/*.parquet"):
+        part.unlink()
+    capsys.readouterr()
+    assert main(["--lake", str(lake), "check"]) == 1
+    out = capsys.readouterr().out
+    assert "1 lake run(s) left out for a damaged file" in out
+    assert main(["--lake", str(lake), "check", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["damaged_runs_left_out"]) == 1
