@@ -427,7 +427,7 @@ def _group_runs(walk: _Walk) -> list[RunInput]:
         else:
             runs.append(RunInput(origin=cluster, source="cluster", cluster_dirs=[cluster]))
     for folder, files in sorted(walk.kineto.items()):
-        runs.extend(_kineto_captures(folder, sorted(set(files))))
+        runs.extend(_kineto_captures(folder, _without_gzipped_twins(set(files), walk)))
     for folder, files in sorted(walk.topology.items()):
         owner = by_origin.get(folder)
         unique = sorted(set(files))
@@ -438,6 +438,27 @@ def _group_runs(walk: _Walk) -> list[RunInput]:
                 walk.ignored.append(path)
                 walk.ignored_reasons[path] = LONE_TOPOLOGY
     return _distinct_origins(runs)
+
+
+GZIPPED_TWIN = (
+    "a gzipped copy of {plain} beside it: one trace written twice, read once (from {plain}),"
+    " as trace_view.json.gz beside trace_view.json"
+)
+
+
+def _without_gzipped_twins(files: set[Path], walk: _Walk) -> list[Path]:
+    """`files` without each `X.json.gz` whose `X.json` sits beside it: a user who gzipped a trace
+    and kept both had it stored as two runs of one measurement, pooled as two repeats (issue 36
+    round six). The .gz is skipped with a line, like trace_view.json.gz beside trace_view.json."""
+    kept = []
+    for path in sorted(files):
+        plain = path.with_name(path.name[: -len(".gz")])
+        if path.name.lower().endswith(".json.gz") and plain in files:
+            walk.ignored.append(path)
+            walk.ignored_reasons[path] = GZIPPED_TWIN.format(plain=plain.name)
+        else:
+            kept.append(path)
+    return kept
 
 
 def _distinct_origins(runs: list[RunInput]) -> list[RunInput]:

@@ -73,6 +73,13 @@ _DECLARED: tuple[tuple[str, str, Severity, str], ...] = (
     ),
     (
         "runs",
+        "same_device_work_once",
+        E,
+        "no two measured runs of different bytes hold the same kernels (one measurement stored"
+        " twice in other bytes: a trace kept plain in one folder and gzipped in another)",
+    ),
+    (
+        "runs",
         "stored_once",
         W,
         "no run is a byte-identical copy of another (a copy is counted once: docs/run_identity.md)",

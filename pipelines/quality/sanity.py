@@ -19,6 +19,7 @@ SANITY_CHECKS = (
     "latency_points.in_line_with_neighbours",
     "latency_points.replicates_agree",
     "ranks.device_work_on_every_rank",
+    "runs.same_device_work_once",
 )
 
 

@@ -107,6 +107,11 @@ BREAKS: dict[str, list[str]] = {
         "insert into runs (run_id, source, content_hash, ingested_at)"
         f" values ('r2', 'ascend_pt', '{HEX}', timestamp '2100-01-01')",
     ],
+    "runs.same_device_work_once": [  # r1's kernels again under another run of other bytes
+        "insert into runs select * replace ('r2' as run_id, md5('other bytes') as content_hash)"
+        " from runs where run_id = 'r1'",
+        "insert into kernels select * replace ('r2' as run_id) from kernels where run_id = 'r1'",
+    ],
     "runs.measurement_counted_once": [  # a copy reaches the tau_k points (copies not left out)
         "insert into runs select * replace ('r2' as run_id) from runs where run_id = 'r1'",
         "insert into chunks select * replace ('r2' as run_id) from chunks where run_id = 'r1'",
