@@ -24,10 +24,8 @@ select
 from device_work as a
 inner join device_work as b
     on
-        a.kernels = b.kernels
-        and a.first_start_ns = b.first_start_ns
-        and a.last_end_ns = b.last_end_ns
-        and a.kernel_hash = b.kernel_hash
+        (a.kernels, a.first_start_ns, a.last_end_ns, a.kernel_hash)
+        = (b.kernels, b.first_start_ns, b.last_end_ns, b.kernel_hash)
         and a.run_id != b.run_id
 inner join runs as ra on a.run_id = ra.run_id
 inner join runs as rb on b.run_id = rb.run_id
