@@ -150,3 +150,60 @@ def test_a_long_fit_reports_progress_on_stderr(capsys) -> None:
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0].startswith("tracereplay fit: 0 of 3 configurations fitted")
     assert lines[-1].startswith("tracereplay fit: 3 of 3 configurations fitted")
+
+
+def test_fit_judges_an_ingested_table_at_the_stated_lengths(tmp_path, capsys) -> None:
+    """End to end: a generic table ingested, `tracereplay fit --context 64K --json` stores the
+    curve at its whole range and as a 64K request; a bad length is a one-line error, exit 2."""
+    import json
+
+    from pipelines.cli import main
+
+    table = tmp_path / "dsa.csv"
+    rows = ["tokens,prefix,time_ms,operator,attention"]
+    rng = np.random.default_rng(1)
+    for prefix in GEOMETRIC:
+        k = prefix // 4096
+        if prefix % 4096 == 0:
+            ms = (10 + k) * (1 + 0.002 * rng.standard_normal())
+            rows.append(f"4096,{prefix},{ms:.6f},dsa,sparse")
+    table.write_text("\n".join(rows) + "\n")
+    warehouse = tmp_path / "w.duckdb"
+    assert main(["ingest", str(table), "--warehouse", str(warehouse), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--warehouse", str(warehouse), "--context", "64K", "--json"]) == 0
+    curves = {c["seq_len"]: c for c in json.loads(capsys.readouterr().out)["curves"]}
+    assert sorted(curves) == [65536, 524288 + 4096]
+    assert curves[65536]["verdict"] == "flattened" and curves[65536]["k_max"] == 8
+    assert curves[524288 + 4096]["verdict"] == "linear"
+    assert main(["fit", "--warehouse", str(warehouse), "--context", "12x"]) == 2
+    assert "--context: not a request length: '12X'" in capsys.readouterr().err
+
+
+def test_table_verdicts_count_a_curve_flagged_at_some_length_once() -> None:
+    from pipelines.analysis.tau.table_verdicts import acceptance, by_curve, table_rows
+
+    base = {"operator": "msa_context_module kv=bf16", "attention": "sparse", "chunk_size": 8192}
+    base["knee_at"] = None
+    rows = [
+        {**base, "seq_len": 1048576, "verdict": "linear", "evidence": "slope ..."},
+        {**base, "seq_len": 131072, "verdict": "flattened", "evidence": "a/b ..."},
+        {**base, "seq_len": 65536, "verdict": "too_short", "evidence": "4 chunk indices < 5"},
+        {
+            **base,
+            "operator": "dsa_context_module",
+            "seq_len": 163840,
+            "verdict": "linear",
+            "evidence": f"slope ...; {STRADDLES}: the a/b interval reaches 9, beyond r*=8.3",
+        },
+    ]
+    frame = table_rows(rows)
+    curves = by_curve(frame).sort("module")
+    assert curves["flagged_at_any"].to_list() == [False, True]
+    assert curves["flagged_at"].to_list() == [None, 131072]
+    assert curves["verdict"].to_list() == ["linear", "linear"]  # at the whole range
+    got = acceptance(frame)
+    assert got["sparse module curves flagged"]["flagged"] == 0  # whole range, as before
+    at_any = got["sparse module curves flagged at some request length"]
+    assert (at_any["flagged"], at_any["decided"]) == (1, 2)
+    assert at_any["not_flagged_flattened_not_ruled_out"] == 1

@@ -169,6 +169,25 @@ def test_dsa_1024_is_flagged_but_its_jump_is_placed_late(h200_points: pl.DataFra
     # the two-segment line is continuous and a table curve has no level-step test
     # (docs/tau_k.md §4, "Real tables": open)
     assert row["knee_at"] == "6"
+    # why (numpy on the raw points, weights 1/tau): a level step at k = 2 (chunks 0-1 on their
+    # own level, one slope) leaves a tenth of the weighted SSE of the best continuous hinge, which
+    # is at k = 3, not 6; the product's hinge lands at 6 because the outlier screen first sets
+    # chunk 0 aside (x15 "slower" than the steep line through chunks 1 and 2 predicts) and then
+    # chunks 2 and 3: with two measured chunks below the jump whose own slope (0.10 ms/chunk)
+    # is 5x the sparse path's, no shape of the screen fits both readings of chunk 1
+    k = np.array(sorted(raw), float)
+    tau = np.array([raw[int(i)] for i in k])
+    w = 1 / tau
+
+    def wsse(*columns: np.ndarray) -> float:
+        X = np.column_stack([np.ones_like(k), k, *columns])
+        coef, *_ = np.linalg.lstsq(X * w[:, None], tau * w, rcond=None)
+        return float(np.sum(((tau - X @ coef) * w) ** 2))
+
+    hinges = {int(kb): wsse(np.maximum(k - kb, 0)) for kb in k[2:-2]}
+    assert min(hinges, key=hinges.get) == 3
+    assert wsse((k >= 2).astype(float)) < 0.1 * min(hinges.values())
+    assert row["outliers"].startswith("outliers: k=0 (x1")  # chunk 0 among those set aside
 
 
 def test_table_verdicts_counts_by_kind() -> None:

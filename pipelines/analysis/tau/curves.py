@@ -154,7 +154,13 @@ def _fit_curves_with_bands(
     # all of them (bubble_pred.predict_bubbles), each stage with its own bootstrap stream
     config = [key for key in present if key != "vstage"]
     staged = "vstage" in present
-    groups = points.group_by(config, maintain_order=True) if config else [((), points)]
+    # one pass over the points for every configuration (iterating a group_by gathers each
+    # group from the whole frame: ~10 ms a configuration on a table's 100,000 points)
+    groups = (
+        points.partition_by(config, maintain_order=True, as_dict=True).items()
+        if config
+        else [((), points)]
+    )
     total = points.select(config).n_unique() if config and progress else 1
     rows, band_columns = [], {c: [] for c in (*present, "chunk_idx", *BAND_VALUES)}
     for done, (config_key, config_points) in enumerate(groups):

@@ -134,24 +134,25 @@ def _studentised_with(
 
 
 def _studentised_all(
-    k: np.ndarray, y: np.ndarray, designs: list[np.ndarray]
+    k: np.ndarray, y: np.ndarray, designs: list[np.ndarray], rows: list[int] | None = None
 ) -> list[tuple[float, float, float]]:
     """_studentised_with for every point i at once: each design's m leave-one-out weighted
     least-squares fits as one stacked pseudo-inverse (numpy's SVD, as lstsq; the same choice of
     shape, t and prediction to rounding), not m x designs lstsq calls. The screen spent 2/3 of
     an aiconfigurator table's fit time in those calls (docs/tau_k.md §4 "Fitting a whole
-    table")."""
+    table"). `rows`: only these points (every one when None), in that order."""
     m = len(k)
-    others = np.array([np.delete(np.arange(m), i) for i in range(m)])  # (m, m-1)
+    rows = list(range(m)) if rows is None else rows
+    others = np.array([np.delete(np.arange(m), i) for i in rows])  # (rows, m-1)
     yo = y[others]
     w = 1.0 / yo
-    best_bic = np.full(m, np.inf)
-    best: list[tuple | None] = [None] * m
+    best_bic = np.full(len(rows), np.inf)
+    best: list[tuple | None] = [None] * len(rows)
     for X in designs:
         p, mm = X.shape[1], m - 1
         if mm - p < 2:
             continue
-        Xo = X[others]  # (m, m-1, p)
+        Xo = X[others]  # (rows, m-1, p)
         Xw = Xo * w[:, :, None]
         coef = np.einsum("ipn,in->ip", np.linalg.pinv(Xw), yo * w)
         resid = (yo - np.einsum("inp,ip->in", Xo, coef)) * w
@@ -165,11 +166,11 @@ def _studentised_all(
             best_bic[i] = bic[i]
             best[i] = (X, coef[i], float(sse[i]), mm - p, Xw[i])
     results = []
-    for i in range(m):
-        if best[i] is None:
+    for j, i in enumerate(rows):
+        if best[j] is None:
             results.append((0.0, float(y[i]), 0.0))
             continue
-        X, coef, sse, df, Xw = best[i]
+        X, coef, sse, df, Xw = best[j]
         pred = float(X[i] @ coef)
         if pred <= 0:
             results.append((0.0, pred, df))
@@ -192,7 +193,7 @@ def _studentised_pass(k: np.ndarray, y: np.ndarray) -> list[tuple[float, float, 
     if k.min() == 0 and 1 in k:
         i = int(np.flatnonzero(k == 1)[0])
         own_path = [np.column_stack([np.ones_like(k), k, (k == 0).astype(float)])]
-        both = [_studentised_all(k, y, d)[i] for d in (own_path, _designs(k, first=False))]
+        both = [_studentised_all(k, y, d, [i])[0] for d in (own_path, _designs(k, first=False))]
         results[i] = min(both, key=lambda r: abs(r[0]))
     return results
 

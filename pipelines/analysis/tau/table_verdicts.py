@@ -76,6 +76,7 @@ def by_curve(frame: pl.DataFrame) -> pl.DataFrame:
     evidence = pl.col("evidence") if "evidence" in frame.columns else pl.lit("")
     straddles = (pl.col("verdict") == "linear") & evidence.fill_null("").str.contains(STRADDLES)
     label = pl.format("{}:{}", pl.col("seq_len"), pl.col("verdict"))
+    knee = pl.col("knee_at") if "knee_at" in frame.columns else pl.lit(None, pl.String)
     return (
         frame.sort("seq_len")
         .group_by(keys, maintain_order=True)
@@ -83,7 +84,7 @@ def by_curve(frame: pl.DataFrame) -> pl.DataFrame:
             pl.col("kind").first(),
             pl.col("module").first(),
             pl.col("verdict").last(),
-            pl.col("knee_at").last(),
+            knee.last().alias("knee_at"),
             pl.col("seq_len").max().alias("whole_range"),
             label.alias("verdicts"),
             flagged.any().alias("flagged_at_any"),
@@ -100,6 +101,15 @@ def verdict_counts(frame: pl.DataFrame) -> pl.DataFrame:
         .len("curves")
         .sort("kind", "module", "chunk_size", "verdict")
     )
+
+
+def whole_range(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of each table curve at its whole range (its longest seq_len): the verdicts as
+    they were before request lengths (all rows when the frame has no seq_len)."""
+    if "seq_len" not in frame.columns:
+        return frame
+    keys = [c for c in CURVE if c in frame.columns]
+    return frame.filter(pl.col("seq_len") == pl.col("seq_len").max().over(keys))
 
 
 def flags_by_chunk(frame: pl.DataFrame) -> pl.DataFrame:
@@ -124,16 +134,7 @@ def acceptance(frame: pl.DataFrame) -> dict[str, dict]:
     line also by whether it is flagged at any length (by_curve)."""
     curves = by_curve(frame) if "seq_len" in frame.columns else frame
     sparse_curves = curves.filter(pl.col("kind") == SPARSE)
-    whole = (
-        frame.join(
-            curves.select(*[c for c in CURVE if c in frame.columns], "whole_range"),
-            on=[c for c in CURVE if c in frame.columns],
-            nulls_equal=True,
-        ).filter(pl.col("seq_len") == pl.col("whole_range"))
-        if "seq_len" in frame.columns
-        else frame
-    )
-    result = _acceptance_at_whole_range(whole)
+    result = _acceptance_at_whole_range(whole_range(frame))
     if "flagged_at_any" in sparse_curves.columns:
         decided = sparse_curves.filter(
             pl.col("flagged_at_any") | ~pl.col("verdict").is_in(INCONCLUSIVE)
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.fits or args.warehouse}: no table curves", file=sys.stderr)
         return 2
     with pl.Config(tbl_rows=-1, tbl_width_chars=120, fmt_str_lengths=40):
-        print(verdict_counts(frame))
+        print(verdict_counts(whole_range(frame)))
         if "seq_len" in frame.columns:
             print(flags_by_chunk(frame))
     print(json.dumps(acceptance(frame), indent=1))

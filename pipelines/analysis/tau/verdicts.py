@@ -317,8 +317,8 @@ STRADDLES = "flattened not ruled out"
 
 
 def _straddles(fit: CurveFit, bound: float, share: float) -> str:
-    """The evidence of a `linear` curve whose a/b interval straddles r*(N): its point estimate is
-    below the bound but `flattened` is not ruled out (the interval's upper end lies beyond it).
+    """The evidence of a `linear` curve whose a/b interval straddles r*(N): it reaches beyond the
+    bound without lying wholly beyond it, so `flattened` is not ruled out.
     The label stays `linear` (flattened needs the whole interval beyond r*, and a `linear`
     label stays what a dense kernel's wide interval gets: Vidur's A100 attention at 480-token
     chunks, a/b 2.44 [1.54, 3.99] against r* 3.92, would lose it), and the evidence says so:
