@@ -166,3 +166,35 @@ def test_a_reused_flow_id_pairs_its_ends_in_time_order() -> None:
     for host, device in ((0, 3), (1, 4), (2, 5)):
         assert by_row[host] == by_row[device]  # one link each, shared by its two ends only
     assert len(set(by_row.values())) == 3
+
+
+def test_merge_links_by_position_equals_the_join() -> None:
+    """merge_links of a frame whose _row rises strictly (found by binary search) gives what the
+    left join gives: args that are objects, empty, null or no object; a link to a row the
+    frame lacks; the same frame shuffled (joined) as the reference."""
+    from pipelines.ingest.steps import flows
+
+    frame = pl.DataFrame(
+        {
+            flows.ROW: pl.Series([0, 2, 3, 7, 9], dtype=pl.UInt32),
+            "name": ["a", "b", "c", "d", "e"],
+            "args": ['{"x": 1}', None, " { } ", "[1]", '{"y":"}"}'],
+        }
+    )
+    links = pl.DataFrame(
+        {
+            flows.ROW: pl.Series([2, 3, 4, 7, 9], dtype=pl.UInt32),
+            FLOW_LINKS_KEY: [f'{{"flow_links":["c:{i}"]}}' for i in range(5)],
+        }
+    )
+    by_position = flows.merge_links(frame, links)
+    shuffled = frame.reverse()  # _row falls: merged through the join
+    joined = flows.merge_links(shuffled, links).reverse()
+    assert by_position.equals(joined)
+    assert by_position["args"].to_list() == [
+        '{"x": 1}',
+        '{"flow_links":["c:0"]}',
+        '{"flow_links":["c:1"]}',
+        "[1]",
+        '{"y":"}","flow_links":["c:4"]}',
+    ]
