@@ -207,3 +207,38 @@ def test_table_verdicts_count_a_curve_flagged_at_some_length_once() -> None:
     at_any = got["sparse module curves flagged at some request length"]
     assert (at_any["flagged"], at_any["decided"]) == (1, 2)
     assert at_any["not_flagged_flattened_not_ruled_out"] == 1
+
+
+def test_the_policy_judges_a_table_curve_once_over_its_lengths() -> None:
+    """verdict_policy: a sparse table curve flagged at 128K but linear over its whole 1M meets
+    'sparse flagged' (flagged at a length a user runs); one linear at every length offends it;
+    a run's curve is judged as before."""
+    from pipelines.analysis.tau.verdict_policy import SPARSE_FLAGGED, check_expectation
+
+    def row(operator, seq_len, verdict):
+        return {
+            "operator": operator,
+            "attention": "sparse",
+            "schedule": None,
+            "chunk_size": 8192,
+            "seq_len": seq_len,
+            "vstage": 0,
+            "model": "m",
+            "n_runs": 1,
+            "verdict": verdict,
+        }
+
+    fits = pl.DataFrame(
+        [
+            row("msa", 1048576, "linear"),
+            row("msa", 131072, "flattened"),
+            row("msa", 65536, "too_short"),
+            row("dsa", 163840, "linear"),
+            row("dsa", 131072, "linear"),
+            row(None, 131072, "linear"),  # a run
+        ]
+    )
+    result = check_expectation(fits, SPARSE_FLAGGED)
+    assert result.covered.height == 3  # msa, dsa, the run
+    assert sorted(result.offending["seq_len"].to_list()) == [131072, 163840]  # the run, dsa whole
+    assert result.covered.filter(pl.col("verdict") == "flattened")["seq_len"].to_list() == [131072]

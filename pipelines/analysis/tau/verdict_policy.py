@@ -18,6 +18,8 @@ curves are expected to be linear. One policy for the demo's self-check, the Dags
 * Disturbance: `drift` (a level step inside the run, a throttle or clock change: not a shape of
   tau(k)); it neither flags a curve nor offends the dense expectation.
 * Inconclusive: `too_noisy`, `too_short`: listed, never counted for or against an expectation.
+* A latency table's curve judged at several request lengths (docs/tau_k.md §4) counts once: as
+  flagged when it is flagged at some length, else by its verdict at its whole range.
 * Expected shape, from the run fact `attention` (runs.attention: simulator preset, the
   `attention` key of profiler_metadata.json, or `--tag attention=...`), never from model names:
   `dense` attention -> `linear` (a flag fails the expectation); `sparse` -> flagged (a `linear`
@@ -33,6 +35,7 @@ from typing import Literal
 import polars as pl
 
 from pipelines import schedule_kinds
+from pipelines.analysis.tau.curve_keys import CURVE_KEYS
 from pipelines.analysis.tau.verdicts import LEGACY_VERDICTS, SHAPE_VERDICTS, canonical_verdict
 
 FLAGGED_VERDICTS = (*SHAPE_VERDICTS, "flattened", *LEGACY_VERDICTS)
@@ -142,9 +145,32 @@ def _shown(frame: pl.DataFrame) -> pl.DataFrame:
 VARIABLE_CHUNK_SCHEDULES = schedule_kinds.VARIABLE_CHUNKS
 
 
+def one_row_per_table_curve(fits: pl.DataFrame) -> pl.DataFrame:
+    """A latency table's curve judged at several request lengths (seq_len; docs/tau_k.md §4
+    "Judged at request lengths") as one row: its row at the shortest length where it is flagged,
+    else its row at its whole range (the longest). A curve is flagged when it is flagged at some
+    length a user runs. Run curves (no `operator`) are unchanged."""
+    if "operator" not in fits.columns or "seq_len" not in fits.columns or fits.is_empty():
+        return fits
+    table = pl.col("operator").is_not_null()
+    curve = [c for c in CURVE_KEYS if c in fits.columns and c != "seq_len"]
+    flagged = pl.col("verdict").is_in(FLAGGED_VERDICTS)
+    order = pl.when(flagged).then(pl.col("seq_len")).otherwise(-pl.col("seq_len"))
+    tables = (
+        fits.filter(table)
+        .with_columns((~flagged).alias("_unflagged"), order.alias("_order"))
+        .sort("_unflagged", "_order")
+        .unique(subset=curve, keep="first", maintain_order=True)
+        .drop("_unflagged", "_order")
+    )
+    return pl.concat([fits.filter(~table), tables], how="vertical_relaxed")
+
+
 def check_expectation(fits: pl.DataFrame, expectation: Expectation) -> ExpectationResult:
     """Apply one expectation to a fit table (fit_curves / the stored `tau_fits`), over the
-    curves of fixed-chunk schedules."""
+    curves of fixed-chunk schedules; a latency table's curve once over the request lengths it
+    was judged at (one_row_per_table_curve)."""
+    fits = one_row_per_table_curve(fits)
     if "schedule" in fits.columns:
         fits = fits.filter(
             pl.col("schedule").is_null() | ~pl.col("schedule").is_in(list(VARIABLE_CHUNK_SCHEDULES))
