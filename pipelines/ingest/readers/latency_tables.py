@@ -38,13 +38,17 @@ import hashlib
 import io
 import math
 import re
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
+from pipelines import memory_budget
 from pipelines.ingest.dropped import MAX_END_NS
 from pipelines.ingest.frames import Quarantined, stored_path
+from pipelines.store.duck import private_connection, sql_string
 from pipelines.store.schema import polars_schema
 
 VIDUR_ATTENTION = "vidur_attention"
@@ -91,10 +95,16 @@ class LatencyTable:
 
     path: Path
     layout: str
-    points: pl.DataFrame
+    points: pl.DataFrame | pl.LazyFrame
+    """A LazyFrame over a spilled Parquet file only for a streamed read of a table larger than
+    one block (`read_table(..., streamed=True)`), else in memory."""
     quarantined: list[Quarantined] = field(default_factory=list)
     left_out: dict[str, int] = field(default_factory=dict)
     """Rows that are no prefill point and were not read (decode rows of Vidur attention)."""
+    count: int = 0
+    """How many points (`points`' rows)."""
+    first: dict | None = None
+    """The first point in file order (a report's facts), None when there is none."""
 
 
 def header_of(path: Path) -> list[str] | None:
@@ -139,56 +149,185 @@ def table_id_of(origin: str) -> str:
     return f"lt-{hashlib.sha256(origin.encode('utf-8', 'backslashreplace')).hexdigest()[:16]}"
 
 
-def read_table(path: Path, tags: dict[str, str] | None = None) -> LatencyTable:
-    """Read one latency-table file. Raises ValueError when it is no latency table."""
+def read_table(
+    path: Path,
+    tags: dict[str, str] | None = None,
+    *,
+    streamed: bool = False,
+    block_bytes: int | None = None,
+) -> LatencyTable:
+    """Read one latency-table file. Raises ValueError when it is no latency table.
+
+    The file is read a block at a time (`block_bytes` of CSV text, else a share of the ingest
+    memory budget; Parquet a like number of rows), each block checked and turned into points
+    before the next is read. `streamed`: a table of more than one block keeps its points in a
+    Parquet spill (memory_budget.new_spill_dir, released with the run's spills) and `points` is a
+    LazyFrame over it, so memory stays flat on any table size (docs/bench_ingest.md "Latency
+    tables in blocks"); otherwise the points are gathered in memory. Both give the same rows."""
     path = Path(path)
     layout = sniff(path)
     if layout is None:
         raise ValueError(f"{path.name} is not an operator-latency table")
     with path.open("rb") as stream:
         content_hash = hashlib.file_digest(stream, "sha256").hexdigest()
-    frame = _read_text_frame(path)
-    facts = _facts(path, layout, frame, tags or {})
-    if layout == VIDUR_ATTENTION:
-        long, left_out = _vidur_attention(frame)
-    elif layout == VIDUR_MLP:
-        long, left_out = _vidur_mlp(frame), {}
-    elif layout == AICONFIGURATOR:
-        long, left_out = _aiconfigurator(frame)
+    tags = tags or {}
+    facts = _facts(path, layout, tags)
+    block_bytes = block_bytes or block_bytes_of(memory_budget.max_memory())
+    operator = tags.get("operator") or "unnamed"
+    parts: list[pl.DataFrame] = []
+    spill: Path | None = None
+    spilled: list[Path] = []
+    bad: dict[int, str] = {}
+    left_out: Counter[str] = Counter()
+    count, first = 0, None
+    operators: dict[str, None] = {}  # in the order the long frames hold them
+    for frame in _text_frames(path, block_bytes):
+        long, block_left_out = _long_of(layout, frame, operator)
+        del frame
+        operators.update(dict.fromkeys(long["operator"].unique(maintain_order=True).to_list()))
+        left_out.update(block_left_out)
+        points, block_bad = _points(long, path, content_hash, layout, facts, set(tags))
+        del long
+        bad.update(block_bad)  # a line is in one block only
+        if first is None and points.height:  # the first point of its key: replicate 1
+            first = points.row(0, named=True) | {"replicate": 1}
+        count += points.height
+        if streamed and parts and spill is None:  # a second block: the table goes to disk
+            spill = memory_budget.new_spill_dir()
+            spilled.append(spill / "part-000000.parquet")
+            parts.pop().write_parquet(spilled[-1])
+        if spill is not None:
+            spilled.append(spill / f"part-{len(spilled):06d}.parquet")
+            points.write_parquet(spilled[-1])
+        else:
+            parts.append(points)
+        del points
+    if spill is not None:
+        table_points: pl.DataFrame | pl.LazyFrame = _numbered_on_disk(spill, spilled)
     else:
-        long, left_out = _generic(frame, (tags or {}).get("operator") or "unnamed"), {}
-    points, bad = _points(long, path, content_hash, layout, facts, set(tags or {}))
+        schema = polars_schema("latency_points")
+        table_points = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+        if len(parts) > 1 and layout in (VIDUR_ATTENTION, VIDUR_MLP):
+            # a Vidur long frame is one operator after another: the whole table's order again
+            rank = pl.col("operator").replace_strict(list(operators), range(len(operators)))
+            table_points = table_points.sort(rank, "line", maintain_order=True)
+        table_points = _numbered(table_points)
     quarantined = []
     if bad:
-        lines = [f"line {line}: {reason}" for line, reason in bad]
-        reasons = sorted({reason for _, reason in bad})
+        lines = [f"line {line}: {reason}" for line, reason in sorted(bad.items())]
+        reasons = sorted(set(bad.values()))
         item = Quarantined.entries_set_aside(path, lines, reason="invalid_rows")
         item = Quarantined(
             item.path, item.reason, f"{item.detail} ({', '.join(reasons)})", content_hash
         )
         quarantined.append(item)
-    return LatencyTable(path, layout, points, quarantined, left_out)
+    left = {k: v for k, v in left_out.items() if v}
+    return LatencyTable(path, layout, table_points, quarantined, left, count, first)
 
 
-def _read_text_frame(path: Path) -> pl.DataFrame:
-    """Every cell as text (a number the table mangled stays visible), plus `line`."""
+# the text of a block of CSV is this share of the ingest budget: a 100 MB generic CSV held whole
+# (its text twice, the text frame, the long frame and the points) took 2.41 GB (2026-12-04)
+BUDGET_SHARE_OF_BLOCK = 256
+MIN_BLOCK_BYTES = 1 << 14
+PARQUET_BYTES_PER_ROW = 64  # a Parquet block's rows: block_bytes / this
+
+
+def block_bytes_of(budget: int) -> int:
+    """Bytes of CSV text read at a time within an ingest memory budget (8 MiB at 2 GiB)."""
+    return max(MIN_BLOCK_BYTES, budget // BUDGET_SHARE_OF_BLOCK)
+
+
+def _long_of(layout: str, frame: pl.DataFrame, operator: str) -> tuple[pl.DataFrame, dict]:
+    """The long frame of a block (one row per operator x table row) and its rows left out."""
+    if layout == VIDUR_ATTENTION:
+        return _vidur_attention(frame)
+    if layout == VIDUR_MLP:
+        return _vidur_mlp(frame), {}
+    if layout == AICONFIGURATOR:
+        return _aiconfigurator(frame)
+    return _generic(frame, operator), {}
+
+
+def _text_frames(path: Path, block_bytes: int) -> Iterator[pl.DataFrame]:
+    """The table's blocks, every cell as text (a number the table mangled stays visible), plus
+    `line` (the header is line 1), numbered over the whole file."""
     if path.suffix.lower() == ".parquet":
-        frame = _text_columns(pl.read_parquet(path))
-        return frame.with_row_index("line", offset=2).with_columns(pl.col("line").cast(pl.Int64))
-    # bytes that are no UTF-8 (a model name in another code page) are kept as \xNN text, as
-    # the other CSV readers keep them; old-Mac CR-only line ends are line ends (Polars read such a
-    # file as one header line: every row lost without a word; issue 36 round five)
-    text = path.read_bytes().decode("utf-8", "backslashreplace").removeprefix("\ufeff")
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    names = next(csv.reader(io.StringIO(text)), [])
+        rows = pl.scan_parquet(path).select(pl.len()).collect().item()
+        step = max(1, block_bytes // PARQUET_BYTES_PER_ROW)
+        for offset in range(0, max(rows, 1), step):
+            frame = _text_columns(pl.scan_parquet(path).slice(offset, step).collect())
+            line = pl.int_range(offset + 2, offset + 2 + frame.height, dtype=pl.Int64)
+            yield frame.with_columns(line.alias("line")).select("line", pl.exclude("line"))
+        return
+    line = 2
+    header = None
+    for text in _csv_texts(path, block_bytes):
+        if header is None:
+            header = _header_of(text)
+            body = text
+        else:
+            body = f"{header}\n{text}"
+        frame = pl.read_csv(body.encode(), infer_schema=False)
+        del body
+        frame = frame.with_row_index("line", offset=line).with_columns(
+            pl.col("line").cast(pl.Int64)
+        )
+        line += frame.height
+        # a blank line is no row (Polars gave it a row of empty cells: a missing_time set aside)
+        yield frame.filter(~pl.all_horizontal(pl.exclude("line").is_null()))
+
+
+def _header_of(text: str) -> str:
+    """The header line of a CSV text (up to the first line end outside quotes); ValueError when
+    a column is named twice."""
+    end = 0
+    while True:
+        end = text.find("\n", end)
+        if end < 0 or text.count('"', 0, end) % 2 == 0:
+            break
+        end += 1
+    header = text if end < 0 else text[:end]
+    names = next(csv.reader(io.StringIO(header)), [])
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise ValueError(f"column {twice[0]!r} is given twice: which one is meant is unknown")
-    frame = pl.read_csv(text.encode(), infer_schema=False)
-    # the header is line 1; a CSV without quoted newlines has one row per line
-    frame = frame.with_row_index("line", offset=2).with_columns(pl.col("line").cast(pl.Int64))
-    # a blank line is no row (Polars gave it a row of empty cells: a missing_time set aside)
-    return frame.filter(~pl.all_horizontal(pl.exclude("line").is_null()))
+    return header
+
+
+def _csv_texts(path: Path, block_bytes: int) -> Iterator[str]:
+    """The CSV file as text about `block_bytes` at a time, each piece ending at a line end
+    outside quotes. Bytes that are no UTF-8 (a model name in another code page) are kept as \\xNN
+    text, as the other CSV readers keep them; old-Mac CR-only line ends are line ends (Polars read
+    such a file as one header line: every row lost without a word; issue 36 round five)."""
+    pending = b""
+    first = True
+    with path.open("rb") as handle:
+        while True:
+            data = handle.read(block_bytes)
+            pending += data
+            end = _line_end_cut(pending) if data else len(pending)
+            if end == 0 and data:
+                continue  # no line end outside quotes yet: read on
+            piece, pending = pending[:end], pending[end:]
+            text = piece.decode("utf-8", "backslashreplace")
+            del piece
+            if first:
+                text = text.removeprefix("\ufeff")
+                first = False
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+            if text:
+                yield text
+            if not data:
+                return
+
+
+def _line_end_cut(buffer: bytes) -> int:
+    """Where `buffer` may be cut: after its last LF (else after its last CR that is not the last
+    byte, which a LF may follow), with an even number of quotes before; 0 when nowhere."""
+    end = buffer.rfind(b"\n") + 1 or buffer.rfind(b"\r", 0, len(buffer) - 1) + 1
+    if end == 0 or buffer.count(b'"', 0, end) % 2:
+        return 0
+    return end
 
 
 def _text_columns(frame: pl.DataFrame) -> pl.DataFrame:
@@ -214,7 +353,7 @@ def _is_read(name: str) -> bool:
     return name in read or bool(_STAT.match(name)) or bool(stat)
 
 
-def _facts(path: Path, layout: str, frame: pl.DataFrame, tags: dict[str, str]) -> dict:
+def _facts(path: Path, layout: str, tags: dict[str, str]) -> dict:
     """Table-wide facts: from the path (Vidur), the table's own columns, then the tags."""
     text = stored_path(path.resolve()).replace("\\", "/")
     vidur = layout in (VIDUR_ATTENTION, VIDUR_MLP)
@@ -410,24 +549,61 @@ VALIDATE_ROWS = 100_000
 
 def _points(
     long: pl.DataFrame, path: Path, content_hash: str, layout: str, facts: dict, tagged: set[str]
-) -> tuple[pl.DataFrame, list[tuple[int, str]]]:
-    """The table's points (latency_points columns) and (line, reason) of the rows set aside,
-    `VALIDATE_ROWS` long-frame rows at a time. A line set aside keeps no point (one bad value
-    spoils its row, whichever operator's cell it is in); `replicate` numbers a repeated point in
-    file order."""
+) -> tuple[pl.DataFrame, dict[int, str]]:
+    """A block's points (latency_points columns, `replicate` not yet numbered) and {line: reason}
+    of the rows set aside, `VALIDATE_ROWS` long-frame rows at a time. A line set aside keeps no
+    point (one bad value spoils its row, whichever operator's cell it is in)."""
     parts, bad = [], {}
     for part in long.iter_slices(VALIDATE_ROWS) if not long.is_empty() else ():
         kept, part_bad = _validate(part)
         for line, reason in part_bad:
             bad.setdefault(line, reason)
         parts.append(_finish(kept, path, content_hash, layout, facts, tagged))
+        del kept
     schema = polars_schema("latency_points")
     points = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
     if bad:
         points = points.filter(~pl.col("line").is_in(list(bad)))
-    key = ["operator", "tokens", "prefix_tokens", "batch_size"]
-    replicate = (pl.int_range(pl.len()).over(key) + 1).cast(schema["replicate"])
-    return points.with_columns(replicate.alias("replicate")), sorted(bad.items())
+    return points, bad
+
+
+_REPLICATE_KEY = ("operator", "tokens", "prefix_tokens", "batch_size")
+
+
+def _numbered(points: pl.DataFrame) -> pl.DataFrame:
+    """`replicate` numbers a repeated point (same operator, tokens, prefix, batch) in file order."""
+    schema = polars_schema("latency_points")
+    replicate = (pl.int_range(pl.len()).over(list(_REPLICATE_KEY)) + 1).cast(schema["replicate"])
+    return points.with_columns(replicate.alias("replicate"))
+
+
+def _numbered_on_disk(spill: Path, parts: list[Path]) -> pl.LazyFrame:
+    """The spilled blocks' points with `replicate` numbered over the whole table (in file order:
+    by line; one line is one point of an operator), by DuckDB under the budget's memory limit
+    (its window spills to the folder), written to one Parquet file there."""
+    schema = polars_schema("latency_points")
+    key = ", ".join(f'"{c}"' for c in _REPLICATE_KEY)
+    replicate = f'row_number() over (partition by {key} order by "line")'
+    columns = ", ".join(
+        f'cast({replicate} as integer) as "replicate"' if c == "replicate" else f'"{c}"'
+        for c in schema
+    )
+    target = spill / "latency_points.parquet"
+    con = private_connection()
+    try:
+        con.execute(f"set memory_limit = '{memory_budget.duckdb_limit_mib()}MiB'")
+        con.execute(f"set temp_directory = {sql_string(spill / 'duckdb_tmp')}")
+        con.execute("set preserve_insertion_order = false")
+        # one thread: at the 64 MiB floor two threads' window buffers did not fit (a 256 MB budget
+        # failed on Vidur's attention.csv; one thread numbers 3.7 M rows in 167 MiB RSS)
+        con.execute("set threads = 1")
+        files = ", ".join(sql_string(part) for part in parts)
+        con.execute(f"copy (select {columns} from read_parquet([{files}])) to {sql_string(target)}")
+    finally:
+        con.close()
+    for part in parts:
+        part.unlink()
+    return pl.scan_parquet(target).cast(dict(schema))
 
 
 def _validate(long: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
