@@ -183,17 +183,15 @@ def _line(r, chunks: int | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.ingest.frames import printable
-    from pipelines.ingest.load import ingest_paths
-
     try:
         tags = _parse_tags(args.tag)
     except ValueError as exc:
         print(f"tracereplay ingest: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    if args.max_memory is not None:
-        from pipelines import memory_budget
+    from pipelines import memory_budget
 
+    before = os.environ.get(memory_budget.ENV_MAX_MEMORY)
+    if args.max_memory is not None:
         try:
             os.environ[memory_budget.ENV_MAX_MEMORY] = str(
                 memory_budget.parse_size(args.max_memory)
@@ -201,6 +199,22 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"tracereplay ingest: --max-memory: {exc}", file=sys.stderr)
             return ExitCode.BAD_INPUT
+    try:
+        return _ingest(args, tags)
+    finally:
+        # --max-memory is this call's budget: a later call of pipelines.cli.main in the same
+        # process (a test, a notebook) ran under it too (issue 36 round six)
+        if before is None:
+            os.environ.pop(memory_budget.ENV_MAX_MEMORY, None)
+        else:
+            os.environ[memory_budget.ENV_MAX_MEMORY] = before
+
+
+def _ingest(args: argparse.Namespace, tags: dict[str, str]) -> int:
+    """`run` once the tags and the budget are set."""
+    from pipelines.ingest.frames import printable
+    from pipelines.ingest.load import ingest_paths
+
     # a mistyped path is a bad argument (one line, exit 2), not an input to quarantine: a
     # quarantine row of it would warn in every later `check` (issue 35 item 5)
     missing = [p for p in args.paths if not os.path.lexists(p)]

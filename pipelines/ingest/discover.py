@@ -154,6 +154,12 @@ def _json_blocks(path: Path) -> Iterable[bytes]:
             yield block
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+GZIP_IN_GZIP = "gzip_in_gzip"
+"""A .json.gz whose inflated bytes start with gzip's magic (compressed twice): it was named only
+`not a trace` (issue 36 round six)."""
+
+
 def sniff_kineto(path: Path) -> str | None:
     """None when `path` is a Kineto trace document: a JSON object whose `traceEvents` is an array
     of event objects (wherever the key sits: a wrapper may write a large metadata block first)
@@ -164,6 +170,8 @@ def sniff_kineto(path: Path) -> str | None:
         head = next(blocks, b"").removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
         if not head.strip():
             return "empty_file"
+        if path.name.lower().endswith(".gz") and head.startswith(GZIP_MAGIC):
+            return GZIP_IN_GZIP
         if not head.lstrip().startswith(b"{"):
             return "not_a_trace"
         tail = b""
@@ -356,6 +364,10 @@ class _Walk:
         traces) or named on the command line; other JSON files are not ours to judge."""
         for path, problem, must in self.pending_json:
             if must or path.parent in self.kineto or path.parent in self.rank_dirs:
+                if problem == GZIP_IN_GZIP:
+                    detail = "its inflated bytes are gzip again (a .gz of a .gz): gunzip it once"
+                    self.quarantine(path, "unrecognised_input", f"{path.name}: {detail}")
+                    continue
                 reason = problem if problem != "not_a_trace" else "unrecognised_input"
                 self.quarantine(path, reason, f"{path.name}: {problem.replace('_', ' ')}")
             else:  # found, not ours to judge: listed, never silently dropped

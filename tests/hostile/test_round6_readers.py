@@ -44,7 +44,7 @@ def test_a_communication_json_past_an_eighth_of_the_budget_is_too_large(
     rank = text_rank_copy(real_dir, tmp_path / "run")
     path = rank / "ASCEND_PROFILER_OUTPUT/communication.json"
     data = json.loads(path.read_text())
-    data["step50"]["collective"]["pad"] = {"x": "y" * (9 << 20)}  # 9 MiB > 64 MiB / 8
+    data["step50"]["collective"]["pad"] = {"x": "y" * (20 << 20)}  # 20 MiB > max(16, 64 / 8) MiB
     path.write_text(json.dumps(data))
     warehouse = str(tmp_path / "w.duckdb")
     code = main(["ingest", str(tmp_path / "run"), "--warehouse", warehouse, "--max-memory", "64MB"])

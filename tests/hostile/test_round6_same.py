@@ -54,3 +54,16 @@ def test_one_trace_plain_and_gzipped_in_two_folders_fails_the_check(
     assert f"warning: {CHECK}" in capsys.readouterr().err  # said at ingest
     assert main(["check", "--warehouse", warehouse, "--failures"]) == 1
     assert f"{CHECK} (error, 2 rows)" in capsys.readouterr().out
+
+
+def test_a_trace_gzipped_twice_is_named_as_such(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was `unrecognised_input: ...: not a trace`."""
+    if not (real_dir / HTA).is_file():
+        pytest.skip("the HTA trace is not there")
+    (tmp_path / "run").mkdir()
+    twice = gzip.compress((real_dir / HTA).read_bytes())
+    (tmp_path / "run" / "t.pt.trace.json.gz").write_bytes(twice)
+    assert main(["ingest", str(tmp_path / "run"), "--warehouse", str(tmp_path / "w.duckdb")]) == 2
+    assert "a .gz of a .gz" in capsys.readouterr().err

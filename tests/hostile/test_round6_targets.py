@@ -132,3 +132,19 @@ def test_check_fails_when_the_lake_left_a_run_out_for_a_missing_file(
     assert main(["--lake", str(lake), "check", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert len(report["damaged_runs_left_out"]) == 1
+
+
+def test_max_memory_of_one_ingest_call_is_not_the_budget_of_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ingest --max-memory 64MB` set TRACEREPLAY_MAX_MEMORY for the rest of the process: later
+    in-process ingests streamed their traces under it (a test's in-memory read was streamed)."""
+    from pipelines.memory_budget import ENV_MAX_MEMORY
+
+    monkeypatch.delenv(ENV_MAX_MEMORY, raising=False)
+    (tmp_path / "empty").mkdir()
+    main(
+        ["ingest", str(tmp_path / "empty"), "--warehouse", str(tmp_path / "w.duckdb")]
+        + ["--max-memory", "64MB"]
+    )
+    assert ENV_MAX_MEMORY not in os.environ

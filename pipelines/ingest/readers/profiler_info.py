@@ -35,19 +35,22 @@ SMALL_JSON_SHARE = 8
 files: kilobytes to a few MB in every real export here) is parsed whole by Python's json, which
 holds ~3.5x the file (a 500 MB string in communication.json peaked at 1.74 GB RSS under a
 512 MB budget): past this share of the ingest memory budget the file is `too_large`."""
+SMALL_JSON_FLOOR = 16 << 20
+"""The cap is never below 16 MiB, whatever the budget (a tiny --max-memory streams every trace;
+it must not refuse a 1 KB profiler_info)."""
 
 
 def load_json_file(path: Path) -> Any:
     """Parse a small JSON file, raising QuarantineError with a reason code on failure."""
-    limit = memory_budget.max_memory() // SMALL_JSON_SHARE
+    limit = max(SMALL_JSON_FLOOR, memory_budget.max_memory() // SMALL_JSON_SHARE)
     try:
         size = path.stat().st_size
         if size > limit:
             raise QuarantineError(
                 "too_large",
                 f"{path.name} is {size / 2**20:.0f} MiB; a small JSON file may take"
-                f" {limit / 2**20:.0f} MiB (an eighth of the ingest memory budget,"
-                " --max-memory): not read",
+                f" {limit / 2**20:.0f} MiB (an eighth of the ingest memory budget, --max-memory,"
+                " at least 16 MiB): not read",
             )
         raw = path.read_bytes()
     except OSError as exc:
