@@ -143,8 +143,6 @@ def test_max_memory_of_one_ingest_call_is_not_the_budget_of_the_next(
 
     monkeypatch.delenv(ENV_MAX_MEMORY, raising=False)
     (tmp_path / "empty").mkdir()
-    main(
-        ["ingest", str(tmp_path / "empty"), "--warehouse", str(tmp_path / "w.duckdb")]
-        + ["--max-memory", "64MB"]
-    )
+    warehouse = str(tmp_path / "w.duckdb")
+    main(["ingest", str(tmp_path / "empty"), "--warehouse", warehouse, "--max-memory", "64MB"])
     assert ENV_MAX_MEMORY not in os.environ
