@@ -39,11 +39,16 @@ def own_cache(tmp_path, monkeypatch) -> Path:
 def three_runs(tmp_path) -> duckdb.DuckDBPyConnection:
     con = open_store(tmp_path / "warehouse.duckdb").open()
     _clean(con)
-    for run in ("r2", "r3"):
+    for shift, run in enumerate(("r2", "r3"), start=1):
+        # each copy its own measurement: its own bytes, and kernels 1-2 ns later than r1's
+        # (the same kernels under two content hashes fail runs.same_device_work_once)
+        own = {
+            "runs": f", sha256(content_hash || '{run}') as content_hash",
+            "kernels": f", start_ns + {shift} as start_ns",
+        }
         for table in ("runs", "ranks", "slices", "kernels", "comm_ops", "step_breakdown"):
-            own = ", sha256(content_hash || '{run}') as content_hash" if table == "runs" else ""
             con.execute(
-                f"insert into {table} select * replace ('{run}' as run_id{own.format(run=run)})"
+                f"insert into {table} select * replace ('{run}' as run_id{own.get(table, '')})"
                 f" from {table} where run_id = 'r1'"
             )
     yield con
