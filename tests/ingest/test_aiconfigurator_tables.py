@@ -40,6 +40,19 @@ def _raw(path: Path, where: str) -> list[tuple]:
     ).fetchall()
 
 
+def _weighted_sse(k: np.ndarray, tau: np.ndarray):
+    """SSE of the line plus `columns` fitted to (k, tau) by numpy, weights 1/tau (the fits' WLS
+    weights 1/tau^2): wsse(*columns) -> float."""
+    w = 1 / tau
+
+    def wsse(*columns: np.ndarray) -> float:
+        X = np.column_stack([np.ones_like(k), k, *columns])
+        coef, *_ = np.linalg.lstsq(X * w[:, None], tau * w, rcond=None)
+        return float(np.sum(((tau - X @ coef) * w) ** 2))
+
+    return wsse
+
+
 def test_an_aiconfigurator_header_is_recognised(tmp_path: Path) -> None:
     path = tmp_path / "msa_context_module_perf.parquet"
     pl.DataFrame(
@@ -145,7 +158,10 @@ def test_msa_512_fit_matches_polyfit_and_locates_the_knee(h200_points: pl.DataFr
 def test_dsa_1024_is_flagged_but_its_jump_is_placed_late(h200_points: pl.DataFrame) -> None:
     """DeepSeek-V3.2's DSA module at 1K chunks: the dense MHA path up to a prefix of 1K, the
     sparse path (indexer + top-k 2,048) from 2K on (raw kernel_source), a jump of x1.9 there.
-    The curve is flagged `knee`, at k = 6: where the real break is (k = 1->2) is not found."""
+    The curve is flagged `knee`, but not at the real break (k = 1->2): the outlier screen sets
+    chunk 0 aside before the shape tests (below), and the table's jump test (fits._jump) then
+    has one chunk index below k = 2 and places it at 4->6. At 512-token chunks it is placed
+    where it is (test_dsa_512_jump_is_placed_at_the_top_k)."""
     where = (
         "isl = 1024 and tp_size = 1 and kv_cache_dtype = 'bfloat16' and batch_size = 1"
         " and model = 'deepseek-ai/DeepSeek-V3.2' and op_name = 'dsa_context_module'"
@@ -165,10 +181,8 @@ def test_dsa_1024_is_flagged_but_its_jump_is_placed_late(h200_points: pl.DataFra
         & (pl.col("operator") == "dsa_context_module kv=bf16 gemm=fp8_block")
     )
     row = fit_curves(points, n_boot=200).row(0, named=True)
-    assert row["verdict"] == "knee"  # flagged; but placed at k = 6, not at the jump (k = 1->2):
-    # the two-segment line is continuous and a table curve has no level-step test
-    # (docs/tau_k.md §4, "Real tables": open)
-    assert row["knee_at"] == "6"
+    assert row["verdict"] == "knee"  # flagged; but placed at 4->6, not at the jump (1->2)
+    assert row["knee_at"] == "4->6"
     # why (numpy on the raw points, weights 1/tau): a level step at k = 2 (chunks 0-1 on their
     # own level, one slope) leaves a tenth of the weighted SSE of the best continuous hinge, which
     # is at k = 3, not 6; the product's hinge lands at 6 because the outlier screen first sets
@@ -176,13 +190,7 @@ def test_dsa_1024_is_flagged_but_its_jump_is_placed_late(h200_points: pl.DataFra
     # chunks 2 and 3: with two measured chunks below the jump whose own slope (0.10 ms/chunk)
     # is 5x the sparse path's, no shape of the screen fits both readings of chunk 1
     k = np.array(sorted(raw), float)
-    tau = np.array([raw[int(i)] for i in k])
-    w = 1 / tau
-
-    def wsse(*columns: np.ndarray) -> float:
-        X = np.column_stack([np.ones_like(k), k, *columns])
-        coef, *_ = np.linalg.lstsq(X * w[:, None], tau * w, rcond=None)
-        return float(np.sum(((tau - X @ coef) * w) ** 2))
+    wsse = _weighted_sse(k, np.array([raw[int(i)] for i in k]))
 
     hinges = {int(kb): wsse(np.maximum(k - kb, 0)) for kb in k[2:-2]}
     assert min(hinges, key=hinges.get) == 3
@@ -277,3 +285,35 @@ def test_msa_8k_is_flattened_at_128k_though_linear_over_the_whole_million(
     assert rows[whole_len]["ab_hi"] < flat_bound(whole_len // 8192)
     assert rows[131072]["verdict"] == "flattened", rows[131072]["evidence"]
     assert rows[131072]["ab_lo"] > flat_bound(16)
+
+
+@needs_tables
+def test_dsa_512_jump_is_placed_at_the_top_k(h200_points: pl.DataFrame) -> None:
+    """DeepSeek-V3.2's DSA module at 512-token chunks: chunks 0-3 (prefixes 0-1.5K) on the dense
+    path, the sparse path from k = 4 (2K = the top-k) on. The table's broken line (its own level
+    and slope on each side, fits._jump) places the knee at 3->4; the continuous hinge placed it
+    at k = 6 (a prefix of 3K, the next grid point). numpy on the raw points (weights 1/tau): of
+    the positions with two chunk indices on each side, the broken line's least weighted SSE is
+    at k = 4 and the hinge's at 6 or 8."""
+    where = (
+        "isl = 512 and tp_size = 1 and kv_cache_dtype = 'bfloat16' and batch_size = 1"
+        " and model = 'deepseek-ai/DeepSeek-V3.2' and op_name = 'dsa_context_module'"
+    )
+    raw = {s // c: t for c, s, t in _raw(H200_DSA, where) if s % c == 0}
+    k = np.array(sorted(raw), float)
+    wsse = _weighted_sse(k, np.array([raw[int(i)] for i in k]))
+
+    positions = [kb for kb in k if (k < kb).sum() >= 2 and (k > kb).sum() >= 2]
+    broken = {kb: wsse((k >= kb).astype(float), np.maximum(k - kb, 0)) for kb in positions}
+    hinge = {kb: wsse(np.maximum(k - kb, 0)) for kb in positions}
+    assert min(broken, key=broken.get) == 4 and min(hinge, key=hinge.get) in (6, 8)
+    assert raw[4] / raw[3] > 1.5  # the jump
+    points = h200_points.filter(
+        (pl.col("chunk_size") == 512)
+        & (pl.col("tp") == 1)
+        & (pl.col("model") == "deepseek-ai/DeepSeek-V3.2")
+        & (pl.col("operator") == "dsa_context_module kv=bf16 gemm=fp8_block")
+    )
+    row = fit_curves(points, n_boot=50).row(0, named=True)
+    assert row["verdict"] == "knee" and row["knee_at"] == "3->4", row["evidence"]
+    assert row["jump_k"] == 4 and row["jump_from_k"] == 3 and row["jump_rel"] > 0.3

@@ -149,6 +149,13 @@ class CurveFit:
     step_p: float
     step_effect: float
     step_dbic: float
+    jump_k: float
+    jump_from_k: float
+    jump_rel: float
+    jump_p: float
+    jump_effect: float
+    jump_dbic: float
+    jump_bubble_pp: float
     durbin_watson: float
     n_outliers: int
     outliers: str
@@ -467,6 +474,61 @@ def _slowdown_bend(step: dict, curvature: float, breakpoint: dict) -> bool:
 
 
 NO_STEP = dict(step_k=NAN, step_rel=NAN, step_p=NAN, step_effect=NAN, step_dbic=NAN)
+NO_JUMP = dict(
+    jump_k=NAN,
+    jump_from_k=NAN,
+    jump_rel=NAN,
+    jump_p=NAN,
+    jump_effect=NAN,
+    jump_dbic=NAN,
+    jump_bubble_pp=NAN,
+)
+"""The jump fields of a curve with no jump searched (a run's curve, or too short)."""
+JUMP_PARAMS = 4
+"""Parameters of the broken line (intercept, slope, the jump, the change of slope)."""
+
+
+def _jump_terms(k: np.ndarray, kb: float) -> np.ndarray:
+    """The broken line's two columns at kb: a level step and a change of slope from kb on."""
+    return np.column_stack([(k >= kb).astype(float), np.maximum(k - kb, 0.0)])
+
+
+def _jump(k, y, w, groups, line, k_grid, scale, noise) -> dict:
+    """A latency table's jump (docs/tau_k.md §4 "A jump"): the line broken at a measured chunk
+    index kb, its own level and slope on each side ([1, k, 1(k >= kb), (k - kb)+]), kb the
+    measured index with two or more chunk indices strictly on each side whose broken line leaves
+    the least SSE; the two extra terms F-tested together against the line, p Bonferroni-adjusted
+    over the positions; `jump_rel` the level step at kb relative to the line there. DSA's module
+    switches from its dense path to the indexer + sparse path when the prefix reaches its top-k
+    (2,048 keys): x1.9 at once, a slope 5x smaller after; the continuous hinge placed that one
+    grid point late (a prefix of 3K-4K)."""
+    out = dict(NO_JUMP)
+    candidates = _positions(k_grid)
+    if not candidates or len(y) < JUMP_PARAMS + 2:
+        return out
+    line_columns = np.column_stack([np.ones_like(k), k])
+    kb, sse = _best_position(k, y, w, noise, line_columns, _jump_terms, candidates)
+    res = _shape_fit(np.column_stack([line_columns, _jump_terms(k, kb)]), y, w, groups, noise)
+
+    def design(g: np.ndarray) -> np.ndarray:
+        return np.column_stack([np.ones_like(g), g, _jump_terms(g, kb)])
+
+    grid = design(k_grid) @ res.params
+    line_grid = line.params[0] + line.params[1] * k_grid
+    before = k_grid[k_grid < kb]
+    level = line.params[0] + line.params[1] * kb
+    out.update(
+        jump_k=float(kb),
+        jump_from_k=float(before.max()),
+        jump_rel=float(res.params[2] / level) if level > 0 else NAN,
+        jump_p=float(min(1.0, res.f_test(np.eye(JUMP_PARAMS)[2:]).pvalue * len(candidates))),
+        jump_effect=_effect(k_grid, grid, line_grid, scale),
+        jump_dbic=_bic(float(line.ssr), len(y), 2) - _bic(sse, len(y), JUMP_PARAMS),
+        jump_bubble_pp=_bubble_change(k_grid, design, res.params, line.params),
+    )
+    return out
+
+
 """The level-step fields of a curve with no step searched (too short, or a table's points)."""
 
 
@@ -699,7 +761,7 @@ def _line_of(
     (pipelines.analysis.tau.one_run_line); three or more runs showing serial correlation: the mean
     of
     the runs' own lines with t(G-1) (pipelines.analysis.tau.runs_line)."""
-    screen = screen_outliers(k, y)
+    screen = screen_outliers(k, y, jumps=independent)
     ks, ys, rs = k[screen.keep], y[screen.keep], runs[screen.keep]
     if n_runs >= MIN_CLUSTERS:  # many runs: every point, clusters = runs
         groups = np.unique(rs, return_inverse=True)[1]
@@ -899,11 +961,17 @@ def fit_stage_lines(
         stair = _staircase(xs, ys, ws, gs, line_s, grid_s, scale, noise_s)
     if independent:
         # a table's points are measured apart, in no run: there is no run for a level step
-        # (`drift`) to happen inside, and a jump between its points is a shape of tau(k)
+        # (`drift`) to happen inside, and a jump between its points is a shape of tau(k): the
+        # broken line (its own level and slope on each side of a measured index)
         step = dict(NO_STEP)
+        if shapes_from_k == 1:  # tested on chunks 1 on, as the other shapes were
+            jump = _jump(xs, ys, ws, gs, line_s, grid_s, scale, noise_s)
+        else:
+            jump = _jump(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise)
     else:
         step = _breakpoint(xk, yk, w, groups, line_w, shape_grid, scale, shape_noise, step=True)
         step.pop("_sse")
+        jump = dict(NO_JUMP)
     best_shape = max(curvature_dbic, breakpoint["breakpoint_dbic"])
     lines = [line]
     named = step["step_p"] < DRIFT_ALPHA and step["step_dbic"] > best_shape
@@ -1029,6 +1097,7 @@ def fit_stage_lines(
         **stair,
         shapes_from_k=shapes_from_k,
         **step,
+        **jump,
         durbin_watson=dw_line,
         n_outliers=screen.count,
         outliers=screen.text,

@@ -45,7 +45,8 @@ OUTLIER_ALPHA = 0.01
 OUTLIER_MIN_REL = 0.10
 MAX_OUTLIER_SHARE = 0.2
 BIC_TIE = 1e-9
-"""BIC gains smaller than this are rounding: the earlier shape of _designs is kept."""
+"""BIC differences smaller than this are rounding: the shapes are tied, and a point is judged
+under the tied shape it fits best."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,11 @@ class OutlierScreen:
         return len(self.k_out)
 
 
-def _designs(k: np.ndarray, first: bool = True) -> list[np.ndarray]:
+JUMP_COLUMNS = 4
+"""A broken line's design ([1, k, 1(k >= kb), (k - kb)+]): the only shape with four columns."""
+
+
+def _designs(k: np.ndarray, first: bool = True, jumps: bool = False) -> list[np.ndarray]:
     centre = k.mean()
     designs = [
         np.column_stack([np.ones_like(k), k]),
@@ -78,10 +83,25 @@ def _designs(k: np.ndarray, first: bool = True) -> list[np.ndarray]:
     for kb in np.unique(k):
         if (k < kb).sum() >= 2 and (k > kb).sum() >= 2:
             designs.append(np.column_stack([np.ones_like(k), k, np.maximum(k - kb, 0.0)]))
+    # a latency table's jump (fits._jump): the line broken at a measured index, its own level
+    # and slope on each side; last, so that a simpler shape fitting as well is kept
+    for kb in np.unique(k) if jumps else ():
+        if (k < kb).sum() >= 2 and (k > kb).sum() >= 2:
+            step = (k >= kb).astype(float)
+            designs.append(np.column_stack([np.ones_like(k), k, step, np.maximum(k - kb, 0.0)]))
     return designs
 
 
-def _studentised(k: np.ndarray, y: np.ndarray, i: int) -> tuple[float, float, float]:
+def _determined(Xw: np.ndarray) -> np.ndarray:
+    """Whether each stacked design (…, n, p) has full column rank: a broken line left with one
+    chunk index on a side has a free parameter, and its prediction there is arbitrary."""
+    sv = np.linalg.svd(Xw, compute_uv=False)
+    return sv[..., -1] > sv[..., 0] * max(Xw.shape[-2:]) * np.finfo(float).eps
+
+
+def _studentised(
+    k: np.ndarray, y: np.ndarray, i: int, jumps: bool = False
+) -> tuple[float, float, float]:
     """(t statistic, prediction, df) of point i against the best shape fitted to the others.
     Chunk 1 (with chunk 0 present) against both readings of chunk 0, whichever it fits better:
     its own path (chunk 0's own level and the line through chunks 2 on, nothing else) or the
@@ -95,35 +115,46 @@ def _studentised(k: np.ndarray, y: np.ndarray, i: int) -> tuple[float, float, fl
     a time is the reference it is tested against."""
     if k[i] == 1 and k.min() == 0:
         own_path = [np.column_stack([np.ones_like(k), k, (k == 0).astype(float)])]
-        both = [_studentised_with(k, y, i, d) for d in (own_path, _designs(k, first=False))]
+        through_zero = _designs(k, first=False, jumps=jumps)
+        both = [_studentised_with(k, y, i, d) for d in (own_path, through_zero)]
         return min(both, key=lambda r: abs(r[0]))
-    return _studentised_with(k, y, i, _designs(k))
+    return _studentised_with(k, y, i, _designs(k, jumps=jumps))
 
 
 def _studentised_with(
     k: np.ndarray, y: np.ndarray, i: int, designs: list[np.ndarray]
 ) -> tuple[float, float, float]:
     others = np.arange(len(k)) != i
-    best = None
+    fits = []
     for X in designs:
         Xo, yo = X[others], y[others]
         w = 1.0 / yo
-        coef, *_ = np.linalg.lstsq(Xo * w[:, None], yo * w, rcond=None)
-        resid = (yo - Xo @ coef) * w
         p, m = X.shape[1], len(yo)
         if m - p < 2:
             continue
+        if p == JUMP_COLUMNS and not _determined(Xo * w[:, None]):
+            continue
+        coef, *_ = np.linalg.lstsq(Xo * w[:, None], yo * w, rcond=None)
+        resid = (yo - Xo @ coef) * w
         sse = float(resid @ resid)
         bic = m * math.log(max(sse, 1e-300) / m) + p * math.log(m)
-        if best is None or bic < best[0] - BIC_TIE:
-            best = (bic, X, coef, sse, m - p, w)
-    if best is None:
+        fits.append((bic, X, coef, sse, m - p, Xo * w[:, None]))
+    if not fits:
         return 0.0, float(y[i]), 0.0
-    _, X, coef, sse, df, w = best
+    least = min(f[0] for f in fits)
+    tied = [
+        _point_t(X, coef, sse, df, Xw, y, i)
+        for bic, X, coef, sse, df, Xw in fits
+        if bic <= least + BIC_TIE
+    ]
+    return min(tied, key=lambda r: abs(r[0]))
+
+
+def _point_t(X, coef, sse: float, df: int, Xw: np.ndarray, y: np.ndarray, i: int):
+    """(t, prediction, df) of point i under one leave-one-out fit (Xw: the others, weighted)."""
     pred = float(X[i] @ coef)
     if pred <= 0:
         return 0.0, pred, df
-    Xw = X[others] * w[:, None]
     xi = X[i] / pred
     try:
         lever = float(xi @ np.linalg.solve(Xw.T @ Xw, xi))
@@ -146,8 +177,7 @@ def _studentised_all(
     others = np.array([np.delete(np.arange(m), i) for i in rows])  # (rows, m-1)
     yo = y[others]
     w = 1.0 / yo
-    best_bic = np.full(len(rows), np.inf)
-    best: list[tuple | None] = [None] * len(rows)
+    fits: list[tuple] = []
     for X in designs:
         p, mm = X.shape[1], m - 1
         if mm - p < 2:
@@ -158,42 +188,38 @@ def _studentised_all(
         resid = (yo - np.einsum("inp,ip->in", Xo, coef)) * w
         sse = np.einsum("in,in->i", resid, resid)
         bic = mm * np.log(np.maximum(sse, 1e-300) / mm) + p * math.log(mm)
-        # a later shape replaces the earlier only when BIC prefers it beyond rounding: two shapes
-        # can fit the others exactly alike (chunk 0 on its own path and a hinge at the next
-        # index, each fitting chunk 0 alone), and then the earlier one is kept, not the one
-        # rounding favours (lstsq and the stacked SVD round such ties apart)
-        for i in np.flatnonzero(bic < best_bic - BIC_TIE):
-            best_bic[i] = bic[i]
-            best[i] = (X, coef[i], float(sse[i]), mm - p, Xw[i])
+        if p == JUMP_COLUMNS:
+            bic = np.where(_determined(Xw), bic, np.inf)
+        fits.append((bic, X, coef, sse, mm - p, Xw))
+    if not fits:
+        return [(0.0, float(y[i]), 0.0) for i in rows]
+    least = np.min([f[0] for f in fits], axis=0)
     results = []
     for j, i in enumerate(rows):
-        if best[j] is None:
-            results.append((0.0, float(y[i]), 0.0))
-            continue
-        X, coef, sse, df, Xw = best[j]
-        pred = float(X[i] @ coef)
-        if pred <= 0:
-            results.append((0.0, pred, df))
-            continue
-        xi = X[i] / pred
-        try:
-            lever = float(xi @ np.linalg.solve(Xw.T @ Xw, xi))
-        except np.linalg.LinAlgError:
-            results.append((0.0, pred, df))
-            continue
-        se = math.sqrt(sse / df * (1 + lever))
-        results.append((((y[i] - pred) / pred) / se if se > 0 else math.inf, pred, df))
+        # shapes that fit the others exactly alike (within rounding: BIC_TIE) are readings the
+        # others cannot tell apart, and the point is judged under the one it fits best: a jump
+        # whose first index after is left out fits the others as well placed one index later
+        # (the point then on the other side), chunk 0 on its own path as a hinge at k = 2
+        tied = [
+            _point_t(X, coef[j], float(sse[j]), df, Xw[j], y, i)
+            for bic, X, coef, sse, df, Xw in fits
+            if np.isfinite(bic[j]) and bic[j] <= least[j] + BIC_TIE
+        ]
+        results.append(min(tied, key=lambda r: abs(r[0])) if tied else (0.0, float(y[i]), 0.0))
     return results
 
 
-def _studentised_pass(k: np.ndarray, y: np.ndarray) -> list[tuple[float, float, float]]:
+def _studentised_pass(
+    k: np.ndarray, y: np.ndarray, jumps: bool = False
+) -> list[tuple[float, float, float]]:
     """_studentised of every point of one pass of the screen (chunk 1 under both readings of
     chunk 0, the others against every shape), the leave-one-out fits stacked per design."""
-    results = _studentised_all(k, y, _designs(k))
+    results = _studentised_all(k, y, _designs(k, jumps=jumps))
     if k.min() == 0 and 1 in k:
         i = int(np.flatnonzero(k == 1)[0])
         own_path = [np.column_stack([np.ones_like(k), k, (k == 0).astype(float)])]
-        both = [_studentised_all(k, y, d, [i])[0] for d in (own_path, _designs(k, first=False))]
+        through_zero = _designs(k, first=False, jumps=jumps)
+        both = [_studentised_all(k, y, d, [i])[0] for d in (own_path, through_zero)]
         results[i] = min(both, key=lambda r: abs(r[0]))
     return results
 
@@ -204,8 +230,10 @@ def _cutoff(n: int, df: float) -> float:
     return float(stats.t.ppf(1 - OUTLIER_ALPHA / (2 * n), df))
 
 
-def screen_outliers(k: np.ndarray, y: np.ndarray) -> OutlierScreen:
-    """The outlier screen of the points (k, y) of one curve (runs pooled)."""
+def screen_outliers(k: np.ndarray, y: np.ndarray, jumps: bool = False) -> OutlierScreen:
+    """The outlier screen of the points (k, y) of one curve (runs pooled). `jumps`: a latency
+    table's curve, whose shapes include the broken line (fits._jump): a jump in tau(k), not a
+    run of slow chunks after it."""
     keep = np.ones(len(y), dtype=bool)
     k_grid = np.unique(k)
     means = np.array([y[k == kk].mean() for kk in k_grid])
@@ -217,7 +245,7 @@ def screen_outliers(k: np.ndarray, y: np.ndarray) -> OutlierScreen:
         idx = np.flatnonzero(alive)
         kk, yy = k_grid[idx], means[idx]
         worst = None
-        studentised = _studentised_pass(kk, yy)
+        studentised = _studentised_pass(kk, yy, jumps)
         for j in range(len(idx)):
             t, pred, df = studentised[j]
             if df < 2:

@@ -78,14 +78,17 @@ EXPECTATIONS = (DENSE_LINEAR, SPARSE_FLAGGED)
 def flag_magnitude(row: dict) -> str:
     """The practical size behind a curve's verdict, as text ('' for unflagged curves)."""
     verdict = canonical_verdict(row.get("verdict"))
+    knee_at = row.get("knee_at") or ""
     effect = {
         "knee": "first_effect"
-        if (row.get("knee_at") or "").startswith("0->1")
+        if knee_at.startswith("0->1")
+        else "jump_effect"  # a latency table's jump between two measured indices
+        if "->" in knee_at
         else "breakpoint_effect",
         "staircase": "stair_effect",
         "convex": "curvature_effect",
     }.get("convex" if verdict == "concave" else str(verdict))
-    if verdict == "knee" and row.get(effect) is None:  # a stored table without first_effect
+    if verdict == "knee" and row.get(effect) is None:  # a stored table without the column
         effect = "breakpoint_effect"
     if effect is not None and row.get(effect) is not None:
         bubble = row.get(effect.replace("_effect", "_bubble_pp"))

@@ -163,6 +163,16 @@ def _shapes(fit: CurveFit, th: Thresholds) -> tuple[list[_Shape], _Shape | None]
                 fit.breakpoint_dbic, fit.breakpoint_p, "knee", text, matters, at, fit.breakpoint_k
             )
         )
+    if _positive(fit.jump_dbic):  # a latency table's broken line (fits._jump)
+        text = (
+            f"knee: a jump between k={fit.jump_from_k:.0f} and k={fit.jump_k:.0f} "
+            f"(x{1 + fit.jump_rel:.2f} at k={fit.jump_k:.0f}, its own line on each side, "
+            f"p_adj={_fmt(fit.jump_p)}, effect {fit.jump_effect:.1%}, VPP bubble "
+            f"{_pp(fit.jump_bubble_pp)}, dBIC={fit.jump_dbic:.1f})"
+        )
+        matters = _matters(fit.jump_effect, fit.jump_bubble_pp, th)
+        at = f"{fit.jump_from_k:.0f}->{fit.jump_k:.0f}"
+        shapes.append(_Shape(fit.jump_dbic, fit.jump_p, "knee", text, matters, at, fit.jump_k))
     if _positive(fit.stair_dbic):
         text = (
             f"staircase: a step every {fit.stair_period:.0f} chunks (phase "
