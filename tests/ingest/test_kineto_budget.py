@@ -38,10 +38,17 @@ def test_spilled_events_read_as_the_trace_in_memory(
     monkeypatch.setattr(kineto, "EVENT_BATCH", 997)
     monkeypatch.setattr(kineto, "SPILL_SHARE", 1 << 40)  # a limit of 0 bytes: spill at once
     spilled = read_trace(path)
+    for name, table in whole.tables.items():
+        assert table.height > 0 or name == "comm_ops", name
+    _same_read(spilled, whole)
+
+
+def _same_read(spilled, whole) -> None:
+    """A spilled read (slices a LazyFrame over the spill) holds every table's rows of the
+    in-memory read, and the same info, rank, device and drop counts."""
     assert isinstance(spilled.tables["slices"], pl.LazyFrame)
     assert sorted(spilled.tables) == sorted(whole.tables)
     for name, table in whole.tables.items():
-        assert table.height > 0 or name == "comm_ops", name
         assert_frame_equal(_sorted(spilled.tables[name]), _sorted(table), check_row_order=True)
     assert (spilled.info, spilled.rank, spilled.device_id, spilled.dropped) == (
         whole.info,
@@ -49,6 +56,35 @@ def test_spilled_events_read_as_the_trace_in_memory(
         whole.device_id,
         whole.dropped,
     )
+
+
+DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver"}
+
+
+def test_a_spilled_cpu_only_trace_reads_as_in_memory(
+    real_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CPU-only trace (metadata compute_device=cpu: a `tracereplay workload` rank, a gloo
+    rank) that spills is read from the spill like a GPU trace: its outermost cpu_ops found from
+    four columns, only they collected. The spill was collected whole before (a 1,000 MB CPU-only
+    trace peaked at 4.1 GB under the 2 GiB budget, docs/bench_ingest.md). The trace: HTA's
+    sampled trace (a real PyTorch profile) with its device events left out and its metadata
+    saying compute_device=cpu, the host side of a real run as a CPU-only rank."""
+    with gzip.open(real_dir / SAMPLED) as stream:
+        trace = msgspec.json.decode(stream.read())
+    trace["traceEvents"] = [
+        e for e in trace["traceEvents"] if str(e.get("cat", "")).lower() not in DEVICE_CATEGORIES
+    ]
+    trace["compute_device"] = "cpu"
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_bytes(msgspec.json.encode(trace))
+    whole = read_trace(path)
+    assert isinstance(whole.tables["slices"], pl.DataFrame)
+    compute = whole.tables["slices"].filter(pl.col("lane") == "compute").height
+    assert compute > 0 and whole.tables["kernels"].height == compute
+    monkeypatch.setattr(kineto, "EVENT_BATCH", 997)
+    monkeypatch.setattr(kineto, "SPILL_SHARE", 1 << 40)  # a limit of 0 bytes: spill at once
+    _same_read(read_trace(path), whole)
 
 
 def test_spilled_events_keep_the_bad_entries_positions(

@@ -144,8 +144,6 @@ def read_trace(path: Path) -> RankFrames:
     """Read one Kineto trace file. Raises QuarantineError for unreadable input."""
     path = Path(path)
     trace, frame, bad_events = _read_events(path)
-    if isinstance(frame, pl.LazyFrame) and trace.compute_device == "cpu":
-        frame = frame.collect()  # a CPU-only run's compute lane is found in memory
     if isinstance(frame, pl.LazyFrame):
         read = _read_spilled(path, trace, frame, bad_events)
     else:
@@ -306,6 +304,25 @@ def _read_spilled(path: Path, trace: _Trace, events: pl.LazyFrame, bad_events: l
     )
     steps = _steps(complete.filter(is_step).collect())
     complete = _with_lanes(complete).with_row_index("row_id")
+    if trace.compute_device == "cpu":  # a CPU-only run (it was collected whole: 4.1 GB at 1 GB)
+        device_events = _cpu_device_events(complete)
+    else:
+        device_events = _device_events_of_spill(complete, kept, path)
+    overlap_slices, tables = _device_tables(device_events, steps)
+    lanes = device_events.select("row_id", pl.col("lane").alias("_lane"))
+    slices = left_lookup(complete, lanes, "row_id").with_columns(
+        pl.coalesce("_lane", "lane").alias("lane")
+    )
+    slices = pl.concat(
+        [_slice_columns(slices), overlap_slices.drop("step").lazy()], how="diagonal_relaxed"
+    )
+    tables["slices"] = lazy_steps(slices, steps)
+    return tables, device_events, info, dropped, quarantined
+
+
+def _device_events_of_spill(complete: pl.LazyFrame, kept: pl.LazyFrame, path: Path) -> pl.DataFrame:
+    """The device events of a spilled trace, classified, with the host events that carry a
+    link key or open a communication range (their args cut to those keys) collected for it."""
     device = complete.filter(pl.col("lane") == "device").collect()
     if device.is_empty():
         cats = kept.select(pl.col("cat").unique()).collect().get_column("cat")
@@ -321,18 +338,7 @@ def _read_spilled(path: Path, trace: _Trace, events: pl.LazyFrame, bad_events: l
         .with_columns(_cut_args(pl.col("args")).alias("args"))
         .collect()
     )
-    device_events = _classified_device(device, host)
-    del host
-    overlap_slices, tables = _device_tables(device_events, steps)
-    lanes = device_events.select("row_id", pl.col("lane").alias("_lane"))
-    slices = left_lookup(complete, lanes, "row_id").with_columns(
-        pl.coalesce("_lane", "lane").alias("lane")
-    )
-    slices = pl.concat(
-        [_slice_columns(slices), overlap_slices.drop("step").lazy()], how="diagonal_relaxed"
-    )
-    tables["slices"] = lazy_steps(slices, steps)
-    return tables, device_events, info, dropped, quarantined
+    return _classified_device(device, host)
 
 
 def _cut_args(args: pl.Expr) -> pl.Expr:
@@ -371,15 +377,8 @@ def _cpu_compute_lane(complete: pl.DataFrame) -> pl.DataFrame:
     """A run whose device is the CPU (metadata compute_device=cpu, docs/workload.md): the
     outermost cpu_op of each thread, c10d (communication) ops excepted, moves to lane compute,
     so chunk markers (user_annotation) hold device work; nested ops stay on the host lane."""
-    end = pl.col("ts_ns") + pl.col("dur_ns")
-    ops = pl.col("cat").eq("cpu_op") & ~pl.col("name").str.starts_with("c10d::")
     rows = complete.with_row_index("_row")
-    outer = (
-        rows.filter(ops)
-        .sort(["tid", "ts_ns", "dur_ns"], descending=[False, False, True])
-        .filter(pl.col("ts_ns") >= end.cum_max().shift(1).over("tid").fill_null(pl.col("ts_ns")))
-        .get_column("_row")
-    )
+    outer = _outer_cpu_ops(rows.filter(_CPU_OPS).select("_row", "tid", "ts_ns", "dur_ns"), "_row")
     moved = pl.col("_row").is_in(outer.implode())
     return rows.with_columns(
         pl.when(moved).then(pl.lit("compute")).otherwise(pl.col("lane")).alias("lane"),
@@ -387,6 +386,36 @@ def _cpu_compute_lane(complete: pl.DataFrame) -> pl.DataFrame:
         pl.when(moved).then(pl.col("ts_ns")).otherwise(pl.col("anchor_ns")).alias("anchor_ns"),
         pl.when(moved).then(pl.lit("compute")).otherwise(pl.col("work_class")).alias("work_class"),
     ).drop("_row")
+
+
+_CPU_OPS = pl.col("cat").eq("cpu_op") & ~pl.col("name").str.starts_with("c10d::")
+"""The ops of a CPU-only run that may be its device work (c10d communication ops excepted)."""
+
+
+def _outer_cpu_ops(ops: pl.DataFrame, index: str) -> pl.Series:
+    """`index` of the outermost of `ops` (tid, ts_ns, dur_ns) on each thread."""
+    end = pl.col("ts_ns") + pl.col("dur_ns")
+    return (
+        ops.sort(["tid", "ts_ns", "dur_ns"], descending=[False, False, True])
+        .filter(pl.col("ts_ns") >= end.cum_max().shift(1).over("tid").fill_null(pl.col("ts_ns")))
+        .get_column(index)
+    )
+
+
+def _cpu_device_events(complete: pl.LazyFrame) -> pl.DataFrame:
+    """A spilled CPU-only run's device work (`_cpu_compute_lane` of the in-memory read): the
+    outermost cpu_ops found from four columns of the spill, then only those rows collected, on
+    the compute lane, each its own launch (`row_id` kept)."""
+    ops = complete.filter(_CPU_OPS).select("row_id", "tid", "ts_ns", "dur_ns").collect()
+    outer = _outer_cpu_ops(ops, "row_id")
+    del ops
+    moved = complete.filter(pl.col("row_id").is_in(outer.implode())).collect()
+    return moved.with_columns(
+        pl.lit("compute").alias("lane"),
+        pl.lit("compute").alias("work_class"),
+        pl.lit(None, pl.String).alias("op_type"),
+        pl.col("ts_ns").alias("anchor_ns"),
+    ).sort("row_id")
 
 
 # --- events, device work and its launch -------------------------------------------------------
