@@ -43,7 +43,12 @@ from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import Quarantined, RankFrames
 from pipelines.ingest.lookups import left_lookup
 from pipelines.ingest.readers import gz, json_entries, json_keys
-from pipelines.ingest.readers.trace_view import entries_not_json, lazy_steps, quote_constants
+from pipelines.ingest.readers.trace_view import (
+    NESTED_TOO_DEEP,
+    entries_not_json,
+    lazy_steps,
+    quote_constants,
+)
 from pipelines.ingest.steps.launch_links import launch_anchors
 from pipelines.ingest.steps.step_breakdown import (
     assess,
@@ -717,7 +722,7 @@ def _base_before(stream: json_entries.ArrayStream) -> int | None:
     text = bytes(stream.rest) + (b"]}" if stream.phase == "inside" else b"")
     try:
         return msgspec.json.decode(text, type=_LooseTrace).baseTimeNanoseconds
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
 
 
@@ -739,6 +744,10 @@ def _trace_fields(rest: bytes, bare: bool, name: str) -> _Trace:
     except msgspec.DecodeError as err:
         reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
         raise QuarantineError(reason, f"{name}: {err}") from err
+    except RecursionError as err:
+        raise QuarantineError(
+            INVALID_JSON, f"{name}: a value outside traceEvents is {NESTED_TOO_DEEP}"
+        ) from err
     if loose.traceEvents is None:
         raise QuarantineError(NO_TRACE_EVENTS, f"{name} has no traceEvents array")
     fields = {f: getattr(loose, f) for f in loose.__struct_fields__ if f != "traceEvents"}
@@ -875,8 +884,14 @@ def _event_frame(events: list[_Event], base_ns: int | None) -> pl.DataFrame:
         }
     )
     ts_us, dur_us = pl.col("_ts"), pl.col("_dur")
+    device = pl.col("cat").str.to_lowercase().replace(OLD_CATEGORIES).is_in(DEVICE_CATEGORIES)
     reason = (
-        pl.when(pl.col("ph") != "X")
+        # a kernel / memcpy / memset is a complete event in every real trace (46,000+ device
+        # events of the public Kineto sets, all `X`): one of another phase (B with no E, an
+        # unknown letter) is a device work item that cannot be placed, named like a bad value
+        pl.when((pl.col("ph") != "X") & device)
+        .then(pl.lit(drop.INVALID_EVENT))
+        .when(pl.col("ph") != "X")
         .then(None)
         # args that are no object (a string, a number): the event's fields cannot be read
         .when(pl.col("args").is_not_null() & ~pl.col("args").str.starts_with("{"))

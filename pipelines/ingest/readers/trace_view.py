@@ -290,7 +290,7 @@ def entries_not_json(entries: list[bytes]) -> dict[int, str]:
             quote_constants(b"[" + b",".join(entries) + b"]"), type=list[msgspec.Raw]
         )
         return {}
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         pass
     bad: dict[int, str] = {}
     for index, entry in enumerate(entries):
@@ -298,7 +298,14 @@ def entries_not_json(entries: list[bytes]) -> dict[int, str]:
             msgspec.json.decode(quote_constants(entry), type=msgspec.Raw)
         except msgspec.DecodeError as why:
             bad[index] = str(why)
+        except RecursionError:  # msgspec recurses once per level: Python's limit is its own
+            bad[index] = NESTED_TOO_DEEP
     return bad
+
+
+NESTED_TOO_DEEP = (
+    "nested past the ~1,000 levels the JSON decoder takes (no profiler writes more than a few)"
+)
 
 
 class _BadEntry(QuarantineError):
