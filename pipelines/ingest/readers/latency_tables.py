@@ -86,6 +86,8 @@ INVALID_STAT = "invalid_stat"  # a mean / min / max / std given but no finite nu
 INVALID_TP = "invalid_tp"  # a tensor-parallel degree given but no whole number >= 1 (was NULL)
 INVALID_PHASE = "invalid_phase"  # Vidur is_prefill neither true nor false (was a decode row)
 PAST_MAX_LEN = "past_max_len"  # Vidur: prefix + chunk past the row's max_model_len
+# round six: an empty operator cell was filed under an operator named `unnamed`
+MISSING_OPERATOR = "missing_operator"
 SNIFF_BYTES = 1 << 16
 
 
@@ -448,10 +450,12 @@ def _generic(frame: pl.DataFrame, operator: str) -> pl.DataFrame:
         raise ValueError(f"two time columns ({', '.join(times)}): which one is meant is unknown")
     time_column = times[0]
     unit = time_column.removeprefix("time_")  # mean_<unit>, min_, max_, std_ ride along
-    named = pl.col("operator").fill_null(operator) if "operator" in frame.columns else None
+    # an operator column names every row's operator: an empty cell is that row's missing value
+    # (_validate sets it aside), not the file's default
+    named = pl.col("operator") if "operator" in frame.columns else pl.lit(operator)
     return frame.select(
         "line",
-        (named if named is not None else pl.lit(operator)).alias("operator"),
+        named.alias("operator"),
         pl.col("tokens").alias("tokens_text"),
         pl.col("prefix").fill_null("").alias("prefix_text"),
         (pl.col("batch_size") if "batch_size" in frame.columns else pl.lit(None, pl.String)).alias(
@@ -528,10 +532,16 @@ MAX_INTEGER = 2**31 - 1
 
 
 def _number(text: str | None) -> float | None:
+    """The number a cell writes; NaN when it writes none. A CSV number is ASCII digits, sign,
+    point and exponent: Python's float() also takes `1_000` and other scripts' digits, which
+    no CSV reader (DuckDB's, the profilers') reads as a number."""
     if text is None:
         return None
+    cell = text.strip()
+    if "_" in cell or not cell.isascii():
+        return math.nan
     try:
-        return float(text.strip())
+        return float(cell)
     except ValueError:
         return math.nan
 
@@ -619,7 +629,9 @@ def _validate(long: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
         tokens = _whole(_number(row["tokens_text"]))
         prefix_number = _number(row["prefix_text"])
         prefix = _whole(prefix_number)
-        if time is None:
+        if not _given(row["operator"]):
+            reason = MISSING_OPERATOR
+        elif time is None:
             reason = MISSING_TIME
         elif not math.isfinite(time) or abs(time * row["scale"]) >= MAX_END_NS:
             reason = INVALID_TIME  # past int64 ns too (2^64 failed the whole file before)
