@@ -8,6 +8,7 @@ six")."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -52,3 +53,18 @@ def test_a_communication_json_past_an_eighth_of_the_budget_is_too_large(
     assert code == 2
     assert "communication.json: too_large" in err
     assert _kernels(tmp_path / "w.duckdb") == 191
+
+
+def test_a_trace_view_gzipped_twice_says_so(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rank = text_rank_copy(real_dir, tmp_path / "run")
+    trace_view = next(rank.rglob("trace_view.json"))
+    twice = gzip.compress(gzip.compress(trace_view.read_bytes()))
+    (trace_view.parent / "trace_view.json.gz").write_bytes(twice)
+    trace_view.unlink()
+    code = main(["ingest", str(tmp_path / "run"), "--warehouse", str(tmp_path / "w.duckdb")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "trace_view.json.gz: its inflated bytes are gzip again (a .gz of a .gz)" in err
+    assert _kernels(tmp_path / "w.duckdb") == 191  # kernel_details.csv still read

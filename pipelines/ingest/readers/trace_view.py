@@ -214,6 +214,11 @@ def _sniff(path: Path) -> tuple[str, bytes]:
     head = head.removeprefix(BOM)
     if not head.strip():
         raise QuarantineError("empty_file", f"{path.name} has no content")
+    if path.name.lower().endswith(".gz") and head.startswith(b"\x1f\x8b"):
+        raise QuarantineError(
+            "not_json",
+            f"{path.name}: its inflated bytes are gzip again (a .gz of a .gz): gunzip it once",
+        )
     if b"\x00" in head:
         raise QuarantineError("not_json", f"{path.name} is binary (NUL bytes)")
     try:
