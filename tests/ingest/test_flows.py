@@ -13,6 +13,7 @@ from pipelines import memory_budget
 from pipelines.analysis.chunks.segment import segment_chunks
 from pipelines.ingest.readers.trace_view import read_trace_view
 from pipelines.ingest.steps.flows import FLOW_LINKS_KEY
+from pipelines.ingest.steps.launch_links import link_ids
 
 B1_RANK0 = "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
 TRACE = "ASCEND_PROFILER_OUTPUT/trace_view.json"
@@ -198,3 +199,53 @@ def test_merge_links_by_position_equals_the_join() -> None:
         "[1]",
         '{"y":"}","flow_links":["c:4"]}',
     ]
+
+
+def _links_by_json_path(frame: pl.DataFrame) -> pl.DataFrame:
+    """(row_id, link) of the flow links under `$['flow_links']`, every row's args parsed whole
+    (what `launch_links.link_ids` did before it read the appended tail)."""
+    value = pl.col("args").str.json_path_match(f"$['{FLOW_LINKS_KEY}']")
+    listed = frame.select("row_id", value.alias("link")).filter(pl.col("link").str.starts_with("["))
+    return (
+        listed.with_columns(pl.col("link").str.json_decode(pl.List(pl.String)))
+        .explode("link")
+        .select(
+            pl.col("row_id").cast(pl.UInt32), (f"{FLOW_LINKS_KEY}=" + pl.col("link")).alias("link")
+        )
+        .drop_nulls("link")
+    )
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("budget", [None, TINY])
+def test_flow_link_ids_from_the_appended_tail_equal_the_json_path(real_dir: Path, budget) -> None:
+    """link_ids reads the flow links `merge_links` appended from the args' tail; on set B1 rank 0
+    (in memory and streamed) and on args where the tail is not ours (an export's own
+    `flow_links`, twice, nested, as a value, not a list of strings, not an object) it gives what
+    parsing the whole args gives."""
+    trace = read_trace_view(real_dir / B1_RANK0 / TRACE, max_memory=budget)
+    try:
+        slices = trace.slices if isinstance(trace.slices, pl.DataFrame) else trace.slices.collect()
+    finally:
+        memory_budget.release_spills()
+    edge = [
+        '{"a":1,"flow_links":["x:1","y\\"z:2"]}',
+        '{"flow_links":["q:1"],"flow_links":["r:2"]}',
+        '{"x":{"flow_links":["a"]},"y":[1]}',
+        '{"x":{"flow_links":["n:1"]}}',
+        '{"name":"flow_links","flow_links":["c:3"]}',
+        '{"flow_links":"s"}',
+        '{"flow_links":[1,2]}',
+        '["flow_links"]',
+        None,
+        '{"flow_links":["\\u00e9:1"] }',
+    ]
+    frame = pl.concat(
+        [
+            slices.select("args"),
+            pl.DataFrame({"args": edge}, schema={"args": pl.String}),
+        ]
+    ).with_row_index("row_id")
+    got = link_ids(frame, (FLOW_LINKS_KEY,))
+    assert got.height >= 2 * 210 + 5  # B1's async_npu links at both ends, and the edge rows'
+    assert got.equals(_links_by_json_path(frame))
