@@ -122,17 +122,29 @@ def _pairwise(flows: pl.DataFrame) -> pl.DataFrame:
     binding of thousands of ends each was what ran a 2 GB trace out of memory)."""
     if flows.group_by("link", "ph").len().height == flows.height:
         return flows  # every id used once: no ordinals (ranking them cost ~0.3 s per 500 MB)
-    ordinal = pl.col("start_ns").rank("ordinal").over(["link", "ph"]) - 1
-    repeated = pl.col("_ordinal").max().over("link") > 0
-    return (
-        flows.with_columns(ordinal.alias("_ordinal"))
-        .with_columns(
-            pl.when(repeated)
-            .then(pl.col("link") + "#" + pl.col("_ordinal").cast(pl.String))
-            .otherwise(pl.col("link"))
-            .alias("link")
-        )
-        .drop("_ordinal")
+    # the ends sorted once by (link, ph, start, position): an end's ordinal is its distance from
+    # the first end of its (link, ph) run, the ordinal rank of its start among them (ties in
+    # frame order); a windowed rank over (link, ph) cost 0.23 s at 500 MB (273,825 ends), this
+    # 0.14 s
+    n = pl.int_range(pl.len(), dtype=pl.Int64)
+    same = pl.col("link").eq_missing(pl.col("link").shift()) & pl.col("ph").eq_missing(
+        pl.col("ph").shift()
+    )
+    first = pl.when(same.fill_null(False)).then(None).otherwise(n).forward_fill()
+    new_link = ~pl.col("link").eq_missing(pl.col("link").shift()).fill_null(False)
+    ends = (
+        flows.select("link", "ph", "start_ns")
+        .with_row_index("_position")
+        .sort(["link", "ph", "start_ns", "_position"])
+        .with_columns((n - first).alias("_ordinal"), new_link.cum_sum().alias("_link"))
+        .with_columns((pl.col("_ordinal").max().over("_link") > 0).alias("_repeated"))
+        .sort("_position")
+    )
+    return flows.with_columns(
+        pl.when(ends.get_column("_repeated"))
+        .then(pl.col("link") + "#" + ends.get_column("_ordinal").cast(pl.String))
+        .otherwise(pl.col("link"))
+        .alias("link")
     )
 
 
