@@ -62,3 +62,26 @@ def test_a_number_python_reads_but_csv_does_not_is_a_bad_value(
     assert code == 2
     assert f"line 5: {reason}" in err
     assert len(stored) == len(ROWS) - 1
+
+
+@pytest.mark.parametrize("fact", ["source", "hardware", "model"])
+def test_an_empty_naming_fact_sets_its_row_aside_unless_a_tag_gives_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fact: str
+) -> None:
+    header = [*HEADER, "source", "hardware"]
+    rows = [[*r, "vidur", "a100"] for r in ROWS]
+    rows[6][header.index(fact)] = ""  # line 8
+    table = tmp_path / "table.csv"
+    with table.open("w", newline="") as out:
+        csv.writer(out).writerows([header, *rows])
+    warehouse = str(tmp_path / "w.duckdb")
+    code = main(["ingest", str(table), "--warehouse", warehouse, "--no-progress"])
+    assert code == 2 and f"line 8: missing_{fact}" in capsys.readouterr().err
+    tagged = tmp_path / "tagged"
+    tagged.mkdir()
+    (tagged / "table.csv").write_bytes(table.read_bytes())
+    warehouse = str(tmp_path / "w2.duckdb")
+    tag = ["--tag", f"{fact}=given"]
+    assert main(["ingest", str(tagged / "table.csv"), "--warehouse", warehouse, *tag]) == 0
+    with duckdb.connect(warehouse, read_only=True) as con:
+        assert con.execute("select count(*) from latency_points").fetchone()[0] == len(ROWS)

@@ -88,6 +88,10 @@ INVALID_PHASE = "invalid_phase"  # Vidur is_prefill neither true nor false (was 
 PAST_MAX_LEN = "past_max_len"  # Vidur: prefix + chunk past the row's max_model_len
 # round six: an empty operator cell was filed under an operator named `unnamed`
 MISSING_OPERATOR = "missing_operator"
+# round six: an empty source / hardware / model cell (no tag giving it) took its row out of its
+# line into a line of its own without a word; `attention` and `tp` may be left empty ("not
+# given": a mixed table leaves them empty for operators they do not describe)
+NAMING_FACTS = ("source", "hardware", "model")
 SNIFF_BYTES = 1 << 16
 
 
@@ -565,7 +569,7 @@ def _points(
     point (one bad value spoils its row, whichever operator's cell it is in)."""
     parts, bad = [], {}
     for part in long.iter_slices(VALIDATE_ROWS) if not long.is_empty() else ():
-        kept, part_bad = _validate(part)
+        kept, part_bad = _validate(part, tagged)
         for line, reason in part_bad:
             bad.setdefault(line, reason)
         parts.append(_finish(kept, path, content_hash, layout, facts, tagged))
@@ -616,20 +620,30 @@ def _numbered_on_disk(spill: Path, parts: list[Path]) -> pl.LazyFrame:
     return pl.scan_parquet(target).cast(dict(schema))
 
 
-def _validate(long: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
-    """Rows whose values all parse, and (line, reason) of the others (first reason per line)."""
+def _validate(
+    long: pl.DataFrame, tagged: set[str] = frozenset()
+) -> tuple[list[dict], list[tuple[int, str]]]:
+    """Rows whose values all parse, and (line, reason) of the others (first reason per line).
+    `tagged`: the facts an ingest tag gives (a row's own cell of them is not read)."""
     kept: list[dict] = []
     bad: dict[int, str] = {}
     if long.is_empty():
         return kept, []
+    unnamed = [
+        (f"fact_{f}", f"missing_{f}")
+        for f in NAMING_FACTS
+        if f"fact_{f}" in long.columns and f not in tagged
+    ]
     for row in long.iter_rows(named=True):
         line = row["line"]
-        reason = None
+        reason = next((why for column, why in unnamed if not str(row[column] or "").strip()), None)
         time = _number(row["median_text"])
         tokens = _whole(_number(row["tokens_text"]))
         prefix_number = _number(row["prefix_text"])
         prefix = _whole(prefix_number)
-        if not _given(row["operator"]):
+        if reason is not None:
+            pass
+        elif not _given(row["operator"]):
             reason = MISSING_OPERATOR
         elif time is None:
             reason = MISSING_TIME
