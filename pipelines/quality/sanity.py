@@ -31,7 +31,16 @@ def sanity_warnings(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[
     lines = []
     for key in SANITY_CHECKS:
         item = expectation(key)
-        found = probe(con, item, sample_rows=1)
+        try:
+            found = probe(con, item, sample_rows=1)
+        except duckdb.OutOfMemoryException:
+            # a small --max-memory leaves DuckDB 64 MiB: a window over a large table's points
+            # passed it (a traceback, exit 1, after the data was stored)
+            lines.append(
+                f"{key}: not checked here, it needs more memory than this ingest's budget gives"
+                " DuckDB; `tracereplay check` runs it"
+            )
+            continue
         if found.failing:
             example = dict(zip(found.columns, found.examples[0], strict=False))
             lines.append(f"{key}: {found.failing} row(s) break it ({item.doc}); e.g. {example}")

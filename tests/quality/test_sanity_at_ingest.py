@@ -102,3 +102,28 @@ def test_a_partial_run_is_named_at_ingest(real_dir: Path, tmp_path, capsys):
     assert "2 row(s) break it" in line and "rank_1_ascend_pt" in line
     warnings = json.loads(captured.out)["warnings"]
     assert [w.split(":")[0] for w in warnings] == ["ranks.device_work_on_every_rank"]
+
+
+def test_a_check_past_duckdbs_share_of_the_budget_is_a_warning_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 290,000 points under --max-memory 256MB (DuckDB 64 MiB) raised DuckDB's
+    # OutOfMemoryException out of latency_points.in_line_with_neighbours: a traceback, exit 1
+    import duckdb
+
+    from pipelines.quality import sanity
+
+    real_probe = sanity.probe
+
+    def probe(con, item, sample_rows):
+        if item.key == "latency_points.in_line_with_neighbours":
+            raise duckdb.OutOfMemoryException("could not allocate block (64.0 MiB/64.0 MiB used)")
+        return real_probe(con, item, sample_rows=sample_rows)
+
+    monkeypatch.setattr(sanity, "probe", probe)
+    table = Path(__file__).parents[1] / "data/latency_tables/self_made/generic_attention.csv"
+    code = main(["ingest", str(table), "--warehouse", str(tmp_path / "w.duckdb"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2  # the table's two bad rows, as without the memory shortfall
+    assert "warning: latency_points.in_line_with_neighbours: not checked here" in err
+    assert "Traceback" not in err
