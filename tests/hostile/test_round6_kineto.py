@@ -1,8 +1,8 @@
 """Round six of the hostile-input campaign (issue 36), Kineto: a kernel whose phase is not `X`
 and a value nested a million deep, on a copy of HTA's real simple_add trace (98 kernels; read in
 place under ../shared/traces/real). On ce6c018 the kernel vanished without a line (exit 0, 97
-kernels), and the deep value in one event's args lost the whole trace (`read_error:
-RecursionError`, 0 kernels): /tmp/h6/for_mem.md, docs/ingest_rules.md "round six"."""
+kernels), and a deep value in one event's args, or outside traceEvents, lost the whole trace
+(`read_error: RecursionError`, 0 kernels): /tmp/h6/for_mem.md, docs/ingest_rules.md "round six"."""
 
 from __future__ import annotations
 
@@ -71,12 +71,14 @@ def test_a_value_nested_a_million_deep_costs_its_event(
     assert _kernels(tmp_path) == 98
 
 
-def test_a_member_outside_the_events_nested_a_million_deep_names_the_file(
-    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("first", [True, False])
+def test_a_member_outside_the_events_nested_a_million_deep_costs_itself(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], first: bool
 ) -> None:
     trace = _trace(real_dir)
-    trace["deep"] = "@deep@"
+    trace = {"deep": "@deep@", **trace} if first else {**trace, "deep": "@deep@"}
     code, err = _ingest(tmp_path, json.dumps(trace).replace('"@deep@"', DEEP), capsys)
     assert code == 2
-    assert "trace.json: invalid_json: trace.json: a value outside traceEvents is nested past" in err
+    assert 'trace.json: invalid_json: trace.json: "deep" left out, nested past' in err
     assert "RecursionError" not in err
+    assert _kernels(tmp_path) == 98

@@ -148,12 +148,16 @@ def _entry_of(line: str) -> int:
 def read_trace(path: Path) -> RankFrames:
     """Read one Kineto trace file. Raises QuarantineError for unreadable input."""
     path = Path(path)
-    trace, frame, bad_events = _read_events(path)
+    trace, frame, bad_events, left_out = _read_events(path)
     if isinstance(frame, pl.LazyFrame):
         read = _read_spilled(path, trace, frame, bad_events)
     else:
         read = _read_in_memory(path, trace, frame, bad_events)
     tables, device_events, info, dropped, quarantined = read
+    if left_out:
+        members = ", ".join(left_out)
+        detail = f"{path.name}: {members} left out, {NESTED_TOO_DEEP}; every event read"
+        quarantined = [*quarantined, Quarantined(str(path), INVALID_JSON, detail)]
     return RankFrames(
         rank=_rank(trace, path),
         device_id=_device_id(device_events),
@@ -594,6 +598,7 @@ class _Events:
     frames: list[pl.DataFrame] = field(default_factory=list)
     spilled: list[Path] = field(default_factory=list)
     bad: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # trace members nested too deep
     held: int = 0
     spill_dir: Path | None = None
 
@@ -638,18 +643,21 @@ def _whole_gzip(path: Path, err: Exception) -> Path:
     return gz.without_trailing(path, found.data_end)
 
 
-def _read_events(path: Path) -> tuple[_Trace, pl.DataFrame | pl.LazyFrame, list[str]]:
+def _read_events(
+    path: Path,
+) -> tuple[_Trace, pl.DataFrame | pl.LazyFrame, list[str], list[str]]:
     """The trace's own fields (its traceEvents left out), the frame of its events (_event_frame
     with their file positions in drop.ENTRY, in file order; a LazyFrame over the spill when
     they passed the budget's share) and the entries set aside (one line each: position and
     why). The file is read STREAM_BLOCK bytes at a time; traceEvents' entries are found by
-    their structure (json_entries.ArrayStream) and decoded EVENT_BATCH at a time."""
+    their structure (json_entries.ArrayStream) and decoded EVENT_BATCH at a time. Last: the
+    members outside traceEvents left out as nested too deep to decode (_trace_fields)."""
     trace, events, base_ns = _stream_events(path, None)
     if trace.baseTimeNanoseconds != base_ns:
         # baseTimeNanoseconds written after traceEvents: read again with it (rare; never in
         # the real traces here, where it comes first)
         trace, events, _ = _stream_events(path, trace.baseTimeNanoseconds)
-    return trace, events.result(trace.baseTimeNanoseconds), events.bad
+    return trace, events.result(trace.baseTimeNanoseconds), events.bad, events.left_out
 
 
 def _stream_events(path: Path, known_base: int | None) -> tuple[_Trace, _Events, int | None]:
@@ -698,7 +706,7 @@ def _stream_events(path: Path, known_base: int | None) -> tuple[_Trace, _Events,
         raise QuarantineError(
             EMPTY_FILE, f"{path.name} {'decompresses to nothing' if gzipped else 'is empty'}"
         )
-    trace = _trace_fields(bytes(stream.rest), stream.level == 1, path.name)
+    trace, events.left_out = _trace_fields(bytes(stream.rest), stream.level == 1, path.name)
     if not stream.finish():
         raise QuarantineError(TRUNCATED_JSON, f"{path.name}: the JSON text ends inside a value")
     bare = stream.level == 1
@@ -726,8 +734,37 @@ def _base_before(stream: json_entries.ArrayStream) -> int | None:
         return None
 
 
-def _trace_fields(rest: bytes, bare: bool, name: str) -> _Trace:
-    """The trace's own fields from the text around traceEvents (the array as `[]`)."""
+def _trace_fields(rest: bytes, bare: bool, name: str) -> tuple[_Trace, list[str]]:
+    """The trace's own fields from the text around traceEvents (the array as `[]`), and the
+    names of its members left out as nested past what the decoder takes (msgspec recurses once
+    per level): such a member costs itself, not the trace's events."""
+    try:
+        return _decoded_fields(rest, bare, name), []
+    except RecursionError as err:
+        body = rest.strip()
+        members = json_entries.split_array(b"[" + body[1:-1] + b"]") if not bare else None
+        if not members or not body.startswith(b"{") or not body.endswith(b"}"):
+            raise QuarantineError(
+                INVALID_JSON, f"{name}: a value outside traceEvents is {NESTED_TOO_DEEP}"
+            ) from err
+    kept, left_out = [], []
+    for member in members:
+        try:
+            msgspec.json.decode(b"{" + member + b"}", type=dict[str, msgspec.Raw])
+            kept.append(member)
+        except RecursionError:
+            left_out.append(member[: member.find(b":")].strip().decode(errors="replace")[:80])
+        except msgspec.DecodeError:
+            kept.append(member)  # judged with the rest below
+    try:
+        return _decoded_fields(b"{" + b",".join(kept) + b"}", bare, name), left_out
+    except RecursionError as err:
+        raise QuarantineError(
+            INVALID_JSON, f"{name}: a value outside traceEvents is {NESTED_TOO_DEEP}"
+        ) from err
+
+
+def _decoded_fields(rest: bytes, bare: bool, name: str) -> _Trace:
     try:
         if bare:
             msgspec.json.decode(rest, type=list[msgspec.Raw])
@@ -744,10 +781,6 @@ def _trace_fields(rest: bytes, bare: bool, name: str) -> _Trace:
     except msgspec.DecodeError as err:
         reason = TRUNCATED_JSON if "truncated" in str(err).lower() else INVALID_JSON
         raise QuarantineError(reason, f"{name}: {err}") from err
-    except RecursionError as err:
-        raise QuarantineError(
-            INVALID_JSON, f"{name}: a value outside traceEvents is {NESTED_TOO_DEEP}"
-        ) from err
     if loose.traceEvents is None:
         raise QuarantineError(NO_TRACE_EVENTS, f"{name} has no traceEvents array")
     fields = {f: getattr(loose, f) for f in loose.__struct_fields__ if f != "traceEvents"}
