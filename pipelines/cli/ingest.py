@@ -129,8 +129,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--max-memory",
         metavar="SIZE",
-        help="memory budget of one trace read, e.g. 2GiB or 700MB; a trace_view.json whose"
-        " in-memory read would exceed it streams through an on-disk spill"
+        help="memory budget of one run's data, e.g. 2GiB or 700MB: a trace or table whose"
+        " in-memory read would exceed it streams through an on-disk spill, one value past an"
+        " eighth of it is set aside as too_large; the interpreter and its libraries (~230 MB)"
+        " come on top (a 300 MB trace peaked at 547 MB under 512MB; docs/bench_ingest.md)"
         " (default $TRACEREPLAY_MAX_MEMORY, else 2 GiB)",
     )
     parser.set_defaults(func=run)
