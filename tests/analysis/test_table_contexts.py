@@ -58,7 +58,7 @@ def test_contexts_parse_as_tokens_and_refuse_anything_else() -> None:
     assert DEFAULT_CONTEXTS == (65536, 131072, 262144, 524288)
     assert parse_contexts("64K,128k, 1M,131072") == (65536, 131072, 1048576)
     assert parse_contexts("none") == ()
-    for bad in ("12x", "", "-4K", "K", "1.5K"):
+    for bad in ("12x", "", "-4K", "K", "1.5K", "１２８K", "1_000", "0x10"):
         with pytest.raises(ValueError, match="not a request length"):
             parse_contexts(bad)
     assert request_chunks(131072, 8192) == 16 and request_chunks(None, 8192) is None

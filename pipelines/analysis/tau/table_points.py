@@ -71,7 +71,7 @@ def parse_contexts(text: str) -> tuple[int, ...]:
         part = part.strip().upper()
         unit = {"K": CONTEXT_UNIT, "M": CONTEXT_UNIT * CONTEXT_UNIT}.get(part[-1:], 1)
         digits = part[:-1] if unit > 1 else part
-        if not digits.isdigit() or int(digits) <= 0:
+        if not (digits.isascii() and digits.isdigit()) or int(digits) <= 0:
             raise ValueError(f"not a request length: {part!r} (e.g. 128K, 1M, 131072)")
         lengths.append(int(digits) * unit)
     return tuple(sorted(set(lengths)))
