@@ -738,30 +738,28 @@ def _trace_fields(rest: bytes, bare: bool, name: str) -> tuple[_Trace, list[str]
     """The trace's own fields from the text around traceEvents (the array as `[]`), and the
     names of its members left out as nested past what the decoder takes (msgspec recurses once
     per level): such a member costs itself, not the trace's events."""
+    too_deep = QuarantineError(
+        INVALID_JSON, f"{name}: a value outside traceEvents is {NESTED_TOO_DEEP}"
+    )
     try:
         return _decoded_fields(rest, bare, name), []
     except RecursionError as err:
         body = rest.strip()
         members = json_entries.split_array(b"[" + body[1:-1] + b"]") if not bare else None
         if not members or not body.startswith(b"{") or not body.endswith(b"}"):
-            raise QuarantineError(
-                INVALID_JSON, f"{name}: a value outside traceEvents is {NESTED_TOO_DEEP}"
-            ) from err
-    kept, left_out = [], []
-    for member in members:
-        try:
-            msgspec.json.decode(b"{" + member + b"}", type=dict[str, msgspec.Raw])
-            kept.append(member)
-        except RecursionError:
-            left_out.append(member[: member.find(b":")].strip().decode(errors="replace")[:80])
-        except msgspec.DecodeError:
-            kept.append(member)  # judged with the rest below
+            raise too_deep from err
+    # each member as an object of its own, judged as traceEvents' entries are
+    unreadable = entries_not_json([b"{" + member + b"}" for member in members])
+    deep = {i for i, why in unreadable.items() if why == NESTED_TOO_DEEP}
+    kept = [member for i, member in enumerate(members) if i not in deep]
+    left_out = [
+        members[i][: members[i].find(b":")].strip().decode(errors="replace")[:80]
+        for i in sorted(deep)
+    ]
     try:
         return _decoded_fields(b"{" + b",".join(kept) + b"}", bare, name), left_out
     except RecursionError as err:
-        raise QuarantineError(
-            INVALID_JSON, f"{name}: a value outside traceEvents is {NESTED_TOO_DEEP}"
-        ) from err
+        raise too_deep from err
 
 
 def _decoded_fields(rest: bytes, bare: bool, name: str) -> _Trace:
