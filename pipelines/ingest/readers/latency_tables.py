@@ -636,13 +636,13 @@ def _validate(
     ]
     for row in long.iter_rows(named=True):
         line = row["line"]
-        reason = next((why for column, why in unnamed if not str(row[column] or "").strip()), None)
+        missing = next((why for column, why in unnamed if not str(row[column] or "").strip()), None)
         time = _number(row["median_text"])
         tokens = _whole(_number(row["tokens_text"]))
         prefix_number = _number(row["prefix_text"])
         prefix = _whole(prefix_number)
-        if reason is not None:
-            pass
+        if missing is not None:
+            reason = missing
         elif not _given(row["operator"]):
             reason = MISSING_OPERATOR
         elif time is None:
