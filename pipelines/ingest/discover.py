@@ -154,7 +154,6 @@ def _json_blocks(path: Path) -> Iterable[bytes]:
             yield block
 
 
-GZIP_MAGIC = b"\x1f\x8b"
 GZIP_IN_GZIP = "gzip_in_gzip"
 """A .json.gz whose inflated bytes start with gzip's magic (compressed twice): it was named only
 `not a trace` (issue 36 round six)."""
@@ -170,7 +169,7 @@ def sniff_kineto(path: Path) -> str | None:
         head = next(blocks, b"").removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
         if not head.strip():
             return "empty_file"
-        if path.name.lower().endswith(".gz") and head.startswith(GZIP_MAGIC):
+        if path.name.lower().endswith(".gz") and head.startswith(gz.GZIP_MAGIC):
             return GZIP_IN_GZIP
         if not head.lstrip().startswith(b"{"):
             return "not_a_trace"
@@ -365,8 +364,8 @@ class _Walk:
         for path, problem, must in self.pending_json:
             if must or path.parent in self.kineto or path.parent in self.rank_dirs:
                 if problem == GZIP_IN_GZIP:
-                    detail = "its inflated bytes are gzip again (a .gz of a .gz): gunzip it once"
-                    self.quarantine(path, "unrecognised_input", f"{path.name}: {detail}")
+                    detail = f"{path.name}: {gz.GZIP_IN_GZIP_DETAIL}"
+                    self.quarantine(path, "unrecognised_input", detail)
                     continue
                 reason = problem if problem != "not_a_trace" else "unrecognised_input"
                 self.quarantine(path, reason, f"{path.name}: {problem.replace('_', ' ')}")

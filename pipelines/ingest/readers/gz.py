@@ -18,6 +18,8 @@ from pathlib import Path
 from pipelines import memory_budget
 
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_IN_GZIP_DETAIL = "its inflated bytes are gzip again (a .gz of a .gz): gunzip it once"
+"""What a .gz whose inflated bytes start with GZIP_MAGIC is told (issue 36 round six)."""
 _BLOCK = 1 << 20
 
 

@@ -214,11 +214,8 @@ def _sniff(path: Path) -> tuple[str, bytes]:
     head = head.removeprefix(BOM)
     if not head.strip():
         raise QuarantineError("empty_file", f"{path.name} has no content")
-    if path.name.lower().endswith(".gz") and head.startswith(b"\x1f\x8b"):
-        raise QuarantineError(
-            "not_json",
-            f"{path.name}: its inflated bytes are gzip again (a .gz of a .gz): gunzip it once",
-        )
+    if path.name.lower().endswith(".gz") and head.startswith(gz.GZIP_MAGIC):
+        raise QuarantineError("not_json", f"{path.name}: {gz.GZIP_IN_GZIP_DETAIL}")
     if b"\x00" in head:
         raise QuarantineError("not_json", f"{path.name} is binary (NUL bytes)")
     try:
