@@ -8,6 +8,7 @@ import sys
 
 from pipelines.cli import ExitCode
 from pipelines.cli._common import add_json_option, add_warehouse_option, store_of
+from pipelines.cli._format import wrapped
 from pipelines.cli._json import emit_json
 from pipelines.cli._report import fmt_p, fmt_pct, fmt_value, table
 
@@ -110,7 +111,7 @@ def format_explanation(explanation, hint: str | None = None) -> str:
         lines.append(f"net change of all ops: {fmt_value(explanation.net_delta_ns, 'ns')} per run")
     lines.append("")
     if not explanation.tau:
-        lines.append(hint or "tau_k: no chunk fits for these runs")
+        lines.append(wrapped(hint or "tau_k: no chunk fits for these runs", "  "))
     else:
         rows = [
             {

@@ -1,0 +1,69 @@
+"""The terminal output of the commands on the real sets (../shared/traces/real), read as a
+performance engineer new to the tool reads it: every line within 120 columns, no `None` /
+`nan` printed as a value, durations with units."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import main
+from pipelines.ingest.load import ingest_paths
+from pipelines.store import open_store
+
+B0 = "msinsight/test/data/pytorch/text/level0"
+B1 = "msinsight/test/data/pytorch/text/level1"
+REAL_SETS = (
+    "msinsight/test/st/level2",
+    B0,
+    B1,
+    "msinsight/test/data/pytorch/db/level1",
+    "msinsight/server/src/test/test_data",
+    "msprof-analyze/test/ut/advisor/advisor_backend",
+    "kineto",
+)
+WIDTH = 120
+
+
+@pytest.fixture(scope="module")
+def real_warehouse(real_dir: Path, tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("terminal") / "w.duckdb"
+    con = open_store(target).open()
+    try:
+        ingest_paths([real_dir / p for p in REAL_SETS], con, progress=False)
+    finally:
+        con.close()
+    return target
+
+
+def _run_id(warehouse: Path, origin_suffix: str) -> str:
+    con = open_store(warehouse).open(read_only=True)
+    try:
+        rows = con.execute("select run_id, origin from runs").fetchall()
+    finally:
+        con.close()
+    (run_id,) = [r for r, o in rows if o.endswith(origin_suffix)]
+    return run_id
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
+def _assert_readable(text: str) -> None:
+    too_wide = [line for line in _lines(text) if len(line) > WIDTH]
+    assert not too_wide, f"{len(too_wide)} line(s) past {WIDTH} columns: {too_wide[0]!r}"
+    words = set(text.replace(",", " ").replace(";", " ").split())
+    assert not words & {"None", "nan", "NaN", "null"}, text
+
+
+def test_explain_of_two_real_runs_fits_the_terminal(real_warehouse: Path, capsys) -> None:
+    """B0 vs B1 (Level0 / Level1 exports of one job) hold no chunks: the tau_k hint named
+    `tracereplay chunks --profiler-steps` on one 151-column line."""
+    base, cand = _run_id(real_warehouse, B0), _run_id(real_warehouse, B1)
+    args = ["explain", f"runs={base}", f"runs={cand}", "--warehouse", str(real_warehouse)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "hcom_allReduce" in out and "--profiler-steps" in out
+    _assert_readable(out)
