@@ -33,7 +33,7 @@ from pipelines.ingest.readers.csv_text import (
 )
 from pipelines.ingest.readers.hccl import is_p2p_op, op_type
 from pipelines.ingest.readers.profiler_info import load_json_file
-from pipelines.ingest.readers.step_trace import COLUMN_HEADERS
+from pipelines.ingest.readers.step_trace import COLUMN_HEADERS, DURATION_KEYS, steps_once
 from pipelines.ingest.readers.topology import Group, ranks_frame, read_communication_group
 from pipelines.ingest.units import ms_to_ns, us_text_to_ns_sql, us_to_ns
 
@@ -149,8 +149,15 @@ def read_cluster_step_trace_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
         missing = ", ".join(f"'{m}'" for m in MISSING)
         checks = [
             f"case when {trimmed(found['step'])} not in ({missing})"
-            f" and {as_int_sql(found['step'])} is null then 'Step' end"
+            f" and {as_int_sql(found['step'])} is null then 'Step is no number' end"
         ]
+        # a rank row's Index is a rank written in digits (`-1` and `3.0` are no rank)
+        index = trimmed(found["index"])
+        checks.append(
+            f"case when lower({trimmed(found['type'])}) = 'rank'"
+            f" and not regexp_full_match(coalesce({index}, ''), '[0-9]+')"
+            " then 'Index is no rank' end"
+        )
         for column, header in COLUMN_HEADERS.items():
             name = pick(headers, header)
             value = us_text_to_ns_sql(quoted(name)) if name else "null::bigint"
@@ -158,8 +165,14 @@ def read_cluster_step_trace_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
             if name:
                 checks.append(
                     f"case when {trimmed(name)} not in ({missing}) and {value} is null"
-                    f" then '{header}' end"
+                    f" then '{header} is no number' end"
                 )
+                if column in DURATION_KEYS:  # as in a rank's step_trace_time.csv
+                    checks.append(f"case when {value} < 0 then '{header} is a negative time' end")
+        checks.append(
+            f"case when lower({trimmed(found['type'])}) not in ('rank', 'stage')"
+            f" then 'Type is neither rank nor stage' end"
+        )
         bad = f"coalesce({', '.join(checks)})"
         frame = con.sql(
             f"select {', '.join(selects)}, {bad} as _bad_cell,"
@@ -169,26 +182,31 @@ def read_cluster_step_trace_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
         con.close()
     frame = frame.with_columns(
         pl.when((pl.col("type") == "rank") & pl.col("rank").is_null())
-        .then(pl.lit("Index"))
+        .then(pl.lit("Index is no number"))
         .otherwise(pl.col("_bad_cell"))
         .alias("_bad_cell")
     )
     bad_rows = frame.filter(pl.col("_bad_cell").is_not_null())
     set_aside = [
-        f"line {line}: {cell} is no number"
-        for line, cell in bad_rows.select("_line", "_bad_cell").iter_rows()
+        f"line {line}: {why}" for line, why in bad_rows.select("_line", "_bad_cell").iter_rows()
     ]
     if bad_rows.height and bad_rows.height == frame.height:
         raise QuarantineError(INVALID_CLUSTER_CSV, f"{path.name}: every row has a bad cell")
-    frame = frame.filter(pl.col("_bad_cell").is_null()).drop("_bad_cell", "_line")
-    unknown = frame.filter(~pl.col("type").is_in(["rank", "stage"]))
-    if unknown.height:
-        raise QuarantineError(
-            INVALID_CLUSTER_CSV, f"{path.name}: unknown Type {unknown.get_column('type')[0]!r}"
-        )
-    return frame.with_columns(
+    frame = frame.filter(pl.col("_bad_cell").is_null()).drop("_bad_cell")
+    # a rank's step given twice: once, or not at all when the two rows differ (issue 36 round
+    # seven: both were stored, the rank's step counted twice)
+    ranks, twice = steps_once(
+        frame.filter(pl.col("type") == "rank").rename({"_line": "row_no"}),
+        lambda line: line,
+        keys=("step", "rank"),
+    )
+    frame = pl.concat(
+        [ranks.rename({"row_no": "_line"}), frame.filter(pl.col("type") != "rank")]
+    ).sort("_line")
+    frame = frame.drop("_line").with_columns(
         pl.when(pl.col("type") == "rank").then(pl.col("rank")).alias("rank"),
-    ), set_aside
+    )
+    return frame, set_aside + twice
 
 
 def stage_ranks(table: pl.DataFrame) -> list[tuple[int, ...]]:

@@ -7,6 +7,7 @@ An empty `Step` cell (no profiler schedule) becomes step NULL.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def read_step_trace_time(path: Path) -> StepTrace:
     rows = rows.with_columns(
         pl.lit(None, pl.Int64).alias(key) for key in COLUMN_HEADERS if key not in rows.columns
     ).sort("row_no")
-    rows, twice = _steps_once(rows, long_lines)
+    rows, twice = steps_once(rows, lambda row_no: long_lines.source_line(row_no - 1))
     set_aside += twice
     devices = rows["device_id"].drop_nulls()
     device_id = int(devices.mode().sort()[0]) if len(devices) else None
@@ -150,12 +151,18 @@ def read_step_trace_time(path: Path) -> StepTrace:
     )
 
 
-def _steps_once(rows: pl.DataFrame, long_lines: LongLines) -> tuple[pl.DataFrame, list[str]]:
+def steps_once(
+    rows: pl.DataFrame,
+    line_of: Callable[[int], int],
+    keys: tuple[str, ...] = ("step", "device_id"),
+) -> tuple[pl.DataFrame, list[str]]:
     """The rows with each step once (issue 36 round four: a step row written twice was stored
     twice). An exact copy of an earlier row is left out (`line N: duplicate_row (a copy of line
     M)`); two different rows for one step are both left out, as which one the profiler meant is
-    unknown (`line N: step S is given again with other times (line M)`)."""
-    keys = ["step", "device_id"]
+    unknown (`line N: step S is given again with other times (line M)`). `row_no` numbers the
+    rows, `line_of` turns it into the file's line; `keys` say what one step of the file is
+    (cluster_step_trace_time.csv: step and rank)."""
+    keys = list(keys)
     whole = [c for c in rows.columns if c != "row_no"]
     numbered = rows.with_columns(
         pl.col("row_no").min().over(whole).alias("_copy_of"),
@@ -167,12 +174,11 @@ def _steps_once(rows: pl.DataFrame, long_lines: LongLines) -> tuple[pl.DataFrame
     kept = numbered.filter(pl.col("step").is_null() | (pl.col("row_no") == pl.col("_copy_of")))
     clash = kept.filter(pl.col("step").is_not_null() & (pl.len().over(keys) > 1))
     lines = [
-        f"line {long_lines.source_line(row_no - 1)}: duplicate_row"
-        f" (a copy of line {long_lines.source_line(first - 1)})"
+        f"line {line_of(row_no)}: duplicate_row (a copy of line {line_of(first)})"
         for row_no, first in copies.select("row_no", "_copy_of").iter_rows()
     ] + [
-        f"line {long_lines.source_line(row_no - 1)}: step {step} is given again with other"
-        f" times (line {long_lines.source_line(first - 1)}): both left out"
+        f"line {line_of(row_no)}: step {step} is given again with other"
+        f" times (line {line_of(first)}): both left out"
         for row_no, step, first in clash.filter(pl.col("row_no") != pl.col("_first_of_step"))
         .select("row_no", "step", "_first_of_step")
         .iter_rows()

@@ -1,0 +1,112 @@
+"""Round seven of the hostile-input campaign (issue 36): one bad value in msprof-analyze's
+cluster_step_trace_time.csv, on a copy of msinsight's 16-rank GPT-3 job (rank folders 0 and 1
+and its cluster_analysis_output, read in place under ../shared/traces/real). On 373e096 a
+negative time, an Index of `-1` or `3.0` and a rank row written twice (the same or other times)
+were stored as they were, and one row of Type `junk` lost the whole file (every rank's stage)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.cli import main
+
+JOB = Path("msinsight/server/src/test/test_data")
+STEPS = "cluster_analysis_output/cluster_step_trace_time.csv"
+
+
+def _job(real_dir: Path, dest: Path) -> Path:
+    source = real_dir / JOB
+    if not source.is_dir():
+        pytest.skip(f"{source} not found")
+    for sub in ("test_rank_0", "test_rank_1", "cluster_analysis_output"):
+        shutil.copytree(source / sub, dest / sub)
+    for path in dest.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return dest
+
+
+def _rows(path: Path) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(path.read_text())))
+
+
+def _write(path: Path, rows: list[list[str]]) -> None:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    path.write_text(out.getvalue())
+
+
+def _stored(warehouse: Path) -> tuple[list[tuple], list[tuple]]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        steps = con.execute(
+            "select * exclude (run_id) from step_breakdown where origin = 'cluster' order by all"
+        ).fetchall()
+        ranks = con.execute("select rank, pp_stage from ranks order by rank").fetchall()
+    return steps, ranks
+
+
+@pytest.fixture
+def reference(real_dir: Path, tmp_path: Path) -> tuple[list[tuple], list[tuple]]:
+    """The job with rank 3's row (line 5) deleted."""
+    job = _job(real_dir, tmp_path / "ref")
+    rows = _rows(job / STEPS)
+    assert rows[4][2] == "3"
+    _write(job / STEPS, rows[:4] + rows[5:])
+    main(["ingest", str(job), "--warehouse", str(tmp_path / "ref.duckdb"), "--no-progress"])
+    return _stored(tmp_path / "ref.duckdb")
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "why"),
+    [
+        ("Computing", "-1", "Computing is a negative time"),
+        ("Free", "-0.5", "Free is a negative time"),
+        ("Index", "-1", "Index is no rank"),
+        ("Index", "3.0", "Index is no rank"),
+        ("Type", "junk", "Type is neither rank nor stage"),
+    ],
+)
+def test_a_bad_cell_costs_its_row(
+    real_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    reference: tuple[list[tuple], list[tuple]],
+    column: str,
+    value: str,
+    why: str,
+) -> None:
+    job = _job(real_dir, tmp_path / "run")
+    rows = _rows(job / STEPS)
+    rows[4][rows[0].index(column)] = value
+    _write(job / STEPS, rows)
+    code = main(["ingest", str(job), "--warehouse", str(tmp_path / "w.duckdb"), "--no-progress"])
+    assert code == 2 and f"line 5: {why}" in capsys.readouterr().err
+    assert _stored(tmp_path / "w.duckdb") == reference
+
+
+def test_a_rank_row_given_twice_is_counted_once_or_not_at_all(
+    real_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    reference: tuple[list[tuple], list[tuple]],
+) -> None:
+    clean = _job(real_dir, tmp_path / "clean")
+    main(["ingest", str(clean), "--warehouse", str(tmp_path / "clean.duckdb"), "--no-progress"])
+    job = _job(real_dir, tmp_path / "copy")
+    rows = _rows(job / STEPS)
+    _write(job / STEPS, [*rows[:5], rows[4], *rows[5:]])
+    assert main(["ingest", str(job), "--warehouse", str(tmp_path / "w.duckdb")]) == 2
+    assert "line 6: duplicate_row (a copy of line 5)" in capsys.readouterr().err
+    assert _stored(tmp_path / "w.duckdb") == _stored(tmp_path / "clean.duckdb")
+    job = _job(real_dir, tmp_path / "other")
+    other = list(rows[4])
+    other[rows[0].index("Computing")] = "1.0"
+    _write(job / STEPS, [*rows[:5], other, *rows[5:]])
+    assert main(["ingest", str(job), "--warehouse", str(tmp_path / "w2.duckdb")]) == 2
+    assert "both left out" in capsys.readouterr().err
+    assert _stored(tmp_path / "w2.duckdb") == reference
