@@ -26,6 +26,7 @@ Times: `ts` int or float µs, absolute, or relative to `baseTimeNanoseconds` whe
 from __future__ import annotations
 
 import gzip
+import math
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -155,8 +156,7 @@ def read_trace(path: Path) -> RankFrames:
         read = _read_in_memory(path, trace, frame, bad_events)
     tables, device_events, info, dropped, quarantined = read
     if left_out:
-        members = ", ".join(left_out)
-        detail = f"{path.name}: {members} left out, {NESTED_TOO_DEEP}; every event read"
+        detail = f"{path.name}: {'; '.join(left_out)}; every event read"
         quarantined = [*quarantined, Quarantined(str(path), INVALID_JSON, detail)]
     return RankFrames(
         rank=_rank(trace, path),
@@ -584,10 +584,97 @@ def _too_large(path: Path, detail: str) -> QuarantineError:
     )
 
 
-class _LooseTrace(_Trace):
-    """The trace's own fields, its traceEvents left as raw JSON (the text around the array)."""
+class _LooseTrace(msgspec.Struct):
+    """The trace's own fields as the file writes them (checked against _Trace's types by
+    _checked_fields), its traceEvents left as raw JSON (the text around the array)."""
 
     traceEvents: list[msgspec.Raw] | None = None
+    distributedInfo: Any = None
+    deviceProperties: Any = None
+    baseTimeNanoseconds: Any = None
+    schemaVersion: Any = None
+    model: Any = None
+    schedule: Any = None
+    chunk_size: Any = None
+    seq_len: Any = None
+    tp: Any = None
+    pp: Any = None
+    vp: Any = None
+    hardware: Any = None
+    attention: Any = None
+    compute_device: Any = None
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _base_ns(value: Any, name: str) -> int | None:
+    """baseTimeNanoseconds as a whole number of ns in int64 (issue 36 round seven): an integer,
+    its digits as text (`"1767225600000000000"`) or a whole float (`1.7672256e18`) are read; a
+    negative, fractional, huge or non-numeric one leaves the trace's times without a base (its
+    ranks could not be lined up), so the file is refused by name (a negative base had placed
+    every event before 1970 without a word, a text one refused the file as `invalid_json`)."""
+    if value is None:
+        return None
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        number = int(value)
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    if number is None or not 0 <= number <= _INT64_MAX:
+        raise QuarantineError(
+            INVALID_JSON,
+            f"{name}: baseTimeNanoseconds {str(value)[:40]!r} is no time base (a whole number"
+            " of ns from 0 to 2^63 - 1), so the trace's times cannot be placed",
+        )
+    return number
+
+
+def _checked_fields(loose: _LooseTrace, name: str) -> tuple[_Trace, list[str]]:
+    """_Trace from the loose fields, and one phrase per member left out for its type: a
+    `deviceProperties` that is no list of objects or a `distributedInfo` that is no object costs
+    that member, named, not the trace's events (issue 36 round seven: the whole file was
+    `invalid_json`, every kernel lost)."""
+    fields: dict[str, Any] = {}
+    left_out: list[str] = []
+    for info in msgspec.structs.fields(_Trace):
+        if info.name == "traceEvents":
+            continue
+        value = getattr(loose, info.name)
+        if info.name == "baseTimeNanoseconds":
+            fields[info.name] = _base_ns(value, name)
+            continue
+        try:
+            fields[info.name] = msgspec.convert(value, type=info.type)
+        except msgspec.ValidationError as err:
+            shown = msgspec.json.encode(value)[:40].decode(errors="replace")
+            left_out.append(f'"{info.name}" left out ({shown}: {err})')
+    return _Trace(**fields), left_out
+
+
+def _members_twice(rest: bytes, name: str) -> None:
+    """Refuse a trace object that gives a member the reader uses twice (`traceEvents`,
+    `baseTimeNanoseconds`, ...): which one the writer meant is unknown (issue 36 round seven: a
+    second traceEvents array was dropped without a word, half of the events stored)."""
+    body = rest.strip()
+    members = json_entries.split_array(b"[" + body[1:-1] + b"]") if body[:1] == b"{" else None
+    used = set(_Trace.__struct_fields__)
+    seen: dict[str, int] = {}
+    for member in members or []:
+        try:
+            key = msgspec.json.decode(member[: member.find(b":")], type=str)
+        except msgspec.DecodeError:
+            continue
+        seen[key] = seen.get(key, 0) + 1
+    twice = sorted(key for key, count in seen.items() if count > 1 and key in used)
+    if twice:
+        raise QuarantineError(
+            INVALID_JSON,
+            f"{name}: {', '.join(twice)} given {seen[twice[0]]} times at the top level;"
+            " which one the writer meant is unknown",
+        )
 
 
 @dataclass
@@ -729,8 +816,8 @@ def _base_before(stream: json_entries.ArrayStream) -> int | None:
         return None
     text = bytes(stream.rest) + (b"]}" if stream.phase == "inside" else b"")
     try:
-        return msgspec.json.decode(text, type=_LooseTrace).baseTimeNanoseconds
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return _base_ns(msgspec.json.decode(text, type=_LooseTrace).baseTimeNanoseconds, "")
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, QuarantineError):
         return None
 
 
@@ -742,7 +829,7 @@ def _trace_fields(rest: bytes, bare: bool, name: str) -> tuple[_Trace, list[str]
         INVALID_JSON, f"{name}: a value outside traceEvents is {NESTED_TOO_DEEP}"
     )
     try:
-        return _decoded_fields(rest, bare, name), []
+        return _decoded_fields(rest, bare, name)
     except RecursionError as err:
         body = rest.strip()
         members = json_entries.split_array(b"[" + body[1:-1] + b"]") if not bare else None
@@ -752,21 +839,24 @@ def _trace_fields(rest: bytes, bare: bool, name: str) -> tuple[_Trace, list[str]
     unreadable = entries_not_json([b"{" + member + b"}" for member in members])
     deep = {i for i, why in unreadable.items() if why == NESTED_TOO_DEEP}
     kept = [member for i, member in enumerate(members) if i not in deep]
-    left_out = [
+    deep_names = ", ".join(
         members[i][: members[i].find(b":")].strip().decode(errors="replace")[:80]
         for i in sorted(deep)
-    ]
+    )
     try:
-        return _decoded_fields(b"{" + b",".join(kept) + b"}", bare, name), left_out
+        trace, wrong = _decoded_fields(b"{" + b",".join(kept) + b"}", bare, name)
     except RecursionError as err:
         raise too_deep from err
+    return trace, [f"{deep_names} left out, {NESTED_TOO_DEEP}", *wrong]
 
 
-def _decoded_fields(rest: bytes, bare: bool, name: str) -> _Trace:
+def _decoded_fields(rest: bytes, bare: bool, name: str) -> tuple[_Trace, list[str]]:
+    """The trace's fields and the members left out for their type (_checked_fields)."""
     try:
         if bare:
             msgspec.json.decode(rest, type=list[msgspec.Raw])
-            return _Trace()
+            return _Trace(), []
+        _members_twice(rest, name)
         try:
             loose = msgspec.json.decode(rest, type=_LooseTrace)
         except msgspec.DecodeError:
@@ -781,8 +871,7 @@ def _decoded_fields(rest: bytes, bare: bool, name: str) -> _Trace:
         raise QuarantineError(reason, f"{name}: {err}") from err
     if loose.traceEvents is None:
         raise QuarantineError(NO_TRACE_EVENTS, f"{name} has no traceEvents array")
-    fields = {f: getattr(loose, f) for f in loose.__struct_fields__ if f != "traceEvents"}
-    return _Trace(**fields)
+    return _checked_fields(loose, name)
 
 
 def _decoded_batch(
@@ -962,7 +1051,9 @@ def _event_frame(events: list[_Event], base_ns: int | None) -> pl.DataFrame:
 def _rank(trace: _Trace, path: Path) -> int | None:
     info = trace.distributedInfo or {}
     value = info.get("rank")
-    if value is not None and str(value).lstrip("-").isdigit() and int(value) >= 0:
+    # a rank past INTEGER is no rank (issue 36 round seven: 2^40 failed the whole run with a
+    # Polars overflow, `read_error`); the file name's N is used, as for profiler_info
+    if value is not None and str(value).isdigit() and int(value) <= 2**31 - 1:
         return int(value)
     m = re.search(r"rank[-_]?(\d+)", path.name)
     return int(m.group(1)) if m else None
