@@ -616,12 +616,12 @@ def _base_ns(value: Any, name: str) -> int | None:
     every event before 1970 without a word, a text one refused the file as `invalid_json`)."""
     if value is None:
         return None
+    digits = isinstance(value, str) and value.isascii() and value.isdigit()
+    whole = isinstance(value, float) and math.isfinite(value) and value.is_integer()
     number: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.isascii() and value.isdigit():
-        number = int(value)
-    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+    elif digits or whole:
         number = int(value)
     if number is None or not 0 <= number <= _INT64_MAX:
         raise QuarantineError(
