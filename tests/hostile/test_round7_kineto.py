@@ -86,8 +86,13 @@ def test_traceevents_given_twice_refuses_the_file(
     events = trace.pop("traceEvents")
     half = len(events) // 2
     text = (
-        '{"traceEvents": ' + json.dumps(events[:half]) + ", " + json.dumps(trace)[1:-1]
-        + ', "traceEvents": ' + json.dumps(events[half:]) + "}"
+        '{"traceEvents": '
+        + json.dumps(events[:half])
+        + ", "
+        + json.dumps(trace)[1:-1]
+        + ', "traceEvents": '
+        + json.dumps(events[half:])
+        + "}"
     )
     code, err = _ingest(tmp_path, text, capsys)
     assert code == 2
