@@ -24,7 +24,10 @@ A --marker-regex that does not compile or lacks req/k changes nothing. A non-def
 matches no marker in a run, or runs past --match-timeout seconds on the run's slice names
 (catastrophic backtracking), leaves that run's stored chunks and rule as they were ("kept").
 
-Prints, per run, the chunks found, the device time no chunk claimed and the run's rule.
+Prints, per run, the chunks found, the markers (and those with no device work), the run's device
+time (`device`: the union of its device work, summed over ranks; '-' for a run of kernel rows only,
+nothing to segment), the device time no chunk claimed (`unassigned`, and its `share`) and the
+run's rule; ids cut to a unique prefix (`--json` has them whole).
 Exit status: 0 ok (a run --profiler-steps finds no ProfilerStep in is kept and named, not an error);
 2 unknown run, no warehouse, an unusable rule (a marker regex that matches nothing included)."""
 
@@ -75,36 +78,61 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def format_report(frame) -> str:
-    """Fixed-width table of a ChunkReport frame (times in ms)."""
+    """The table of a ChunkReport frame, within the terminal's width (ids cut to a unique
+    prefix, as `runs` prints them). A run without device slices (kernel rows only, nothing to
+    segment) shows '-' for its device and unassigned time, not 0."""
     from pipelines.analysis.chunks.chunk_store import describe_rule
+    from pipelines.cli._format import duration, short_ids
 
-    header = (
-        "run_id",
-        "chunks",
-        "markers",
-        "empty",
-        "device ms",
-        "unassigned ms",
-        "unassigned %",
-        "rule",
-    )
-    rows = [
-        (
-            r["run_id"],
-            str(r["chunks"]),
-            str(r["markers"]),
-            str(r["empty_markers"]),
-            f"{r['device_busy_ns'] / 1e6:.1f}",
-            f"{r['unassigned_ns'] / 1e6:.1f}",
-            "-" if r["unassigned_fraction"] is None else f"{100 * r['unassigned_fraction']:.1f}",
-            describe_rule(r["segmentation"]),
+    headers = ("run", "chunks", "markers", "empty", "device", "unassigned", "share")
+    ids = short_ids(frame["run_id"].to_list()) if frame.height else {}
+    rows = []
+    for r in frame.iter_rows(named=True):
+        busy = r["device_busy_ns"]
+        fraction = r["unassigned_fraction"]
+        rows.append(
+            (
+                ids[r["run_id"]],
+                r["chunks"],
+                r["markers"],
+                r["empty_markers"],
+                duration(busy) if busy else "-",
+                duration(r["unassigned_ns"]) if busy else "-",
+                "-" if fraction is None else f"{100 * fraction:.1f} %",
+                describe_rule(r["segmentation"]),
+            )
         )
-        for r in frame.iter_rows(named=True)
-    ]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join(line.rstrip() for line in lines)
+    # fixed columns, the rule last and whole (a --marker-regex is printed as given, however long)
+    header = (*headers, "rule")
+    cells = [tuple(str(c) for c in row) for row in rows]
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(header)]
+
+    def line(row: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.rjust(w) if 0 < i < len(widths) - 1 else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(header), *(line(row) for row in cells)])
+
+
+def _summary(report, profiler_steps: bool) -> str:
+    """The line under the table: counts, and what to do when runs carry no chunk markers."""
+    from pipelines.cli._format import wrapped
+
+    no_markers = sum(1 for r in report.runs if r.markers == 0)
+    no_device = sum(1 for r in report.runs if not r.device_busy_ns)
+    text = f"{report.total_chunks} chunks from {len(report.runs)} runs"
+    if no_markers:
+        text += f"; {no_markers} runs without chunk markers"
+        if not profiler_steps and any(r.device_busy_ns and not r.markers for r in report.runs):
+            text += " (`tracereplay chunks --profiler-steps` cuts one chunk per ProfilerStep)"
+    if no_device:
+        text += f"; {no_device} runs without device slices to segment ('-': kernel rows only)"
+    if report.kept:
+        text += f"; {len(report.kept)} runs kept as they were"
+    text += "; ids cut to a unique prefix (whole in --json)"
+    return wrapped(text, "  ")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -181,12 +209,7 @@ def run(args: argparse.Namespace) -> int:
         emit_json(report.as_json(), indent=2)
     elif report.runs:
         print(format_report(report.frame()))
-        no_markers = sum(1 for r in report.runs if r.markers == 0)
-        print(
-            f"\n{report.total_chunks} chunks from {len(report.runs)} runs"
-            + (f"; {no_markers} runs without chunk markers" if no_markers else "")
-            + (f"; {len(report.kept)} runs kept as they were" if report.kept else "")
-        )
+        print("\n" + _summary(report, args.profiler_steps))
     elif not report.kept:
         print("no ingested runs to segment")
     # a run the rule matched nothing in (no ProfilerStep under --profiler-steps) is reported and

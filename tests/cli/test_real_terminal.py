@@ -67,3 +67,21 @@ def test_explain_of_two_real_runs_fits_the_terminal(real_warehouse: Path, capsys
     out = capsys.readouterr().out
     assert "hcom_allReduce" in out and "--profiler-steps" in out
     _assert_readable(out)
+
+
+def test_chunks_table_fits_and_leaves_unknown_device_time_blank(
+    real_warehouse: Path, capsys
+) -> None:
+    """`chunks` on the real runs: the table was 129 columns wide (whole Kineto run ids), and a
+    run of kernel_details rows only (set A: 5,050 kernels, no trace slice to segment) showed
+    `0.0` ms of device time."""
+    assert main(["chunks", "--warehouse", str(real_warehouse)]) == 0
+    out = capsys.readouterr().out
+    _assert_readable(out)
+    set_a = _run_id(real_warehouse, "msinsight/test/st/level2")
+    (row,) = [line for line in _lines(out) if line and set_a.startswith(line.split()[0])]
+    assert row.split()[4:6] == ["-", "-"], row
+    b1 = _run_id(real_warehouse, B1)
+    (row,) = [line for line in _lines(out) if line and b1.startswith(line.split()[0])]
+    assert "17.8 ms" in row, row  # B1's two ranks' union of device work, 8.9 ms each
+    assert "--profiler-steps" in out
