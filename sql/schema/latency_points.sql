@@ -46,4 +46,4 @@ comment on column latency_points.min_ns is 'fastest repetition, ns';
 comment on column latency_points.max_ns is 'slowest repetition, ns';
 comment on column latency_points.std_ns is 'standard deviation over the repetitions, ns';
 comment on column latency_points.line is 'line of the file (CSV; the header is line 1) or row + 1 (Parquet)';
-comment on column latency_points.replicate is '1 for the first row of an operator, tokens, prefix, batch; 2 ...';
+comment on column latency_points.replicate is '1 for the first row of a point (facts, operator, tokens, prefix, batch)';

@@ -134,3 +134,34 @@ def test_ingest_under_a_small_budget_stores_the_whole_read(
         stored = session.con.execute("select * from latency_points").pl()
     assert stored.sort(ORDER).equals(whole.points.sort(ORDER))
     assert spills  # the points went through a spill (a 2 MB budget holds no table whole)
+
+
+def _vidur_mlp_of_four_tp(path: Path) -> Path:
+    """A Vidur mlp.csv (newer layout: one file, tp 1/2/4/8, as compute/a100/Qwen/Qwen-72B's) in
+    which only the first 10 token counts of tp 1 are profiled twice."""
+    ops = ("attn_pre_proj", "mlp_up_proj")
+    stats = [f"time_stats.{op}.{s}" for op in ops for s in ("min", "max", "mean", "median", "std")]
+    lines = [",".join([*stats, "n_embd", "num_tokens", "num_tensor_parallel_workers"])]
+    points = [(tp, t) for tp in (1, 2, 4, 8) for t in range(1, 201)]
+    for tp, tokens in [*points, *((1, t) for t in range(1, 11))]:
+        ms = f"{tokens / tp / 1000:.6f}"
+        lines.append(",".join([*[ms] * 4, "0.0", *[ms] * 4, "0.0", "8192", str(tokens), str(tp)]))
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_replicate_is_the_same_point_of_the_same_tp(tmp_path: Path) -> None:
+    """One file holds four tp degrees of the same shapes: the tp 2 row at 64 tokens is no
+    repeat of the tp 1 row (it was stored as replicate 2, up to 8 on Qwen-72B's real file, where
+    7,850 of 10,440 points were 'replicates'). Only the 10 rows profiled twice are, in memory
+    and streamed alike."""
+    path = _vidur_mlp_of_four_tp(tmp_path / "compute/a100/org/model/mlp.csv")
+    whole = read_table(path)
+    points = whole.points
+    assert points.height == 2 * (4 * 200 + 10)
+    assert points["replicate"].max() == 2
+    again = points.filter(pl.col("replicate") == 2)
+    assert again.height == 2 * 10 and set(again["tp"]) == {1}
+    assert set(again["tokens"]) == set(range(1, 11))
+    _same(whole, read_table(path, streamed=True, block_bytes=SMALL_BLOCK))

@@ -581,11 +581,14 @@ def _points(
     return points, bad
 
 
-_REPLICATE_KEY = ("operator", "tokens", "prefix_tokens", "batch_size")
+# one point of a table: the row's facts too, as sql/quality/latency_points/replicates_agree.sql
+# groups them (one Vidur mlp.csv holds tp 1/2/4/8, an aiconfigurator file several models and tp)
+_REPLICATE_KEY = (*_GENERIC_FACTS, "operator", "tokens", "prefix_tokens", "batch_size")
 
 
 def _numbered(points: pl.DataFrame) -> pl.DataFrame:
-    """`replicate` numbers a repeated point (same operator, tokens, prefix, batch) in file order."""
+    """`replicate` numbers a repeated point (the same facts, operator, tokens, prefix and batch)
+    in file order."""
     schema = polars_schema("latency_points")
     replicate = (pl.int_range(pl.len()).over(list(_REPLICATE_KEY)) + 1).cast(schema["replicate"])
     return points.with_columns(replicate.alias("replicate"))
