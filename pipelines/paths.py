@@ -82,16 +82,44 @@ def lake_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
     if env:
         return Path(env)
     root = project_root()
-    marker = root / MARKER
-    if not marker.is_file():
-        return None
+    setting = project_config(root).get("lake")
+    return root / setting if setting else None
+
+
+class ConfigError(ValueError):
+    """The project's tracereplay.toml cannot be used (one line: the file and what is wrong)."""
+
+
+def project_config(root: Path | None = None) -> dict:
+    """The project's tracereplay.toml as a dict ({} without one). Raises ConfigError when the file
+    cannot be read, is no TOML, or gives `lake` as anything but a folder name in quotes (issue 36
+    round seven: a TOML error, `lake = 5` or `lake = ""` was passed over without a word, so the
+    runs went into the single-file warehouse instead of the lake the file asks for). A UTF-8 BOM
+    before the text is allowed (Windows editors write one)."""
     import tomllib
 
+    marker = (root or project_root()) / MARKER
+    if not marker.is_file():
+        return {}
+    shown = printable(stored_path(marker))
     try:
-        setting = tomllib.loads(marker.read_text()).get("lake")
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    return root / setting if isinstance(setting, str) and setting else None
+        text = marker.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"{shown} cannot be read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{shown} is not UTF-8 text") from exc
+    try:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{shown} is not valid TOML: {exc}") from exc
+    lake = config.get("lake")
+    if "lake" in config and not (isinstance(lake, str) and lake.strip() and lake.isprintable()):
+        given = printable(repr(lake))[:60]
+        raise ConfigError(
+            f'{shown}: lake = {given} is no folder; write lake = "data/lake" (relative to the'
+            " file) or leave the key out for the single-file warehouse"
+        )
+    return config
 
 
 def raw_dir() -> Path:

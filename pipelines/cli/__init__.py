@@ -94,10 +94,10 @@ def _run_command(argv: list[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.BAD_INPUT
-    from pipelines.cli._common import environment_problem
+    from pipelines.cli._common import config_problem, environment_problem
     from pipelines.store import use_lake
 
-    problem = environment_problem()
+    problem = environment_problem() or config_problem()
     if problem:
         print(f"tracereplay {args.command}: {problem}", file=sys.stderr)
         return ExitCode.BAD_INPUT

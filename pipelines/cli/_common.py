@@ -268,6 +268,18 @@ def one_run(con: object, text: str, what: str = "RUN_ID") -> str:
 _SWITCH_WORDS = {"0", "off", "no", "false", "1", "on", "yes", "true"}
 
 
+def config_problem() -> str | None:
+    """What is wrong with the project's tracereplay.toml, or None (checked before any command
+    runs, as the environment is)."""
+    from pipelines.paths import ConfigError, project_config
+
+    try:
+        project_config()
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def environment_problem(environ: dict[str, str] | None = None) -> str | None:
     """What is wrong with a TRACEREPLAY_* variable, or None. Read where it is used, a garbage
     value was ignored without a word (TRACEREPLAY_WAIT=abc waited the default 300 s) or stored
