@@ -122,6 +122,20 @@ def test_mismatch_and_missing_are_named_and_exit_1(tmp_path: Path, mirrors) -> N
     assert not (tmp_path / "here/big.bin").exists()
 
 
+def test_a_blob_the_snapshot_lists_but_does_not_hold_is_missing(tmp_path: Path, mirrors) -> None:
+    """A large file a snapshot's tree names without its blob (as `git ls-tree -l` shows BAD)."""
+    root, commit = mirrors
+    bare = root / "o+r" / "repo"
+    data = FILES["traces/t.json.gz"]
+    entry = _entry("t.json.gz", "traces/t.json.gz", commit, data)
+    blob = _git("--git-dir", str(bare), "rev-parse", f"{commit}:traces/t.json.gz")
+    (bare / "objects" / blob[:2] / blob[2:]).unlink()
+    code, lines = _run(root, _manifest(tmp_path / "here", [entry]))
+    assert code == 1
+    assert lines[0].startswith("missing from the snapshot: t.json.gz (o/r ")
+    assert lines[0].endswith(":traces/t.json.gz not held)")
+
+
 def test_a_manifest_path_outside_its_folder_is_refused(tmp_path: Path, mirrors) -> None:
     root, commit = mirrors
     escape = _entry("../out.csv", "data/table.csv", commit, FILES["data/table.csv"])
