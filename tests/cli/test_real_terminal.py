@@ -85,3 +85,23 @@ def test_chunks_table_fits_and_leaves_unknown_device_time_blank(
     (row,) = [line for line in _lines(out) if line and b1.startswith(line.split()[0])]
     assert "17.8 ms" in row, row  # B1's two ranks' union of device work, 8.9 ms each
     assert "--profiler-steps" in out
+
+
+def test_breakdown_chart_names_the_unit_of_its_axes(real_warehouse: Path) -> None:
+    """The real runs' breakdown page: HTA's simple_add step spans 16 s, so the axes read in
+    seconds, and the title said `ms` (a 137 ms B0 step drawn as 0.14 under a title in ms)."""
+    from dashboards.breakdown import breakdown_chart
+    from dashboards.data import rank_breakdown
+
+    con = open_store(real_warehouse).open(read_only=True)
+    try:
+        run_ids = [r for (r,) in con.execute("select run_id from runs").fetchall()]
+        frame = rank_breakdown(con, run_ids)
+    finally:
+        con.close()
+    spec = breakdown_chart(frame).to_dict()
+    x = spec["spec"]["encoding"]["x"]
+    unit = x["title"].split(",")[0]
+    assert unit == "s" and "datum.value / 1000" in x["axis"]["labelExpr"]
+    title = spec["title"] if isinstance(spec["title"], str) else spec["title"]["text"]
+    assert title.endswith(f", {unit}"), title
