@@ -1,7 +1,7 @@
 """Step breakdown chart: per rank, the step window split into computing, exposed communication,
 recv_wait (the profiler's receive wait, docs/metrics.md "Names") and free, stacked; one panel
 per run. The data and tooltips are in ms; the axes, and the unit the title names, in s once the
-widest bar reaches a second (_style.time_axis).
+widest bar reaches ten seconds (_style.time_axis).
 
 Input: dashboards.data.rank_breakdown (run_id, rank, part, part_order, ms, origin, n_steps);
 one row per run x rank x part (16 ranks x 4 parts for a cluster run)."""
