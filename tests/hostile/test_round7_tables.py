@@ -41,3 +41,17 @@ def test_names_padded_with_spaces_are_the_names(
     padded = _ingest(tmp_path / "padded", [f" {n} " for n in HEADER], ROWS)
     assert "Traceback" not in capsys.readouterr().err
     assert clean == padded and clean[0] == 0 and len(clean[1]) == len(ROWS)
+
+
+def test_a_row_with_more_cells_than_the_header_costs_its_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "ragged").mkdir()
+    _, reference = _ingest(tmp_path / "ref", HEADER, ROWS[:3] + ROWS[4:])
+    rows = [list(r) for r in ROWS]
+    rows[3] = [*rows[3], "99"]  # line 5: which cell is which is unknown
+    code, stored = _ingest(tmp_path / "ragged", HEADER, [*rows[:6], [], *rows[6:]])
+    err = capsys.readouterr().err
+    assert code == 2 and "line 5: extra_cells" in err
+    assert stored == reference  # the blank line is no row, the others load

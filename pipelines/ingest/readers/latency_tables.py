@@ -92,6 +92,10 @@ MISSING_OPERATOR = "missing_operator"
 # line into a line of its own without a word; `attention` and `tp` may be left empty ("not
 # given": a mixed table leaves them empty for operators they do not describe)
 NAMING_FACTS = ("source", "hardware", "model")
+# round seven: a CSV row with more cells than the header (which cell is which is unknown) lost
+# the whole table (`unreadable_table`: Polars' "found more fields than defined in 'Schema'")
+EXTRA_CELLS = "extra_cells"
+_EXTRA = "_extra_cells"  # the text frame's mark of such a row
 SNIFF_BYTES = 1 << 16
 
 
@@ -188,6 +192,9 @@ def read_table(
     count, first = 0, None
     operators: dict[str, None] = {}  # in the order the long frames hold them
     for frame in _text_frames(path, block_bytes):
+        if _EXTRA in frame.columns:
+            bad.update(dict.fromkeys(frame.filter(_EXTRA)["line"].to_list(), EXTRA_CELLS))
+            frame = frame.filter(~pl.col(_EXTRA)).drop(_EXTRA)
         long, block_left_out = _long_of(layout, frame, operator)
         del frame
         operators.update(dict.fromkeys(long["operator"].unique(maintain_order=True).to_list()))
@@ -273,7 +280,7 @@ def _text_frames(path: Path, block_bytes: int) -> Iterator[pl.DataFrame]:
             body = text
         else:
             body = f"{header}\n{text}"
-        frame = pl.read_csv(body.encode(), infer_schema=False)
+        frame = _read_block(body)
         # a name as header_of (the layout's test) reads it: ` time_us ` is time_us (issue 36
         # round seven: the layout was found, then the padded column was not, an IndexError)
         frame = frame.rename({name: name.strip() for name in frame.columns})
@@ -283,7 +290,24 @@ def _text_frames(path: Path, block_bytes: int) -> Iterator[pl.DataFrame]:
         )
         line += frame.height
         # a blank line is no row (Polars gave it a row of empty cells: a missing_time set aside)
-        yield frame.filter(~pl.all_horizontal(pl.exclude("line").is_null()))
+        yield frame.filter(~pl.all_horizontal(pl.exclude("line", _EXTRA).is_null()))
+
+
+def _read_block(body: str) -> pl.DataFrame:
+    """A CSV block (its header first) as text columns. Rows with more cells than the header are
+    kept, cut to the header, and marked in `_EXTRA` (the caller sets them aside): found by
+    counting each record's cells with the csv module, only for a block Polars refuses."""
+    try:
+        return pl.read_csv(body.encode(), infer_schema=False)
+    except pl.exceptions.ComputeError as exc:
+        if "more fields" not in str(exc):
+            raise
+    frame = pl.read_csv(body.encode(), infer_schema=False, truncate_ragged_lines=True)
+    cells = [len(record) for record in csv.reader(io.StringIO(body))]
+    extra = [count > cells[0] for count in cells[1:]]  # one record per Polars row
+    if len(extra) != frame.height:
+        raise ValueError("rows with more cells than the header, not told apart")
+    return frame.with_columns(pl.Series(_EXTRA, extra))
 
 
 def _header_of(text: str) -> str:
