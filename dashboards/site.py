@@ -239,10 +239,16 @@ def _family_sections(
 
 def _freshness_html(con: duckdb.DuckDBPyConnection, selector: Selector, run_ids: list[str]) -> str:
     fresh = data.freshness(con, run_ids)
+    first, last = fresh["first_collected"], fresh["last_collected"]
+    if first is None:  # no selected run has a collection time (a lone kernel_details.csv)
+        collected = "collection time unknown"
+    elif first == last:
+        collected = f"collected {first}"
+    else:
+        collected = f"collected {first} .. {last}"
     return (
         f"<p>Selection: <code>{html.escape(selector.text or '(every measured run)')}</code>, "
-        f"{_runs(fresh['runs'])}; collected {fresh['first_collected']} .. "
-        f"{fresh['last_collected']}; last ingested {fresh['last_ingested']}; "
+        f"{_runs(fresh['runs'])}; {collected}; last ingested {fresh['last_ingested']}; "
         f"pages built {time.strftime('%Y-%m-%d %H:%M:%S')}.</p>"
     )
 

@@ -105,3 +105,21 @@ def test_breakdown_chart_names_the_unit_of_its_axes(real_warehouse: Path) -> Non
     assert unit == "s" and "datum.value / 1000" in x["axis"]["labelExpr"]
     title = spec["title"] if isinstance(spec["title"], str) else spec["title"]["text"]
     assert title.endswith(f", {unit}"), title
+
+
+def test_run_page_of_a_run_without_collection_time(real_warehouse: Path, tmp_path: Path) -> None:
+    """msprof-analyze's advisor kernel_details.csv has no profiler_info: no collection time. The
+    run page said `collected None .. None`."""
+    import re
+
+    from dashboards.site import run_page
+
+    run_id = _run_id(real_warehouse, "advisor_backend/compute_advice")
+    con = open_store(real_warehouse).open(read_only=True)
+    try:
+        page = run_page(con, run_id, tmp_path).read_text()
+    finally:
+        con.close()
+    text = re.sub(r"<script.*?</script>|<style.*?</style>|<[^>]+>", " ", page, flags=re.S)
+    assert "collection time unknown" in text
+    assert "None" not in text.split(), " ".join(text.split())
