@@ -52,7 +52,7 @@ class TableReport:
 
     def line(self) -> str:
         """One line for a terminal."""
-        facts = " ".join(f"{k}={v}" for k, v in self.facts.items() if v is not None)
+        facts = " ".join(f"{k}={_text(v)}" for k, v in self.facts.items() if v is not None)
         parts = [self.table_id, self.status, f"layout={self.layout}", f"points={self.points}"]
         parts += [facts] if facts else []
         if self.left_out:
@@ -60,6 +60,23 @@ class TableReport:
         if self.quarantined:
             parts.append(f"rows set aside: {self.quarantined[0].detail}")
         return "  ".join(parts)
+
+
+TABLE_FACTS = ("source", "hardware", "model", "tp")
+
+
+def _text(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def table_facts(points: pl.DataFrame | pl.LazyFrame) -> dict[str, Any]:
+    """Each fact of a table's points: its one value, or its values in order where the points
+    differ (one Vidur mlp.csv holds tp 1/2/4/8); a fact no point gives is left out."""
+    values = points.lazy().select(
+        pl.col(k).drop_nulls().unique().sort().implode() for k in TABLE_FACTS
+    )
+    row = values.collect().row(0, named=True)
+    return {k: v[0] if len(v) == 1 else v for k, v in row.items() if v}
 
 
 def ingest_table(session: Session, path: Path, tags: dict[str, str] | None = None) -> TableReport:
@@ -74,15 +91,13 @@ def ingest_table(session: Session, path: Path, tags: dict[str, str] | None = Non
     # streamed: a table larger than one block is checked a block at a time and reaches the
     # store from a Parquet spill, within the ingest memory budget (docs/bench_ingest.md)
     table = read_table(Path(path), tags, streamed=True)
+    facts = table_facts(table.points) if table.first is not None else {}
     session.replace_run_rows(table_id, {TABLE: table.points})
     if isinstance(table.points, pl.LazyFrame):
         # checkpointed now, under the budget's DuckDB limit: left to the close, the checkpoint
         # of a 100 MB table's 3.7 M points ran at DuckDB's default limit (docs/bench_ingest.md)
         with memory_limited(session.con):
             session.con.execute("checkpoint")
-    facts = {}
-    if table.first is not None:
-        facts = {k: table.first[k] for k in ("source", "hardware", "model", "tp")}
     return TableReport(
         table_id,
         table.layout,

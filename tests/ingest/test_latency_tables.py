@@ -125,6 +125,22 @@ def test_new_bytes_at_a_known_path_replace_its_points(tmp_path: Path) -> None:
     assert times == [(500_000,), (800_000,)]
 
 
+def test_the_report_names_a_fact_the_table_does_not_share_by_all_its_values(
+    tmp_path: Path, capsys
+) -> None:
+    """One file of two tp degrees and two models (Vidur's newer mlp.csv holds tp 1/2/4/8, an
+    aiconfigurator DSA file five models): `ingest --json` said the first row's `tp: 1` (and its
+    model) for the whole table."""
+    path = tmp_path / "export.csv"
+    rows = [f"{m},{tp},{t},0,{t / tp}" for m in ("a", "b") for tp in (2, 1) for t in (64, 128)]
+    path.write_text("\n".join(["model,tp,tokens,prefix,time_us", *rows]) + "\n")
+    assert main(["ingest", str(path), "--warehouse", str(tmp_path / "w.duckdb"), "--json"]) == 0
+    (table,) = json.loads(capsys.readouterr().out)["tables"]
+    assert table["facts"] == {"source": "table", "model": ["a", "b"], "tp": [1, 2]}
+    assert main(["ingest", str(path), "--warehouse", str(tmp_path / "v.duckdb")]) == 0
+    assert "source=table model=a,b tp=1,2" in capsys.readouterr().out
+
+
 def test_fit_recovers_the_self_made_law(tmp_path: Path, capsys) -> None:
     warehouse = str(tmp_path / "w.duckdb")
     assert main(["ingest", str(SELF_MADE), "--warehouse", warehouse, "--json"]) == 2  # bad rows
