@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 from pathlib import Path
 
@@ -110,3 +111,42 @@ def test_a_rank_row_given_twice_is_counted_once_or_not_at_all(
     assert main(["ingest", str(job), "--warehouse", str(tmp_path / "w2.duckdb")]) == 2
     assert "both left out" in capsys.readouterr().err
     assert _stored(tmp_path / "w2.duckdb") == reference
+
+
+GROUPS = "cluster_analysis_output/communication_group.json"
+
+
+def _groups(warehouse: Path) -> list[tuple]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute("select rank, pp_stage, groups from ranks order by rank").fetchall()
+
+
+@pytest.mark.parametrize(
+    ("group", "why"),
+    [
+        ([0, "x"], "holds 'x', no rank"),
+        ([0, 2**40], "holds '1099511627776', no rank"),
+        ([-1, 0], "holds '-1', no rank"),
+        ([0, 8.5], "holds '8.5', no rank"),
+        ([0, 0, 8], "names rank 0 twice"),
+        (None, "is null, no list of ranks"),
+    ],
+)
+def test_a_bad_communication_group_costs_itself(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], group: object, why: str
+) -> None:
+    """On 373e096 the group was left out without a word ("x", 8.5, null), made a rank -1, was
+    stored with rank 0 twice, or (2^40) failed every group of the file."""
+    ref = _job(real_dir, tmp_path / "ref")
+    groups = json.loads((ref / GROUPS).read_text())
+    assert groups["collective"][1] == [0, 8]
+    del groups["collective"][1]
+    (ref / GROUPS).write_text(json.dumps(groups))
+    main(["ingest", str(ref), "--warehouse", str(tmp_path / "ref.duckdb"), "--no-progress"])
+    job = _job(real_dir, tmp_path / "run")
+    groups = json.loads((job / GROUPS).read_text())
+    groups["collective"][1] = group
+    (job / GROUPS).write_text(json.dumps(groups))
+    code = main(["ingest", str(job), "--warehouse", str(tmp_path / "w.duckdb"), "--no-progress"])
+    assert code == 2 and f"collective[1] {why}" in capsys.readouterr().err
+    assert _groups(tmp_path / "w.duckdb") == _groups(tmp_path / "ref.duckdb")

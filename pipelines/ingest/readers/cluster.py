@@ -34,7 +34,12 @@ from pipelines.ingest.readers.csv_text import (
 from pipelines.ingest.readers.hccl import is_p2p_op, op_type
 from pipelines.ingest.readers.profiler_info import load_json_file
 from pipelines.ingest.readers.step_trace import COLUMN_HEADERS, DURATION_KEYS, steps_once
-from pipelines.ingest.readers.topology import Group, ranks_frame, read_communication_group
+from pipelines.ingest.readers.topology import (
+    Group,
+    ranks_frame,
+    read_communication_group,
+    read_communication_group_rows,
+)
 from pipelines.ingest.units import ms_to_ns, us_text_to_ns_sql, us_to_ns
 
 STEP_TRACE_FILE = "cluster_step_trace_time.csv"
@@ -81,7 +86,16 @@ def read_cluster(cluster_dir: Path, *, with_comm_ops: bool = True) -> RunFrames:
                     cluster_dir / STEP_TRACE_FILE, set_aside, reason="invalid_rows"
                 )
             )
-    groups = attempt(GROUP_FILE, read_communication_group) or []
+    groups: list[Group] = []
+    found = attempt(GROUP_FILE, read_communication_group_rows)
+    if found is not None:
+        groups, groups_aside = found
+        if groups_aside:
+            quarantined.append(
+                Quarantined.entries_set_aside(
+                    cluster_dir / GROUP_FILE, groups_aside, reason="invalid_rows"
+                )
+            )
     comm = attempt(COMMUNICATION_FILE, read_cluster_communication) if with_comm_ops else None
     if table is None and not groups and comm is None:
         detail = "; ".join(f"{q.path}: {q.reason}" for q in quarantined) or (

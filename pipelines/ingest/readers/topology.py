@@ -57,28 +57,63 @@ class Group:
         return out
 
 
+_MAX_RANK = 2**31 - 1  # the stores' INTEGER rank
+
+
 def _ranks(values: Any) -> tuple[int, ...] | None:
-    if not isinstance(values, list) or not values:
-        return None
-    try:
-        return tuple(int(str(v)) for v in values)
-    except ValueError:
-        return None
+    return _group_ranks(values)[0]
+
+
+def _group_ranks(values: Any) -> tuple[tuple[int, ...] | None, str | None]:
+    """A group's ranks and, when it is no group, why (None for an empty list: no group, nothing
+    to say). A rank is a whole number from 0 to INTEGER's end, in digits or as text of digits;
+    each rank once (issue 36 round seven: `"x"`, `8.5`, a nested list or `null` left the group
+    out without a word, `-1` made a rank -1, 2^40 failed every group of the file, and `[0, 0, 8]`
+    was stored as written)."""
+    if values is None or values == []:
+        return None, None if values == [] else "is null, no list of ranks"
+    if not isinstance(values, list):
+        return None, f"{str(values)[:40]!r} is no list of ranks"
+    ranks = []
+    for value in values:
+        text = str(value)
+        if isinstance(value, bool) or not isinstance(value, int | str) or not text.isdigit():
+            return None, f"holds {text[:40]!r}, no rank"
+        if not text.isascii() or int(text) > _MAX_RANK:
+            return None, f"holds {text[:40]!r}, no rank"
+        ranks.append(int(text))
+    twice = sorted({rank for rank in ranks if ranks.count(rank) > 1})
+    if twice:
+        return None, f"names rank {twice[0]} twice"
+    return tuple(ranks), None
 
 
 def read_communication_group(path: Path) -> list[Group]:
     """Groups of communication_group.json (old or new format); QuarantineError if it is none."""
+    return read_communication_group_rows(path)[0]
+
+
+def read_communication_group_rows(path: Path) -> tuple[list[Group], list[str]]:
+    """The groups of read_communication_group and one `where: why` per group left out (a group
+    that is no list of ranks costs itself, named, not the file's other groups)."""
     data = load_json_file(path)
     if not isinstance(data, dict) or not any(
         k in data for k in ("collective", "p2p", "comm_group_parallel_info")
     ):
         raise QuarantineError(INVALID_GROUPS, f"{path.name}: no collective/p2p group lists")
     groups: list[Group] = []
+    set_aside: list[str] = []
     named = data.get("comm_group_parallel_info")
     if isinstance(named, list) and named:
-        for entry in named:
-            ranks = _ranks(entry.get("rank_set")) if isinstance(entry, dict) else None
+        for i, entry in enumerate(named):
+            ranks, why = (
+                _group_ranks(entry.get("rank_set"))
+                if isinstance(entry, dict)
+                else (None, "is no object")
+            )
             if ranks is None:
+                if why:
+                    set_aside.append(f"comm_group_parallel_info[{i}] {why}")
                 continue
             group_id = str(entry.get("group_id") or "") or None
             given = str(entry.get("group_name") or "") or None
@@ -91,13 +126,19 @@ def read_communication_group(path: Path) -> list[Group]:
                     hash=given or (str(double_hash(group_id)) if group_id else None),
                 )
             )
-        return _unique(groups)
+        return _unique(groups), set_aside
     for kind in ("collective", "p2p"):
-        for ranks in data.get(kind) or []:
-            parsed = _ranks(ranks)
+        lists = data.get(kind)
+        if lists is not None and not isinstance(lists, list):
+            set_aside.append(f"{kind}: {str(lists)[:40]!r} is no list of groups")
+            continue
+        for i, ranks in enumerate(lists or []):
+            parsed, why = _group_ranks(ranks)
             if parsed is not None:
                 groups.append(Group(kind=kind, ranks=parsed))
-    return _unique(groups)
+            elif why:
+                set_aside.append(f"{kind}[{i}] {why}")
+    return _unique(groups), set_aside
 
 
 def _unique(groups: Iterable[Group]) -> list[Group]:
