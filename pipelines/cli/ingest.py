@@ -40,6 +40,10 @@ run id); tags given earlier and the chunk rule of `tracereplay chunks` carry ove
 rank folder of an ingested run refreshes that run instead of adding a second one. --prune also
 removes stored runs under the given folders that they no longer hold.
 
+Each run's line counts what was read: events (trace events and db rows with a time; the overlap
+lanes derived for a Kineto trace or a db, which has none of its own, are not counted), kernels
+(kernel_details rows, or the trace's / db's device tasks) and comm_ops.
+
 Inputs that cannot be read are quarantined with a reason as they are met (listed on stderr and in
 the quarantine table); the other inputs still load. Rows with a bad value (a NaN duration, an
 event without a name) are dropped and counted per run and reason ("dropped"). The warehouse is
@@ -168,7 +172,7 @@ def _stored_chunks(session: Session, run_ids: list[str]) -> dict[str, int]:
 def _line(r, chunks: int | None) -> str:
     dropped = sum(r.dropped_rows.values())
     parts = [r.run_id, r.status, f"source={r.source}", f"ranks={r.ranks}"]
-    parts += [f"events={r.rows.get('slices', 0)}", f"kernels={r.rows.get('kernels', 0)}"]
+    parts += [f"events={r.events}", f"kernels={r.rows.get('kernels', 0)}"]
     parts.append(f"comm_ops={r.rows.get('comm_ops', 0)}")
     if chunks is not None:
         parts.append(f"chunks={chunks}")

@@ -71,6 +71,12 @@ class RunReport:
         """Rows set aside per reason (the same as dropped_rows)."""
         return self.dropped_rows
 
+    @property
+    def events(self) -> int:
+        """Events read from the run's inputs: its stored slices without the overlap lanes the
+        reader derived for an input that has none of its own (Kineto, the SQLite export)."""
+        return self.rows.get("slices", 0) - self.rows.get("derived_slices", 0)
+
     def as_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
@@ -79,7 +85,7 @@ class RunReport:
             "source": self.source,
             "origin": self.origin,
             "ranks": self.ranks,
-            "events": self.rows.get("slices", 0),
+            "events": self.events,
             "kernels": self.rows.get("kernels", 0),
             "comm_ops": self.rows.get("comm_ops", 0),
             "step_breakdown": self.rows.get("step_breakdown", 0),
@@ -273,7 +279,10 @@ def _write_run(
     here = session.run_ids_at_origin(origin)
     gone = sorted({*here, *replace} - {run_id})
     counts = session.write_run(run_id, tables, replaces=gone)
-    return {t: n for t, n in counts.items() if t in tables}, gone, all_dropped
+    counts = {t: n for t, n in counts.items() if t in tables}
+    if counts.get("slices"):
+        counts["derived_slices"] = session.derived_slice_count(run_id)
+    return counts, gone, all_dropped
 
 
 def write_frames(session: Session, frames: RunFrames) -> tuple[str, dict[str, int]]:

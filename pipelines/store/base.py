@@ -98,9 +98,14 @@ class Session(ABC):
         return queries.run_row(self.con, run_id, self.runs_relation("runs", [run_id]))
 
     def run_row_counts(self, run_id: str) -> dict[str, int]:
-        """Rows of one run in each of queries.STORED_RUN_COUNTED."""
+        """Rows of one run in each of queries.STORED_RUN_COUNTED, and `derived_slices`."""
         relations = {t: self.runs_relation(t, [run_id]) for t in queries.STORED_RUN_COUNTED}
-        return queries.run_row_counts(self.con, run_id, relations)
+        counts = queries.run_row_counts(self.con, run_id, relations)
+        return counts | {"derived_slices": self.derived_slice_count(run_id)}
+
+    def derived_slice_count(self, run_id: str) -> int:
+        """Slices of one run its reader derived (queries.derived_slice_count)."""
+        return queries.derived_slice_count(self.con, self.runs_relation("slices", [run_id]))
 
     def rows_of_runs(self, table: str, run_ids: Sequence[str]) -> pl.DataFrame:
         """Every row of `run_ids` in run table `table`."""

@@ -90,6 +90,15 @@ def run_row_counts(
     return dict(con.execute(counts, {"run_id": run_id}).fetchall())
 
 
+def derived_slice_count(con: duckdb.DuckDBPyConnection, slices: str) -> int:
+    """Rows of `slices` (a relation of one run's slices) that the reader derived rather than
+    read: the overlap lanes computed for an input without its own (Kineto, the SQLite export;
+    lane 'overlap', category 'derived')."""
+    return con.execute(
+        f"select count(*) from {slices} where lane = 'overlap' and category = 'derived'"
+    ).fetchone()[0]
+
+
 def run_input_files(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
     """(run_id, path, sha256) of every stored input file."""
     return con.execute("select run_id, path, sha256 from run_inputs").fetchall()
