@@ -150,3 +150,26 @@ def test_a_bad_communication_group_costs_itself(
     code = main(["ingest", str(job), "--warehouse", str(tmp_path / "w.duckdb"), "--no-progress"])
     assert code == 2 and f"collective[1] {why}" in capsys.readouterr().err
     assert _groups(tmp_path / "w.duckdb") == _groups(tmp_path / "ref.duckdb")
+
+
+COMM = "cluster_analysis_output/cluster_communication.json"
+
+
+@pytest.mark.parametrize("start", [1e300, "abc", -5.0])
+def test_a_bad_cluster_communication_time_costs_its_op(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], start: object
+) -> None:
+    """On 373e096 a start of 1e300 failed the whole cluster folder (`read_error:
+    OverflowError`): every rank's stage and groups lost."""
+    clean = _job(real_dir, tmp_path / "clean")
+    main(["ingest", str(clean), "--warehouse", str(tmp_path / "clean.duckdb"), "--no-progress"])
+    job = _job(real_dir, tmp_path / "run")
+    comm = json.loads((job / COMM).read_text())
+    op = comm["p2p"]["step2"]["hcom_send__822_0@13337953553061386822"]["0"]
+    op["Communication Time Info"]["Start Timestamp(us)"] = start
+    (job / COMM).write_text(json.dumps(comm))
+    code = main(["ingest", str(job), "--warehouse", str(tmp_path / "w.duckdb"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "hcom_send__822_0@13337953553061386822 rank 0: Start" in err
+    assert "read_error" not in err
+    assert _groups(tmp_path / "w.duckdb") == _groups(tmp_path / "clean.duckdb")

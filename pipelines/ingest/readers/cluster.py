@@ -96,7 +96,18 @@ def read_cluster(cluster_dir: Path, *, with_comm_ops: bool = True) -> RunFrames:
                     cluster_dir / GROUP_FILE, groups_aside, reason="invalid_rows"
                 )
             )
-    comm = attempt(COMMUNICATION_FILE, read_cluster_communication) if with_comm_ops else None
+    comm = None
+    read_comm = (
+        attempt(COMMUNICATION_FILE, read_cluster_communication_rows) if with_comm_ops else None
+    )
+    if read_comm is not None:
+        comm, comm_aside = read_comm
+        if comm_aside:
+            quarantined.append(
+                Quarantined.entries_set_aside(
+                    cluster_dir / COMMUNICATION_FILE, comm_aside, reason="invalid_rows"
+                )
+            )
     if table is None and not groups and comm is None:
         detail = "; ".join(f"{q.path}: {q.reason}" for q in quarantined) or (
             f"none of {STEP_TRACE_FILE}, {GROUP_FILE}, {COMMUNICATION_FILE}"
@@ -247,10 +258,43 @@ def stage_membership(table: pl.DataFrame) -> dict[int, int]:
 
 def read_cluster_communication(path: Path) -> pl.DataFrame:
     """cluster_communication.json -> comm_ops rows (with rank; Total Op Info skipped)."""
+    return read_cluster_communication_rows(path)[0]
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _time_problem(times: Any) -> str | None:
+    """Why an op's Communication Time Info cannot make a comm_ops row, or None: its start and
+    elapse are needed, and every time given must be a number that fits the store (issue 36
+    round seven: a start of 1e300 failed the whole cluster folder, `read_error: OverflowError`,
+    every rank's stage and groups lost)."""
+    if not isinstance(times, dict):
+        return "no Communication Time Info object"
+    for key, convert, needed in (
+        ("Start Timestamp(us)", us_to_ns, True),
+        ("Elapse Time(ms)", ms_to_ns, True),
+        ("Wait Time(ms)", ms_to_ns, False),
+        ("Transit Time(ms)", ms_to_ns, False),
+        ("Synchronization Time(ms)", ms_to_ns, False),
+    ):
+        value = times.get(key)
+        if value is None and not needed:
+            continue
+        ns = convert(value) if isinstance(value, int | float | str) else None
+        if isinstance(value, bool) or ns is None or not 0 <= ns <= _INT64_MAX:
+            return f"{key} {str(value)[:30]!r} is no time"
+    return None
+
+
+def read_cluster_communication_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
+    """The rows of read_cluster_communication and one `step S op@group rank R: why` per op left
+    out for a time that is missing, no number, negative or past int64."""
     data = load_json_file(path)
     if not isinstance(data, dict):
         raise QuarantineError(INVALID_COMMUNICATION, f"{path.name}: top level is not an object")
     rows = []
+    set_aside: list[str] = []
     for group_key, steps in data.items():
         if not isinstance(steps, dict):
             continue
@@ -269,9 +313,14 @@ def read_cluster_communication(path: Path) -> pl.DataFrame:
                 for rank, info in per_rank.items():
                     if not str(rank).isdigit() or not isinstance(info, dict):
                         continue
+                    why = _time_problem(info.get("Communication Time Info"))
+                    if why is not None:
+                        set_aside.append(f"{step_key} {key} rank {rank}: {why}")
+                        continue
                     rows.append(_op_row(int(rank), step, op, group_hash, is_p2p_group, info))
     schema = {k: v for k, v in SCHEMAS["comm_ops"].items() if k not in ("run_id",)}
-    return pl.DataFrame(rows, schema=schema, orient="row").sort("rank", "start_ns")
+    frame = pl.DataFrame(rows, schema=schema, orient="row").sort("rank", "start_ns")
+    return frame, set_aside
 
 
 def _op_row(
