@@ -3,7 +3,7 @@ decimals; inside the warehouse everything is integer nanoseconds."""
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 # DuckDB expression: a VARCHAR column of microseconds -> exact integer nanoseconds (NULL if not a
 # number). The common form (digits, up to 3 decimals, as torch_npu writes) is split into integer
@@ -33,20 +33,23 @@ def us_text_to_ns_sql(column: str) -> str:
 
 
 def us_to_ns(value: str | float | int | None) -> int | None:
-    """Microseconds (text or number) to integer nanoseconds; text is parsed exactly."""
+    """Microseconds (text or number) to integer nanoseconds; text is parsed exactly, and a
+    value past the ns (`5.7985`) rounded to the nearest ns, ties away from zero, as the SQL of
+    US_TEXT_TO_NS_SQL rounds it (DuckDB's round of a DECIMAL)."""
     if value is None:
         return None
     try:
-        return int((Decimal(str(value).strip()) * 1000).to_integral_value())
+        return int((Decimal(str(value).strip()) * 1000).to_integral_value(ROUND_HALF_UP))
     except (InvalidOperation, ValueError):
         return None
 
 
 def ms_to_ns(value: str | float | int | None) -> int | None:
-    """Milliseconds (communication*.json durations) to integer nanoseconds."""
+    """Milliseconds (communication*.json durations) to integer nanoseconds, rounded as
+    us_to_ns."""
     if value is None:
         return None
     try:
-        return int((Decimal(str(value).strip()) * 1_000_000).to_integral_value())
+        return int((Decimal(str(value).strip()) * 1_000_000).to_integral_value(ROUND_HALF_UP))
     except (InvalidOperation, ValueError):
         return None
