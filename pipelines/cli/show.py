@@ -86,6 +86,17 @@ def _facts(run: dict) -> list[str]:
     return lines
 
 
+def _kernel_source(origin: str, source: str | None) -> str:
+    """Where the top kernels come from, in the run's own terms: fct_kernel_totals' `from`
+    ('kernel_details': the kernels table, which a Kineto trace and a db fill too; 'trace': the
+    compute-lane slices of a trace without kernel rows)."""
+    if origin == "trace":
+        return "the trace's device tasks"
+    return {"kineto": "the trace's kernels", "ascend_pt_db": "the db's tasks"}.get(
+        source or "", "kernel_details"
+    )
+
+
 def _text(view) -> str:
     from pipelines.cli._format import duration, ellipsis, render_table, wrapped
 
@@ -141,7 +152,7 @@ def _text(view) -> str:
             )
             for r in view.kernels.iter_rows(named=True)
         ]
-        source = view.kernels["from"][0]
+        source = _kernel_source(view.kernels["from"][0], view.run.get("source"))
         out += [
             "",
             render_table(

@@ -123,3 +123,24 @@ def test_run_page_of_a_run_without_collection_time(real_warehouse: Path, tmp_pat
     text = re.sub(r"<script.*?</script>|<style.*?</style>|<[^>]+>", " ", page, flags=re.S)
     assert "collection time unknown" in text
     assert "None" not in text.split(), " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    ("origin", "title"),
+    [
+        ("kineto/HolisticTraceAnalysis/tests/data/trace_filter", "the trace's kernels"),
+        ("msinsight/test/data/pytorch/db/level1", "the db's tasks"),
+        (B1, "kernel_details"),
+        ("advisor_backend/timeline_advice", "the trace's device tasks"),
+    ],
+)
+def test_show_names_where_its_top_kernels_come_from(
+    real_warehouse: Path, capsys, origin: str, title: str
+) -> None:
+    """The top-kernels table of a Kineto trace and of a SQLite export said `(kernel_details)`,
+    a file neither has."""
+    run_id = _run_id(real_warehouse, origin)
+    assert main(["show", run_id, "--no-fit", "--warehouse", str(real_warehouse)]) == 0
+    out = capsys.readouterr().out
+    assert f"Top kernels by time ({title})" in out
+    _assert_readable(out)
