@@ -122,3 +122,43 @@ def test_a_base_time_that_is_no_time_refuses_the_file(
     code, err = _ingest(tmp_path, json.dumps(trace), capsys)
     assert code == 2 and "is no time base" in err
     assert _kernels(tmp_path)[0] == 0
+
+
+def _with_steps(trace: dict, *windows: tuple[int, float, float]) -> dict:
+    host = next(e for e in trace["traceEvents"] if e.get("cat") == "cpu_op")
+    first = min(e["ts"] for e in trace["traceEvents"] if isinstance(e.get("ts"), int | float))
+    for step, start, dur in windows:
+        trace["traceEvents"].append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{step}",
+                "pid": host["pid"],
+                "tid": host["tid"],
+                "ts": first + start,
+                "dur": dur,
+                "args": {},
+            }
+        )
+    return trace
+
+
+@pytest.mark.parametrize(
+    ("windows", "named"),
+    [
+        (((1, 0, 4e7), (2, 2e7, 4e7)), "ProfilerStep#1 and ProfilerStep#2 overlap by"),
+        (((1, 0, 2e7), (1, 3e7, 1e3)), "ProfilerStep#1 is given 2 times (the first kept)"),
+    ],
+)
+def test_steps_that_overlap_or_repeat_are_named(
+    real_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    windows: tuple,
+    named: str,
+) -> None:
+    """On 373e096 both were read without a word (exit 0): a step ended where the next began."""
+    trace = _with_steps(_trace(real_dir), *windows)
+    code, err = _ingest(tmp_path, json.dumps(trace), capsys)
+    assert code == 2 and f"repaired_rows: 1 entry repaired, the rest loaded as is: {named}" in err
+    assert _kernels(tmp_path)[0] == 98
