@@ -13,6 +13,7 @@ from pipelines.cli._common import (
     shown_path,
     store_of,
 )
+from pipelines.cli._format import wrapped
 from pipelines.cli._json import emit_json
 
 DESCRIPTION = """\
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     for page in report.pages:
         print(f"  {page.name:<10} {shown_path(page.path)}  ({len(page.pngs)} PNG)")
     for name, why in report.skipped.items():
-        print(f"  {name:<10} not charted: {why}")
+        print(wrapped(f"  {name:<10} not charted: {why}", " " * 13))
     if not report.pages:
         print(
             "nothing to chart for these runs: ingest profiler output with a step breakdown or "

@@ -144,3 +144,14 @@ def test_show_names_where_its_top_kernels_come_from(
     out = capsys.readouterr().out
     assert f"Top kernels by time ({title})" in out
     _assert_readable(out)
+
+
+def test_dashboards_lines_fit_the_terminal(real_warehouse: Path, tmp_path: Path, capsys) -> None:
+    """The real runs (no model fact, no chunks) chart only the breakdown; the trends page's
+    reason (untagged runs, how to tag them) was one 192-column line."""
+    out_dir = tmp_path / "site"
+    args = ["dashboards", "--out", str(out_dir), "--warehouse", str(real_warehouse)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "trends" in out and "--tag model=NAME" in " ".join(out.split())
+    _assert_readable(out)
