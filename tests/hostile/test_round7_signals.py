@@ -1,0 +1,63 @@
+"""Round seven of the hostile-input campaign (issue 36): Ctrl-C and SIGTERM during a command. On
+373e096 Ctrl-C during ingest, fit or demo printed a KeyboardInterrupt traceback, and SIGTERM
+killed the process without a word (exit -15); a stop that reached DuckDB mid-query surfaced as
+a 'RuntimeError: Query interrupted' traceback. Now one line and exit 130 / 143. Re-running the
+stopped command leaves the store equal to a clean run's: /tmp/h7/hostile7/sig7.py, 18
+instants over ingest, fit and demo (docs/ingest_rules.md, round seven)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+import pipelines.cli as cli
+
+
+def _stopped_during(monkeypatch: pytest.MonkeyPatch, signum: int, surfaced=None) -> None:
+    def command(argv: list[str] | None) -> int:
+        try:
+            os.kill(os.getpid(), signum)
+            time.sleep(5)  # the handler raises before this ends
+        except BaseException:
+            if surfaced is None:
+                raise
+            raise surfaced from None
+        return 0
+
+    monkeypatch.setattr(cli, "_run_command", command)
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "what"),
+    [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")],
+)
+@pytest.mark.parametrize("surfaced", [None, RuntimeError("Query interrupted")])
+def test_a_stop_is_one_line_and_its_exit_status(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    signum: int,
+    code: int,
+    what: str,
+    surfaced: Exception | None,
+) -> None:
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    _stopped_during(monkeypatch, signum, surfaced)
+    assert cli.main(["runs"]) == code
+    err = capsys.readouterr().err
+    assert err.startswith(f"tracereplay: stopped by {what};") and len(err.splitlines()) == 1
+    # the caller's handlers are back (pytest's own Ctrl-C)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+def test_another_error_without_a_stop_is_not_called_a_stop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def command(argv: list[str] | None) -> int:
+        raise RuntimeError("Query interrupted")
+
+    monkeypatch.setattr(cli, "_run_command", command)
+    with pytest.raises(RuntimeError):
+        cli.main(["runs"])
