@@ -30,21 +30,24 @@ def _verdicts(draw, seeds: range, noise: float = 0.02):
     return out
 
 
-def test_the_flat_bound_is_where_vpp_keeps_60_percent_of_a_proportional_curves_gain() -> None:
+def test_the_flat_bound_is_where_vpp_keeps_73_percent_of_a_proportional_curves_gain() -> None:
     assert gain_share(1.0, 16) == pytest.approx(1.0)
     shares = [gain_share(r, 16) for r in (1.5, 3.4, 9.7, 25, 90)]
     assert shares == sorted(shares, reverse=True)
     for n in (8, 16, 128):
-        assert gain_share(flat_bound(n), n) == pytest.approx(0.6, abs=1e-6)
+        assert gain_share(flat_bound(n), n) == pytest.approx(0.73, abs=1e-6)
         # the closed form g(r, N) for r >= 1 (docs/tau_k.md §4)
         r = flat_bound(n)
         g = (n - 1) * (n / 2) / ((n + 1) * ((n + 1) * r + (n - 1) * (n + 2) / 2))
         g1 = (n - 1) * (n / 2) / ((n + 1) * ((n + 1) + (n - 1) * (n + 2) / 2))
-        assert g / g1 == pytest.approx(0.6, abs=1e-6)
-    assert flat_bound(8) == pytest.approx(4.26, abs=0.01)
-    assert flat_bound(16) == pytest.approx(6.96, abs=0.01)
-    # the facts: the dense kernel keeps most of the gain, DSA at 8K chunks (a/b 9.7) does not
-    assert gain_share(1.5, 16) > 0.9 and gain_share(9.7, 16) < 0.6 < gain_share(3.4, 8)
+        assert g / g1 == pytest.approx(0.73, abs=1e-6)
+    assert flat_bound(8) == pytest.approx(2.81, abs=0.01)
+    assert flat_bound(16) == pytest.approx(4.31, abs=0.01)
+    # the facts: the dense kernel keeps most of the gain, DSA at 8K chunks (the issue's a/b 9.7
+    # over 16 chunks; the public tables' 5.2 over 20) does not; Vidur's A100 dense kernel at
+    # 704-768-token chunks (a/b 2.17 over 5) keeps more than the bound (docs/tau_k.md §4)
+    assert gain_share(1.5, 16) > 0.9 and gain_share(9.7, 16) < 0.73
+    assert gain_share(5.2, 20) < 0.73 < gain_share(2.17, 5)
 
 
 def test_dense_kernels_are_linear_and_dsa_modules_flattened() -> None:
@@ -56,7 +59,7 @@ def test_dense_kernels_are_linear_and_dsa_modules_flattened() -> None:
     k = np.arange(16.0)
     fit = fit_curve(k, 1e6 * (9.7 + k) * np.exp(np.random.default_rng(3).normal(0, 0.01, 16)))
     verdict = classify(fit)
-    assert verdict.label == "flattened" and verdict.flat_bound == pytest.approx(6.96, abs=0.01)
+    assert verdict.label == "flattened" and verdict.flat_bound == pytest.approx(4.31, abs=0.01)
     assert "VPP keeps 5" in verdict.evidence  # 50-51 % at a/b 9.7-9.9
 
 

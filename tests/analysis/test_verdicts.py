@@ -24,11 +24,11 @@ def test_linear() -> None:
 
 
 def test_flattened() -> None:
-    # issue 32: `linear_offset` is now `flattened` (a/b beyond the bound at which VPP keeps 60 %
-    # of a proportional curve's gain: 6.96 at N = 16)
+    # issue 32: `linear_offset` is now `flattened` (a/b beyond the bound at which VPP keeps 73 %
+    # of a proportional curve's gain: 4.31 at N = 16)
     fit, verdict = _verdict(fixtures.offset())
     assert verdict.label == "flattened", verdict.evidence
-    assert verdict.flat_bound == pytest.approx(6.96, abs=0.01)
+    assert verdict.flat_bound == pytest.approx(4.31, abs=0.01)
     assert fit.ab_lo > 10 and fit.ab_hi < 60
 
 
@@ -56,7 +56,7 @@ def test_a_weak_slope_in_heavy_noise_is_flattened_when_its_whole_ratio_is_beyond
     None
 ):
     # issue 32: the slope is 1/10 of the intercept (a/b = 10) in 30 % noise over 6 chunks; its
-    # b/a interval lies within +-1/3.57 (VPP keeps <= 60 % of a proportional curve's gain at
+    # b/a interval lies within +-1/2.43 (VPP keeps <= 73 % of a proportional curve's gain at
     # N = 6), so it is `flattened`; before it had to lie within +-1/10 and was `too_noisy`
     _, verdict = _verdict(fixtures.weak())
     assert verdict.label == "flattened", verdict.evidence

@@ -254,9 +254,9 @@ def test_msa_8k_is_flattened_at_128k_though_linear_over_the_whole_million(
     h200_points: pl.DataFrame,
 ) -> None:
     """MiniMax-M3's MSA module at 8K chunks (H200, tp 1, bf16 KV) over the table's 1M: a/b ~20
-    against r*(128) = 44: `linear` (VPP keeps ~77 % of a proportional curve's gain). Read as a
+    against r*(128) = 25: `linear` (VPP keeps ~77 % of a proportional curve's gain). Read as a
     128K request (--context 128K: its chunks ending within 128K, k = 0, 1, 2, 4, 8 on the
-    table's grid, N = 16, r* 6.96) the whole a/b interval lies beyond r*: `flattened`. The line
+    table's grid, N = 16, r* 4.31) the whole a/b interval lies beyond r*: `flattened`. The line
     of each reading is numpy.polyfit's on the raw file's points (weights 1/tau)."""
     where = "isl = 8192 and tp_size = 1 and kv_cache_dtype = 'bfloat16' and batch_size = 1"
     raw = [(s // c, t) for c, s, t in _raw(H200_MSA, where) if s % c == 0]

@@ -6,10 +6,10 @@ transfers, one request) removes against CPP is gain(r, N) = cpp_bubble_ratio - v
 proportional curve (r = 1, the paper's tau_k = (k+1)t) and shrinks as r grows. The `gain share`
 gain(r, N) / gain(1, N) is the part of a proportional curve's VPP gain that the curve keeps; a
 curve is `flattened` when its whole a/b interval lies where the share is at most
-`FLAT_GAIN_SHARE` (docs/tau_k.md §4 "flattened": why 0.6).
+`FLAT_GAIN_SHARE` (docs/tau_k.md §4 "flattened": why 0.73).
 
 For large N the share is about (N + 2) / (N + 2r), and with the curve's growth G = tau_{N-1}/tau_0
-= 1 + (N-1)/r it is about (G - 1)/(G + 1): share 0.6 is a curve that grows about 4x over the
+= 1 + (N-1)/r it is about (G - 1)/(G + 1): share 0.73 is a curve that grows about 6.4x over the
 request where a proportional one grows N-fold.
 """
 
@@ -21,8 +21,11 @@ import math
 import numpy as np
 from scipy import optimize
 
-FLAT_GAIN_SHARE = 0.6
-"""A curve keeping at most this share of a proportional curve's VPP gain is `flattened`."""
+FLAT_GAIN_SHARE = 0.73
+"""A curve keeping at most this share of a proportional curve's VPP gain is `flattened`: the
+middle of the gap the public tables leave between the sparse modules that must be flagged (every
+one flattened from 0.691) and the dense attention kernels at chunks >= 512 that must stay linear
+(the first flattened at 0.763): docs/tau_k.md §4 "flattened: the bound and why"."""
 
 
 def _bubbles(r: float, n: int) -> tuple[float, float]:

@@ -71,11 +71,12 @@ def whole_layer(n: int) -> Draw:
     return draw
 
 
-def dsa_module(n: int) -> Draw:
-    """A DSA module: flat with a small linear term, a/b 10-90 (log-uniform)."""
+def dsa_module(n: int, lo: float = 10.0, hi: float = 90.0) -> Draw:
+    """A DSA module: flat with a small linear term, a/b `lo`-`hi` (log-uniform; 10-90 the issue's
+    modules, 5-7.6 the public tables' DSA at 8K chunks over 160K, N = 20: docs/tau_k.md §4)."""
 
     def draw(rng):
-        r = math.exp(rng.uniform(math.log(10), math.log(90)))
+        r = math.exp(rng.uniform(math.log(lo), math.log(hi)))
         k = np.arange(n, dtype=float)
         return k, 2e6 * (1 + k / r), {"r": r}
 
@@ -154,7 +155,9 @@ CELLS = (
     Cell("dense kernel N=16", "a/b 1.2-1.5", dense_kernel(16), lambda v, f, i: v == "linear", 0.95),
     Cell("dense kernel N=32", "a/b 1.2-1.5", dense_kernel(32), lambda v, f, i: v == "linear", 0.95),
     Cell("whole layer N=8", "a/b 25-730", whole_layer(8), lambda v, f, i: v == "flattened", 0.95),
+    Cell("dense kernel N=5", "a/b 1.2-1.5", dense_kernel(5), lambda v, f, i: v == "linear", 0.95),
     Cell("DSA module N=16", "a/b 10-90", dsa_module(16), _flagged, 0.97),
+    Cell("DSA 8K chunks N=20", "a/b 5-7.6", dsa_module(20, 5.0, 7.6), _flagged, 0.97),
     Cell("DSA 1K chunks top-k 2K N=16", "knee k=2", dsa_topk(16, 1024, 2048), _flagged, 0.97),
     # a knee 3 chunks before the end of a 16-chunk curve: located in 47.7 % [44.6, 50.8] when
     # fitted as one trace run (rho from the line's residuals, which the knee inflates to

@@ -4,7 +4,7 @@ curves are expected to be linear. One policy for the demo's self-check, the Dags
 
 * Flagged (tau_k is not (k+1)t-like): the shapes `knee` (a break at a stated k, k = 0->1
   included), `staircase`, `convex`, `concave`, and the scale `flattened` (a straight curve whose
-  a/b is so large that VPP keeps at most 60 % of a proportional curve's gain: what DSA's top-k
+  a/b is so large that VPP keeps at most 73 % of a proportional curve's gain: what DSA's top-k
   attention and a whole layer at small chunks do). Every flag already carries both a
   significance and a practical magnitude (classify, pipelines.analysis.tau.verdicts): a shape
   needs p < alpha *and* a practical size, a departure from the line of at least
