@@ -173,3 +173,39 @@ def test_a_bad_cluster_communication_time_costs_its_op(
     assert code == 2 and "hcom_send__822_0@13337953553061386822 rank 0: Start" in err
     assert "read_error" not in err
     assert _groups(tmp_path / "w.duckdb") == _groups(tmp_path / "clean.duckdb")
+
+
+MATRIX = "test_rank_0/ASCEND_PROFILER_OUTPUT/communication_matrix.json"
+
+
+def _comm(warehouse: Path) -> list[tuple]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute("select * exclude (run_id) from comm_ops order by all").fetchall()
+
+
+@pytest.mark.parametrize("size", [float("nan"), 2.0**64, "abc", -5.0, None])
+def test_a_bad_matrix_link_costs_itself(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], size: object
+) -> None:
+    """On 373e096 a Transit Size(MB) of NaN or 2^64 failed the rank's whole
+    communication_matrix.json (read_error), every op's peer from it lost; 'abc' and -5 were
+    read as unknown bytes without a word. `None` stands for the link being no object."""
+    ref = _job(real_dir, tmp_path / "ref")
+    matrix = json.loads((ref / MATRIX).read_text())
+    links = matrix["step2"]["p2p"]["hcom_send__822_0@13337953553061386822"]
+    del links["0-8"]
+    (ref / MATRIX).write_text(json.dumps(matrix))
+    main(["ingest", str(ref), "--warehouse", str(tmp_path / "ref.duckdb"), "--no-progress"])
+    job = _job(real_dir, tmp_path / "run")
+    matrix = json.loads((job / MATRIX).read_text())
+    links = matrix["step2"]["p2p"]["hcom_send__822_0@13337953553061386822"]
+    if size is None:
+        links["0-8"] = "junk"
+    else:
+        links["0-8"]["Transit Size(MB)"] = size
+    (job / MATRIX).write_text(json.dumps(matrix))
+    code = main(["ingest", str(job), "--warehouse", str(tmp_path / "w.duckdb"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "hcom_send__822_0@13337953553061386822 link 0-8" in err
+    assert "read_error" not in err
+    assert _comm(tmp_path / "w.duckdb") == _comm(tmp_path / "ref.duckdb")

@@ -36,7 +36,7 @@ from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames
 from pipelines.ingest.readers.communication import (
     peer_from_links,
-    read_communication_matrix,
+    read_communication_matrix_rows,
     read_communication_rows,
 )
 from pipelines.ingest.readers.hccl import is_p2p_op, op_group_suffix, op_type
@@ -340,7 +340,16 @@ def read_rank(rank_dir: Path) -> RankFrames:
             attempts.quarantined.append(
                 Quarantined.entries_set_aside(out / COMMUNICATION, set_aside, reason="invalid_rows")
             )
-    matrix = attempts.read(out / COMMUNICATION_MATRIX, read_communication_matrix)
+    matrix = None
+    read = attempts.read(out / COMMUNICATION_MATRIX, read_communication_matrix_rows)
+    if read is not None:
+        matrix, set_aside = read
+        if set_aside:
+            attempts.quarantined.append(
+                Quarantined.entries_set_aside(
+                    out / COMMUNICATION_MATRIX, set_aside, reason="invalid_rows"
+                )
+            )
 
     rank = info.rank if info is not None else None
     if rank is None and metadata is not None:

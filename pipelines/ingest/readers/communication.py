@@ -191,14 +191,38 @@ def read_communication_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
 def read_communication_matrix(path: Path) -> pl.DataFrame:
     """One row per (op, src-dst link) of communication_matrix.json; aggregate keys without an
     `Op Name` (the `-total` entries) are skipped."""
+    return read_communication_matrix_rows(path)[0]
+
+
+def _link_problem(link: dict[str, Any]) -> str | None:
+    """Why a link cannot be read: a `Transit Size(MB)` given but no finite number >= 0 within
+    int64 bytes, or a link that is no object (issue 36 round seven: NaN or 2^64 MB failed the
+    whole file, `read_error`, and every op's peer from it was lost; 'abc' was read as unknown
+    bytes without a word)."""
+    size = link.get("Transit Size(MB)")
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int | float):
+        return f"Transit Size(MB) {str(size)[:30]!r} is no number"
+    if not math.isfinite(size) or not 0 <= size * _MB < 2**63:
+        return f"Transit Size(MB) {size!r} is no size"
+    return None
+
+
+def read_communication_matrix_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
+    """The links of read_communication_matrix and one `step S op link: why` per link left out
+    (_link_problem)."""
     rows = []
+    set_aside: list[str] = []
     for step, _kind, ops in _sections(load_json_file(path), path):
         for key, links in ops.items():
             if key == "Total Op Info" or not isinstance(links, dict):
                 continue
             key_op, group = _split_key(key)
             for pair, link in links.items():
-                if not isinstance(link, dict):
+                why = _link_problem(link) if isinstance(link, dict) else "is no object"
+                if why is not None:
+                    set_aside.append(f"step {step} {key} link {pair}: {why}")
                     continue
                 op = link.get("Op Name") or (key_op if key_op.lower().startswith("hcom_") else None)
                 src, _, dst = str(pair).partition("-")
@@ -213,10 +237,10 @@ def read_communication_matrix(path: Path) -> pl.DataFrame:
                         "src": int(src),
                         "dst": int(dst),
                         "transport": link.get("Transport Type"),
-                        "bytes": round(size * _MB) if isinstance(size, int | float) else None,
+                        "bytes": round(size * _MB) if size is not None else None,
                     }
                 )
-    return pl.DataFrame(rows, schema=LINK_SCHEMA)
+    return pl.DataFrame(rows, schema=LINK_SCHEMA), set_aside
 
 
 def peer_from_links(links: pl.DataFrame, op: str, me: int) -> int | None:
