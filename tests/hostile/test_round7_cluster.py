@@ -209,3 +209,23 @@ def test_a_bad_matrix_link_costs_itself(
     assert code == 2 and "hcom_send__822_0@13337953553061386822 link 0-8" in err
     assert "read_error" not in err
     assert _comm(tmp_path / "w.duckdb") == _comm(tmp_path / "ref.duckdb")
+
+
+def test_a_row_the_file_ends_inside_costs_itself(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On 373e096 a cluster_step_trace_time.csv cut inside its last rank row's Free cell
+    stored that rank's step with the digits before the cut and its later cells NULL."""
+    ref = _job(real_dir, tmp_path / "ref")
+    rows = _rows(ref / STEPS)
+    ranks = [row for row in rows if row[1] != "stage"]  # the header and the 16 rank rows
+    _write(ref / STEPS, ranks[:-1])
+    main(["ingest", str(ref), "--warehouse", str(tmp_path / "ref.duckdb"), "--no-progress"])
+    job = _job(real_dir, tmp_path / "run")
+    _write(job / STEPS, ranks)
+    text = (job / STEPS).read_text()
+    free = text.rstrip("\n").rsplit("\n", 1)[1].split(",")[rows[0].index("Free")]
+    (job / STEPS).write_text(text[: text.rindex(free) + 3])  # the file ends inside Free
+    code = main(["ingest", str(job), "--warehouse", str(tmp_path / "w.duckdb"), "--no-progress"])
+    assert code == 2 and "line 17: cut_off (the file ends inside it" in capsys.readouterr().err
+    assert _stored(tmp_path / "w.duckdb") == _stored(tmp_path / "ref.duckdb")

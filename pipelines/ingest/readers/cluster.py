@@ -24,6 +24,7 @@ from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RunFrames
 from pipelines.ingest.readers.csv_text import (
     MISSING,
+    LongLines,
     as_int_sql,
     open_csv,
     pick,
@@ -161,8 +162,12 @@ def read_cluster_step_trace_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
     that is no number (it was read as NULL without a word), a rank row whose Index is no rank,
     a Step that is no integer (one bad cell costs its row: issue 36)."""
     con = duckdb.connect()
+    # a last line the file ends inside (`cut_off`) or a line too long to parse is set aside by
+    # its number, as in a rank's step_trace_time.csv (issue 36 round seven: a cut-off row was
+    # read with its cells padded)
+    long_lines = LongLines()
     try:
-        headers = open_csv(con, path, "cst")
+        headers = open_csv(con, path, "cst", long_lines)
         found = require(headers, path.name, step=("Step",), type=("Type",), index=("Index",))
         selects = [
             f"{as_int_sql(found['step'])} as step",
@@ -211,8 +216,11 @@ def read_cluster_step_trace_rows(path: Path) -> tuple[pl.DataFrame, list[str]]:
         .otherwise(pl.col("_bad_cell"))
         .alias("_bad_cell")
     )
+    if long_lines.lines:  # the file's own line numbers, past the lines left out
+        lines = [long_lines.source_line(line - 2) for line in frame.get_column("_line")]
+        frame = frame.with_columns(pl.Series("_line", lines, dtype=frame.schema["_line"]))
     bad_rows = frame.filter(pl.col("_bad_cell").is_not_null())
-    set_aside = [
+    set_aside = long_lines.reasons() + [
         f"line {line}: {why}" for line, why in bad_rows.select("_line", "_bad_cell").iter_rows()
     ]
     if bad_rows.height and bad_rows.height == frame.height:
