@@ -104,7 +104,7 @@ def text_rank(folder: Path) -> dict:
     fig = _rank_figures()
     trace = base / "trace_view.json"
     if trace.is_file():
-        data = json.loads(trace.read_text())
+        data = json.loads(trace.read_text(), parse_float=Decimal)
         events = data["traceEvents"] if isinstance(data, dict) else data
         process, thread = {}, {}
         for e in events:
@@ -153,7 +153,7 @@ def text_rank(folder: Path) -> dict:
         fig["comm"] = comm_rows
     summary = base / "communication.json"
     if summary.is_file():
-        for kinds in json.loads(summary.read_text()).values():
+        for kinds in json.loads(summary.read_text(), parse_float=Decimal).values():
             for ops in kinds.values():
                 for key, info in ops.items():
                     if key == "Total Op Info":
@@ -204,7 +204,7 @@ def db_rank(path: Path) -> dict:
 def kineto_file(path: Path) -> dict:
     """One Kineto trace (.json or .json.gz)."""
     raw = path.read_bytes()
-    data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw, parse_float=Decimal)
     events = data["traceEvents"] if isinstance(data, dict) else data
     fig = _rank_figures()
     for e in events:

@@ -124,3 +124,44 @@ def test_profiler_and_cluster_rows_as_show_sums_them(real_runs, real_dir: Path) 
             checked[origin] += 1
     # A 4 ranks, B0 / B1 / C 2 each, D's ranks 0-1 from the profiler and 2-15 from the cluster
     assert checked == {"profiler": 12, "cluster": 14}
+
+
+FETCHED = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.mark.slow
+def test_fetched_kineto_traces(tmp_path: Path) -> None:
+    """The same figures on the 19 fetched public Kineto traces (HTA, PyTorch Kineto samples,
+    TraceLens; tests/data/real_kineto and real_engines, git-ignored: skips without them): kernel
+    and comm totals (a SendRecv kernel is p2p or collective by its host range, so a name may
+    have two rows: summed here), makespan (HTA's ns_resolution_trace: epoch µs with decimals)."""
+    roots = [FETCHED / "real_kineto", FETCHED / "real_engines"]
+    traces = sorted(p for root in roots if root.is_dir() for p in root.rglob("*.json*"))
+    traces = [p for p in traces if not p.name.endswith(".figures.json")]
+    if len(traces) < 19:
+        pytest.skip("the fetched Kineto traces are not here (tests/data/real_kineto/SOURCES.md)")
+    con = open_store(tmp_path / "w.duckdb").open()
+    try:
+        ingest_paths(roots, con, progress=False)
+        runs = con.execute("select run_id from runs order by run_id").fetchall()
+        assert len(runs) == 19
+        for (run_id,) in runs:
+            (path,) = con.execute(
+                "select source_path from ranks where run_id = ?", [run_id]
+            ).fetchone()
+            expected = oracle.run_totals({0: oracle.kineto_file(Path(path))})
+            kernels = queries.top_kernels(con, run_id, EVERYTHING).to_dicts()
+            ours = {
+                r["name"]: [r["count"], r["total_ns"], r["max_ns"], r["ranks"]] for r in kernels
+            }
+            assert ours == expected["kernels"], run_id
+            comm: dict[str, list[int]] = {}
+            for r in queries.top_comm_ops(con, run_id, EVERYTHING).to_dicts():
+                total = comm.setdefault(r["op"], [0, 0])
+                total[0] += r["count"]
+                total[1] += r["total_ns"]
+            assert comm == {k: v[:2] for k, v in expected["comm"].items()}, run_id
+            (row,) = run_list(con, [run_id]).to_dicts()
+            assert row["makespan_ns"] == expected["makespan"], run_id
+    finally:
+        con.close()
