@@ -3,7 +3,7 @@
 `ns_resolution_trace` (V100, 2024-04, `displayTimeUnit: "ns"`, `1712195495519689.123`-style
 ts) 45,220 of its 45,419 stored events started up to 125 ns from where the file puts them
 (ProfilerStep#101 at ...502094.500 µs for the file's ...502094.565), and `runs` gave its
-makespan as 495,002,442 ns for the file's 495,002,392."""
+makespan as 495,002,442 ns for the file's 495,002,377."""
 
 from __future__ import annotations
 
