@@ -229,3 +229,18 @@ def test_a_row_the_file_ends_inside_costs_itself(
     code = main(["ingest", str(job), "--warehouse", str(tmp_path / "w.duckdb"), "--no-progress"])
     assert code == 2 and "line 17: cut_off (the file ends inside it" in capsys.readouterr().err
     assert _stored(tmp_path / "w.duckdb") == _stored(tmp_path / "ref.duckdb")
+
+
+def test_a_group_key_given_twice_refuses_the_group_file(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On 373e096 Python's json kept the second `collective` list without a word."""
+    ref = _job(real_dir, tmp_path / "ref")
+    (ref / GROUPS).unlink()
+    main(["ingest", str(ref), "--warehouse", str(tmp_path / "ref.duckdb"), "--no-progress"])
+    job = _job(real_dir, tmp_path / "run")
+    text = (job / GROUPS).read_text()
+    (job / GROUPS).write_text('{"collective": [[0, 1]], ' + text.lstrip()[1:])
+    code = main(["ingest", str(job), "--warehouse", str(tmp_path / "w.duckdb"), "--no-progress"])
+    assert code == 2 and "'collective' is given twice" in capsys.readouterr().err
+    assert _groups(tmp_path / "w.duckdb") == _groups(tmp_path / "ref.duckdb")

@@ -88,6 +88,24 @@ def _group_ranks(values: Any) -> tuple[tuple[int, ...] | None, str | None]:
     return tuple(ranks), None
 
 
+_GROUP_KEYS = ("collective", "p2p", "comm_group_parallel_info")
+
+
+def _keys_twice(path: Path) -> str | None:
+    """The first group key the file's top level gives twice (Python's json kept the last one
+    without a word: issue 36 round seven), None when none is; the file is small (it was just
+    read by load_json_file)."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        found.extend(k for k in _GROUP_KEYS if keys.count(k) > 1)
+        return dict(items)
+
+    json.loads(path.read_bytes().decode("utf-8-sig"), object_pairs_hook=pairs)
+    return found[0] if found else None
+
+
 def read_communication_group(path: Path) -> list[Group]:
     """Groups of communication_group.json (old or new format); QuarantineError if it is none."""
     return read_communication_group_rows(path)[0]
@@ -97,10 +115,14 @@ def read_communication_group_rows(path: Path) -> tuple[list[Group], list[str]]:
     """The groups of read_communication_group and one `where: why` per group left out (a group
     that is no list of ranks costs itself, named, not the file's other groups)."""
     data = load_json_file(path)
-    if not isinstance(data, dict) or not any(
-        k in data for k in ("collective", "p2p", "comm_group_parallel_info")
-    ):
+    if not isinstance(data, dict) or not any(k in data for k in _GROUP_KEYS):
         raise QuarantineError(INVALID_GROUPS, f"{path.name}: no collective/p2p group lists")
+    twice = _keys_twice(path)
+    if twice:
+        raise QuarantineError(
+            INVALID_GROUPS,
+            f"{path.name}: {twice!r} is given twice: which groups the writer meant is unknown",
+        )
     groups: list[Group] = []
     set_aside: list[str] = []
     named = data.get("comm_group_parallel_info")
