@@ -30,8 +30,6 @@ STEPPED = [
     "kineto/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
     "tracelens/mi300/resnet_act_checkpoint.json.gz",
 ]
-REL = 0.01  # the acceptance: within 1 % of an independent launch-correlated computation
-ABS_US = 1.0
 
 
 def _find(rel: str) -> Path:
@@ -50,8 +48,9 @@ def _oracle():
     return module
 
 
-def _close(ours_us: float, theirs_us: float) -> bool:
-    return abs(ours_us - theirs_us) <= max(REL * abs(theirs_us), ABS_US)
+def _ns(us: float) -> int:
+    """The oracle's µs (exact ns printed with 3 decimals) back in ns."""
+    return round(us * 1000)
 
 
 # the four largest traces (5-11 s each: the standard-library oracle reads every event) run in CI's
@@ -75,15 +74,13 @@ def test_step_breakdown_matches_the_launch_correlated_oracle(rel: str) -> None:
     assert set(rows) == set(expected), (sorted(rows), sorted(expected))
     for step, want in expected.items():
         row, union = rows[step], want["union_us"]
-        assert _close(row["computing_ns"] / 1e3, union["compute"]), (step, row, union)
-        assert _close(row["memcpy_ns"] / 1e3, union["memcpy"]), (step, row, union)
-        assert _close(row["memset_ns"] / 1e3, union["memset"]), (step, row, union)
-        comm = row["communication_ns"] / 1e3
-        collective, p2p = union["communication"], union["p2p"]
-        if p2p == 0 or collective == 0:
-            assert _close(comm, collective + p2p), (step, row, union)
-        else:  # the union of both lies between the larger and the sum
-            assert max(collective, p2p) - ABS_US <= comm <= collective + p2p + ABS_US
+        # to the ns (since 2026-12-05: an epoch-µs float ts is read with its own digits; the
+        # V100 ns_resolution_trace was within 1 % only): the oracle's µs have 3 decimals
+        assert row["computing_ns"] == _ns(union["compute"]), (step, row, union)
+        assert row["memcpy_ns"] == _ns(union["memcpy"]), (step, row, union)
+        assert row["memset_ns"] == _ns(union["memset"]), (step, row, union)
+        # the oracle's communication is the union of collective and p2p kernels together
+        assert row["communication_ns"] == _ns(union["communication"]), (step, row, union)
         # launch attribution: nothing was placed by the start-time fallback; work launched
         # before the capture (no runtime call in the file) is left out and flags its step
         if row["launch_coverage"] < 0.99:
