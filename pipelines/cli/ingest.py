@@ -40,7 +40,8 @@ run id); tags given earlier and the chunk rule of `tracereplay chunks` carry ove
 rank folder of an ingested run refreshes that run instead of adding a second one. --prune also
 removes stored runs under the given folders that they no longer hold.
 
-Each run's line counts what was read: events (trace events and db rows with a time; the overlap
+Each run's line counts what was read: events (the complete events of the trace, a Kineto trace's
+whole-capture span and CUPTI `overhead` events left out, or the db's rows with a time; the overlap
 lanes derived for a Kineto trace or a db, which has none of its own, are not counted), kernels
 (kernel_details rows, or the trace's / db's device tasks) and comm_ops.
 
