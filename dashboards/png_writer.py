@@ -26,14 +26,20 @@ class _Worker:
     def __init__(self, on_reply) -> None:
         # a file, so a chatty worker can never block on a full pipe; closed in close()
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "dashboards.png_render"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            text=True,
-            encoding="utf-8",
-        )
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "dashboards.png_render"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.stderr,
+                text=True,
+                encoding="utf-8",
+            )
+        except OSError as exc:  # an interpreter this user cannot run (issue 36 round seven)
+            self.stderr.close()
+            raise PngRenderError(
+                f"the PNG renderer could not start: {sys.executable}: {exc.strerror}"
+            ) from exc
         self.reader = threading.Thread(target=self._read, args=(on_reply,), daemon=True)
         self.reader.start()
 
@@ -68,7 +74,15 @@ class PngWriter:
         self._done: dict[int, str | None] = {}
         self._outs: dict[int, str] = {}
         self._changed = threading.Condition()
-        self._workers = [_Worker(self._finished) for _ in range(max(1, processes))]
+        self._workers: list[_Worker] = []
+        try:
+            for _ in range(max(1, processes)):
+                self._workers.append(_Worker(self._finished))
+        except PngRenderError:
+            for worker in self._workers:
+                worker.close()
+            shutil.rmtree(self._spool, ignore_errors=True)
+            raise
         self._jobs = 0
         self._bundle_job = self._send("bundle", self._spool / "bundle.js") if bundle else None
 

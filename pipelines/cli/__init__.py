@@ -198,11 +198,20 @@ def _handled(args: argparse.Namespace) -> int:
         print(f"tracereplay {args.command}: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except Exception as exc:
-        known = storage_error(exc)  # a damaged lake file, a full disk: one line, not a traceback
+        # a damaged lake file, a full disk, a chart renderer that cannot run: one line
+        known = storage_error(exc) or _render_error(exc)
         if known is None:
             raise
         print(f"tracereplay {args.command}: {known}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+
+
+def _render_error(exc: Exception) -> str | None:
+    """The message of a PNG render failure (dashboards.png_writer.PngRenderError), else None:
+    a renderer that cannot start or render was a traceback (issue 36 round seven)."""
+    from dashboards.png_writer import PngRenderError
+
+    return str(exc) if isinstance(exc, PngRenderError) else None
 
 
 def _quiet_stdout() -> None:
