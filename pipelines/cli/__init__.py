@@ -31,9 +31,6 @@ class Terminated(BaseException):
     the spot without a word; issue 36 round seven)."""
 
 
-_stopped_by: list[str] = []  # "Ctrl-C" / "SIGTERM" once a stop signal came in this call
-
-
 def _stop(signum: int, frame: object) -> None:
     import signal
 
@@ -46,8 +43,10 @@ def _stop(signum: int, frame: object) -> None:
 
         threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
         return
+    from pipelines import stop
+
     interrupt = signum == signal.SIGINT
-    _stopped_by.append("Ctrl-C" if interrupt else "SIGTERM")
+    stop.request("Ctrl-C" if interrupt else "SIGTERM")
     raise KeyboardInterrupt if interrupt else Terminated
 
 
@@ -79,7 +78,9 @@ def _stopped() -> int:
     """One line for a command stopped by a signal (issue 36 round seven: Ctrl-C printed a
     KeyboardInterrupt traceback, or DuckDB's 'Query interrupted' one). What is stored is what
     the writes finished before the stop: each run's write is one transaction."""
-    what = _stopped_by[0] if _stopped_by else "Ctrl-C"
+    from pipelines import stop
+
+    what = stop.requested() or "Ctrl-C"
     print(
         f"tracereplay: stopped by {what}; the store keeps what was written before, run the"
         " command again to finish",
@@ -148,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tracereplay` console script."""
     import signal
 
-    _stopped_by.clear()
+    from pipelines import stop
+
+    stop.clear()
     previous = _catch_stops()
     try:
         return _run_command(argv)
@@ -158,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, Terminated):
         return _stopped()
     except Exception:
-        if _stopped_by:  # the stop surfaced as another error (DuckDB: 'Query interrupted')
+        if stop.requested():  # the stop surfaced as another error (DuckDB: 'Query interrupted')
             return _stopped()
         raise
     finally:

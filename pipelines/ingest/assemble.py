@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines import memory_budget
+from pipelines import memory_budget, stop
 from pipelines.ingest.discover import RankInput, RunInput
 from pipelines.ingest.dropped import merged as merged_counts
 from pipelines.ingest.errors import QuarantineError
@@ -248,6 +248,7 @@ def _guarded(
     except QuarantineError as exc:
         quarantined.append(exc.quarantined(blame or path))
     except Exception as exc:  # a reader bug must not stop the other inputs
+        stop.raise_if_requested()  # a stop DuckDB surfaced as an error is no file's fault
         quarantined.append(
             Quarantined(stored_path(path), "read_error", f"{type(exc).__name__}: {exc}"[:300])
         )

@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines import memory_budget
+from pipelines import memory_budget, stop
 from pipelines.ingest.assemble import (
     FileDigest,
     apply_tags,
@@ -559,6 +559,7 @@ def _ingest(
             except StoreError:
                 raise
             except Exception as exc:  # one run's failure never stops the others
+                stop.raise_if_requested()  # a stop DuckDB surfaced as an error is no run's fault
                 stage = "write" if isinstance(exc, duckdb.Error) else "read"
                 state.quarantine([_failure(run, exc, stage)])
             finally:

@@ -61,3 +61,29 @@ def test_another_error_without_a_stop_is_not_called_a_stop(
     monkeypatch.setattr(cli, "_run_command", command)
     with pytest.raises(RuntimeError):
         cli.main(["runs"])
+
+
+def test_a_stop_a_reader_sees_as_an_error_is_no_read_error(tmp_path) -> None:
+    """DuckDB turns a stop inside a query into `RuntimeError: Query interrupted`; the readers'
+    guards stored it as the file's `read_error` and the ingest went on (sig7.py: SIGINT 2.6 s
+    into an ingest stored the run without its cluster data, and the re-run found it unchanged)."""
+    from pipelines import stop
+    from pipelines.ingest.assemble import _guarded
+    from pipelines.ingest.readers.ascend_text import _Attempts
+
+    def reader(path):
+        stop.request("Ctrl-C")
+        raise RuntimeError("Query interrupted")
+
+    (tmp_path / "f.csv").write_text("x\n")
+    quarantined: list = []
+    try:
+        for guard in (
+            lambda: _guarded(tmp_path / "f.csv", reader, quarantined),
+            lambda: _Attempts().read(tmp_path / "f.csv", reader),
+        ):
+            with pytest.raises(KeyboardInterrupt):
+                guard()
+    finally:
+        stop.clear()
+    assert quarantined == []

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from pipelines import stop
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.frames import SCHEMAS, Quarantined, RankFrames
@@ -98,6 +99,7 @@ class _Attempts:
         except QuarantineError as exc:
             self.quarantined.append(exc.quarantined(path))
         except Exception as exc:  # a reader bug must not stop the other files
+            stop.raise_if_requested()  # a stop DuckDB surfaced as an error is no file's fault
             self.quarantined.append(
                 Quarantined(str(path), "read_error", f"{type(exc).__name__}: {exc}"[:300])
             )
