@@ -251,7 +251,11 @@ def _ingest(args: argparse.Namespace, tags: dict[str, str]) -> int:
             if not args.no_chunks:
                 chunks = _extract_chunks(session, changed)
                 kept = [r.run_id for r in report.runs if r.run_id not in chunks]
-                chunks |= _stored_chunks(session, kept)
+                stored = _stored_chunks(session, kept)
+                # a run written, then stopped before its chunks (Ctrl-C, SIGTERM, a kill) is
+                # `unchanged` at the next ingest: one with chunk markers and no chunk row is
+                # segmented again (issue 36 round seven: its chunks were missing for good)
+                chunks |= stored | _extract_chunks(session, [r for r, n in stored.items() if not n])
             if checked:
                 from pipelines.quality.sanity import sanity_warnings
                 from pipelines.store.insert import memory_limited

@@ -87,3 +87,39 @@ def test_a_stop_a_reader_sees_as_an_error_is_no_read_error(tmp_path) -> None:
     finally:
         stop.clear()
     assert quarantined == []
+
+
+def test_a_run_written_without_its_chunks_gets_them_at_the_next_ingest(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stop between a run's write and its chunks left it `unchanged` with no chunk rows at
+    every later ingest (sig7.py: 3 of 14 stopped ingests); `--no-chunks` leaves the same state."""
+    import duckdb
+
+    run = tmp_path / "run"
+    run.mkdir()
+    cli.main(
+        [
+            "simulate",
+            "--schedule",
+            "cpp",
+            "--ranks",
+            "2",
+            "--seq-len",
+            "16384",
+            "--chunk",
+            "4096",
+            "--out",
+            str(tmp_path / "sim"),
+            "--format",
+            "kineto",
+        ]
+    )
+    for trace in (tmp_path / "sim" / "kineto").iterdir():
+        trace.rename(run / trace.name)
+    warehouse = str(tmp_path / "w.duckdb")
+    assert cli.main(["ingest", str(run), "--warehouse", warehouse, "--no-chunks"]) == 0
+    assert cli.main(["ingest", str(run), "--warehouse", warehouse, "--no-progress"]) == 0
+    assert "unchanged" in capsys.readouterr().out
+    with duckdb.connect(warehouse, read_only=True) as con:
+        assert con.execute("select count(*) from chunks").fetchone()[0] == 8
