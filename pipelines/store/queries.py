@@ -419,6 +419,17 @@ def has_chunk_markers(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     return row is not None
 
 
+def has_profiler_steps(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
+    """Whether the run's host slices carry a ProfilerStep#N window (what `chunks
+    --profiler-steps` cuts by)."""
+    row = con.execute(
+        "select 1 from slices where run_id = ? and lane = 'host'"
+        f" and starts_with(name, '{PROFILER_STEP_PREFIX}') limit 1",
+        [run_id],
+    ).fetchone()
+    return row is not None
+
+
 def chunk_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """Per rank and virtual stage of one run: sql/marts/fct_chunk_summary.sql."""
     return con.execute(

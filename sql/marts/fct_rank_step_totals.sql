@@ -4,7 +4,8 @@
 select
     run_id,
     rank,
-    count(*) as steps,
+    -- 0: rows without a step number (no ProfilerStep in the capture: one whole-capture window)
+    count(step) as steps,
     string_agg(distinct origin, '+' order by origin) as origin,
     bool_and(coalesce(complete, true)) as complete,
     sum(computing_ns)::bigint as computing_ns,

@@ -155,3 +155,29 @@ def test_dashboards_lines_fit_the_terminal(real_warehouse: Path, tmp_path: Path,
     out = capsys.readouterr().out
     assert "trends" in out and "--tag model=NAME" in " ".join(out.split())
     _assert_readable(out)
+
+
+@pytest.mark.parametrize(
+    ("origin", "steps", "profiler_steps"),
+    [
+        ("kineto/HolisticTraceAnalysis/tests/data/critical_path/simple_add", "0", False),
+        ("msinsight/test/st/level2", "1", False),  # kernel_details.csv: no host lane
+        (B1, "1", True),
+    ],
+)
+def test_show_says_when_a_run_has_no_step_or_no_profiler_step_to_cut(
+    real_warehouse: Path, capsys, origin: str, steps: str, profiler_steps: bool
+) -> None:
+    """HTA's simple_add has no ProfilerStep: show counted its whole-capture breakdown row as `1`
+    step, and told every run without markers to try `chunks --profiler-steps`, which finds
+    nothing in it nor in set A (kernel_details.csv rows, no host lane)."""
+    run_id = _run_id(real_warehouse, origin)
+    assert main(["show", run_id, "--no-fit", "--warehouse", str(real_warehouse)]) == 0
+    out = capsys.readouterr().out
+    _assert_readable(out)
+    rank0 = next(line for line in _lines(out) if line.startswith("0 "))
+    assert rank0.split()[1] == steps, rank0
+    assert ("no step number" in out) == (steps == "0")
+    text = " ".join(out.split())
+    assert ("treat each ProfilerStep as one chunk" in text) == profiler_steps
+    assert ("finds nothing here" in text) == (not profiler_steps)

@@ -34,6 +34,7 @@ class RunView:
     fits: pl.DataFrame  # tau fit per curve of this run (may be empty)
     notes: list[str] = field(default_factory=list)
     has_markers: bool = False
+    has_profiler_steps: bool = False
 
     def as_json(self) -> dict[str, Any]:
         def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
@@ -72,6 +73,11 @@ def _notes(view: RunView) -> list[str]:
                 f"rank {row['rank']}: our derived breakdown is incomplete ({reason}); the"
                 f" {row['origin']} figures are shown instead"
             )
+        if row["steps"] == 0:
+            notes.append(
+                f"rank {row['rank']}: no step number (no ProfilerStep in the capture): its"
+                " breakdown is one window over the whole capture"
+            )
         recv_wait, p2p = row["recv_wait_ns"], row["p2p_bubble_ns"]
         if p2p is not None and recv_wait is not None and abs(p2p - recv_wait) > SAME_NS:
             notes.append(
@@ -85,13 +91,21 @@ def _notes(view: RunView) -> list[str]:
                 "chunk markers found but no chunks stored: run `tracereplay chunks --run"
                 f" {view.run['run_id']}`"
             )
-        else:
+        elif view.has_profiler_steps:
             notes.append(
                 "no chunks: this run has no chunk markers. Wrap each prefill forward in"
                 " record_function('chunk[req=<id>,k=<k>,vs=<stage>,tokens=<c>,prefix=<p>]')"
                 " (docs/tau_k.md), or treat each ProfilerStep as one chunk with `tracereplay"
                 f" chunks --profiler-steps --run {view.run['run_id']}`; set model / schedule /"
                 " chunk_size with `tracereplay ingest PATH --tag key=value`"
+            )
+        else:
+            notes.append(
+                "no chunks: this run has neither chunk markers nor ProfilerStep ranges on a host"
+                " lane, so nothing cuts it into chunks (`tracereplay chunks --profiler-steps`"
+                " finds nothing here). Profile the host side too and wrap each prefill forward in"
+                " record_function('chunk[req=<id>,k=<k>,vs=<stage>,tokens=<c>,prefix=<p>]')"
+                " (docs/tau_k.md)"
             )
     return notes
 
@@ -110,6 +124,7 @@ def show_run(con: duckdb.DuckDBPyConnection, run_id: str, fit: bool = True) -> R
         chunks=chunks,
         fits=_run_fits(con, run_id) if fit and chunks.height else pl.DataFrame(),
         has_markers=queries.has_chunk_markers(con, run_id),
+        has_profiler_steps=queries.has_profiler_steps(con, run_id),
     )
     view.notes = _notes(view)
     return view
