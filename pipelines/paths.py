@@ -112,14 +112,19 @@ def project_config(root: Path | None = None) -> dict:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{shown} is not valid TOML: {exc}") from exc
-    lake = config.get("lake")
-    if "lake" in config and not (isinstance(lake, str) and lake.strip() and lake.isprintable()):
-        given = printable(repr(lake))[:60]
-        raise ConfigError(
-            f'{shown}: lake = {given} is no folder; write lake = "data/lake" (relative to the'
-            " file) or leave the key out for the single-file warehouse"
-        )
+    for key, example, absent in FOLDER_SETTINGS:
+        value = config.get(key)
+        if key in config and not (isinstance(value, str) and value.strip() and value.isprintable()):
+            given = printable(repr(value))[:60]
+            raise ConfigError(
+                f'{shown}: {key} = {given} is no folder; write {key} = "{example}" (relative to'
+                f" the file) or leave the key out for {absent}"
+            )
     return config
+
+
+FOLDER_SETTINGS = (("lake", "data/lake", "the single-file warehouse"),)
+"""tracereplay.toml keys that name a folder: (key, an example, what leaving it out means)."""
 
 
 def raw_dir() -> Path:

@@ -37,6 +37,8 @@ def test_exit_codes_are_the_documented_values() -> None:
         ("OK", 0),
         ("CHECK_FAILED", 1),
         ("BAD_INPUT", 2),
+        ("INTERRUPTED", 130),
+        ("TERMINATED", 143),
     ]
     assert main([]) == ExitCode.BAD_INPUT
 
