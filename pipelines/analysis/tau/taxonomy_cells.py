@@ -71,14 +71,16 @@ def whole_layer(n: int) -> Draw:
     return draw
 
 
-def dsa_module(n: int, lo: float = 10.0, hi: float = 90.0) -> Draw:
-    """A DSA module: flat with a small linear term, a/b `lo`-`hi` (log-uniform; 10-90 the issue's
-    modules, 5-7.6 the public tables' DSA at 8K chunks over 160K, N = 20: docs/tau_k.md §4)."""
+def dsa_module(n: int, lo: float = 10.0, hi: float = 90.0, grid: tuple[int, ...] = ()) -> Draw:
+    """A DSA module: flat with a small linear term, a/b `lo`-`hi` (log-uniform). 10-90 are the
+    issue's modules over chunks 0 .. n-1; 5-7.6 the public tables' DSA at 8K chunks, read as the
+    product reads them at a 128K request: measured at the tables' prefixes 0, 8K, 16K, 32K, 64K
+    (`grid`, k = 0, 1, 2, 4, 8) and judged as a request of n = 16 chunks (docs/tau_k.md §4)."""
 
     def draw(rng):
         r = math.exp(rng.uniform(math.log(lo), math.log(hi)))
-        k = np.arange(n, dtype=float)
-        return k, 2e6 * (1 + k / r), {"r": r}
+        k = np.array(grid, dtype=float) if grid else np.arange(n, dtype=float)
+        return k, 2e6 * (1 + k / r), {"r": r, "n_chunks": n if grid else None}
 
     return draw
 
@@ -157,7 +159,13 @@ CELLS = (
     Cell("whole layer N=8", "a/b 25-730", whole_layer(8), lambda v, f, i: v == "flattened", 0.95),
     Cell("dense kernel N=5", "a/b 1.2-1.5", dense_kernel(5), lambda v, f, i: v == "linear", 0.95),
     Cell("DSA module N=16", "a/b 10-90", dsa_module(16), _flagged, 0.97),
-    Cell("DSA 8K chunks N=20", "a/b 5-7.6", dsa_module(20, 5.0, 7.6), _flagged, 0.97),
+    Cell(
+        "DSA 8K chunks at 128K",
+        "a/b 5-7.6, k = 0, 1, 2, 4, 8 of N = 16",
+        dsa_module(16, 5.0, 7.6, grid=(0, 1, 2, 4, 8)),
+        _flagged,
+        0.97,
+    ),
     Cell("DSA 1K chunks top-k 2K N=16", "knee k=2", dsa_topk(16, 1024, 2048), _flagged, 0.97),
     # a knee 3 chunks before the end of a 16-chunk curve: located in 47.7 % [44.6, 50.8] when
     # fitted as one trace run (rho from the line's residuals, which the knee inflates to
@@ -201,7 +209,7 @@ def run_cell(
         rng = np.random.default_rng([seed, i])
         k, tau, info = cell.draw(rng)
         fit = fit_curve(k, _noisy(rng, tau, cell.noise), n_boot=0, independent=not as_trace)
-        verdict = classify(fit)
+        verdict = classify(fit, n_chunks=info.get("n_chunks"))
         row = {"breakpoint_k": verdict.breakpoint_k, "knee_at": verdict.knee_at}
         label = verdict.label + (f"@{verdict.knee_at}" if verdict.knee_at else "")
         counts[label] += 1
