@@ -40,8 +40,48 @@ SMALL_JSON_FLOOR = 16 << 20
 it must not refuse a 1 KB profiler_info)."""
 
 
-def load_json_file(path: Path) -> Any:
-    """Parse a small JSON file, raising QuarantineError with a reason code on failure."""
+class TwiceKeyed(dict):
+    """A JSON object as `load_json_file(..., note_twice=True)` reads it: `twice` names the keys
+    given more than once with different values (Python's json keeps the last without a word; a
+    key repeated with the same value is one key)."""
+
+    twice: tuple[str, ...] = ()
+
+
+def _note_twice(pairs: list[tuple[str, Any]]) -> TwiceKeyed:
+    obj = TwiceKeyed()
+    twice = []
+    for key, value in pairs:
+        if key in obj and obj[key] != value and key not in twice:
+            twice.append(key)
+        obj[key] = value
+    obj.twice = tuple(twice)
+    return obj
+
+
+def twice_in(value: Any) -> str | None:
+    """The first key given twice with two values anywhere inside `value` (read with
+    note_twice=True), as 'a > b', None when there is none."""
+    if isinstance(value, TwiceKeyed) and value.twice:
+        return repr(value.twice[0])
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, inner in items:
+        found = twice_in(inner)
+        if found:
+            return f"{key!r} > {found}"
+    return None
+
+
+def load_json_file(path: Path, *, note_twice: bool = False) -> Any:
+    """Parse a small JSON file, raising QuarantineError with a reason code on failure. With
+    `note_twice` its objects are TwiceKeyed: a reader names a key given twice (twice_in) and sets
+    aside what holds it instead of reading the last value."""
     limit = max(SMALL_JSON_FLOOR, memory_budget.max_memory() // SMALL_JSON_SHARE)
     try:
         size = path.stat().st_size
@@ -61,13 +101,13 @@ def load_json_file(path: Path) -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise QuarantineError("not_json", f"{path.name} is not UTF-8 text: {exc.reason}") from exc
-    return parse_json_text(text, path.name)
+    return parse_json_text(text, path.name, note_twice=note_twice)
 
 
-def parse_json_text(text: str, name: str) -> Any:
+def parse_json_text(text: str, name: str, *, note_twice: bool = False) -> Any:
     """json.loads with quarantine reasons: truncated_json when the error is at the very end."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_note_twice if note_twice else None)
     except RecursionError:
         # a value nested past Python's recursion limit (~1,000 levels; no profiler writes more
         # than a few): the file, not the run (it failed the whole run as `read_error` before)
