@@ -503,13 +503,15 @@ def metric_values(
     metrics: list[str],
     collected_only: bool = False,
 ) -> pl.DataFrame:
-    """fct_run_metric_values rows of the given runs and metrics, oldest first; `collected_only`:
-    runs with a collection time."""
+    """fct_run_metric_values rows of the given runs and metrics, oldest first, a run's metrics by
+    name (the order a scan meets its series in: by collection time and run alone, a run's metrics
+    came in no set order, and a change search listed near-tied points in either order);
+    `collected_only`: runs with a collection time."""
     return con.execute(
         "select * from fct_run_metric_values where run_id in (select unnest(?::varchar[]))"
         " and metric in (select unnest(?::varchar[]))"
         + (" and collected_at is not null" if collected_only else "")
-        + " order by collected_at, run_id",
+        + " order by collected_at, run_id, metric",
         [run_ids, metrics],
     ).pl()
 
