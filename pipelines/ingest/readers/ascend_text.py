@@ -105,6 +105,21 @@ class _Attempts:
             )
         return None
 
+    def read_rows(
+        self, path: Path, reader: Callable[[Path], tuple[pl.DataFrame, list[str]]]
+    ) -> pl.DataFrame | None:
+        """`read` of a reader that returns (rows, one `where: why` line per row left out); the
+        lines become the file's `invalid_rows` quarantine row."""
+        read = self.read(path, reader)
+        if read is None:
+            return None
+        rows, set_aside = read
+        if set_aside:
+            self.quarantined.append(
+                Quarantined.entries_set_aside(path, set_aside, reason="invalid_rows")
+            )
+        return rows
+
 
 def _exact_comm(trace: TraceView | None, kernels: KernelDetails | None) -> pl.DataFrame:
     """Top-level comm ops with exact times: trace comm lane, else kernel_details comm rows."""
@@ -334,24 +349,8 @@ def read_rank(rank_dir: Path) -> RankFrames:
                 out / STEP_TRACE_TIME, steps.set_aside, reason="invalid_rows"
             )
         )
-    communication = None
-    read = attempts.read(out / COMMUNICATION, read_communication_rows)
-    if read is not None:
-        communication, set_aside = read
-        if set_aside:
-            attempts.quarantined.append(
-                Quarantined.entries_set_aside(out / COMMUNICATION, set_aside, reason="invalid_rows")
-            )
-    matrix = None
-    read = attempts.read(out / COMMUNICATION_MATRIX, read_communication_matrix_rows)
-    if read is not None:
-        matrix, set_aside = read
-        if set_aside:
-            attempts.quarantined.append(
-                Quarantined.entries_set_aside(
-                    out / COMMUNICATION_MATRIX, set_aside, reason="invalid_rows"
-                )
-            )
+    communication = attempts.read_rows(out / COMMUNICATION, read_communication_rows)
+    matrix = attempts.read_rows(out / COMMUNICATION_MATRIX, read_communication_matrix_rows)
 
     rank = info.rank if info is not None else None
     if rank is None and metadata is not None:

@@ -52,6 +52,7 @@ INVALID_COMMUNICATION = "invalid_cluster_communication"
 _STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)
 _MB = 1_000_000
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def read_cluster(cluster_dir: Path, *, with_comm_ops: bool = True) -> RunFrames:
@@ -77,38 +78,24 @@ def read_cluster(cluster_dir: Path, *, with_comm_ops: bool = True) -> RunFrames:
             quarantined.append(err.quarantined(path))
             return None
 
-    read = attempt(STEP_TRACE_FILE, read_cluster_step_trace_rows)
-    table = None
-    if read is not None:
-        table, set_aside = read
+    def attempt_rows(name: str, reader: Callable[[Path], tuple[R, list[str]]]) -> R | None:
+        """`attempt` of a reader that returns (rows, one line per row left out): the lines
+        become the file's `invalid_rows` quarantine row."""
+        read = attempt(name, reader)
+        if read is None:
+            return None
+        rows, set_aside = read
         if set_aside:
             quarantined.append(
-                Quarantined.entries_set_aside(
-                    cluster_dir / STEP_TRACE_FILE, set_aside, reason="invalid_rows"
-                )
+                Quarantined.entries_set_aside(cluster_dir / name, set_aside, reason="invalid_rows")
             )
-    groups: list[Group] = []
-    found = attempt(GROUP_FILE, read_communication_group_rows)
-    if found is not None:
-        groups, groups_aside = found
-        if groups_aside:
-            quarantined.append(
-                Quarantined.entries_set_aside(
-                    cluster_dir / GROUP_FILE, groups_aside, reason="invalid_rows"
-                )
-            )
-    comm = None
-    read_comm = (
-        attempt(COMMUNICATION_FILE, read_cluster_communication_rows) if with_comm_ops else None
+        return rows
+
+    table = attempt_rows(STEP_TRACE_FILE, read_cluster_step_trace_rows)
+    groups: list[Group] = attempt_rows(GROUP_FILE, read_communication_group_rows) or []
+    comm = (
+        attempt_rows(COMMUNICATION_FILE, read_cluster_communication_rows) if with_comm_ops else None
     )
-    if read_comm is not None:
-        comm, comm_aside = read_comm
-        if comm_aside:
-            quarantined.append(
-                Quarantined.entries_set_aside(
-                    cluster_dir / COMMUNICATION_FILE, comm_aside, reason="invalid_rows"
-                )
-            )
     if table is None and not groups and comm is None:
         detail = "; ".join(f"{q.path}: {q.reason}" for q in quarantined) or (
             f"none of {STEP_TRACE_FILE}, {GROUP_FILE}, {COMMUNICATION_FILE}"
