@@ -6,7 +6,6 @@ kernels), and a deep value in one event's args, or outside traceEvents, lost the
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -14,20 +13,9 @@ import duckdb
 import pytest
 
 from pipelines.cli import main
+from tests.hostile.simple_add import simple_add_trace
 
-SIMPLE_ADD = (
-    "kineto/HolisticTraceAnalysis/tests/data/critical_path/simple_add/"
-    "benchmark_result_493459_1694039959_trace.json.gz"
-)
 DEEP = "[" * 1_000_000 + "]" * 1_000_000
-
-
-def _trace(real_dir: Path) -> dict:
-    source = real_dir / SIMPLE_ADD
-    if not source.is_file():
-        pytest.skip(f"{source} absent")
-    with gzip.open(source, "rt") as handle:
-        return json.load(handle)
 
 
 def _ingest(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -47,7 +35,7 @@ def _kernels(tmp_path: Path) -> int:
 def test_a_kernel_of_another_phase_is_set_aside_and_named(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], phase: str
 ) -> None:
-    trace = _trace(real_dir)
+    trace = simple_add_trace(real_dir)
     events = trace["traceEvents"]
     index = next(i for i, e in enumerate(events) if e.get("cat") == "kernel")
     events[index]["ph"] = phase
@@ -60,7 +48,7 @@ def test_a_kernel_of_another_phase_is_set_aside_and_named(
 def test_a_value_nested_a_million_deep_costs_its_event(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace = _trace(real_dir)
+    trace = simple_add_trace(real_dir)
     events = trace["traceEvents"]
     index = next(i for i, e in enumerate(events) if e.get("cat") == "cpu_op")
     events[index].setdefault("args", {})["deep"] = "@deep@"
@@ -75,7 +63,7 @@ def test_a_value_nested_a_million_deep_costs_its_event(
 def test_a_member_outside_the_events_nested_a_million_deep_costs_itself(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], first: bool
 ) -> None:
-    trace = _trace(real_dir)
+    trace = simple_add_trace(real_dir)
     trace = {"deep": "@deep@", **trace} if first else {**trace, "deep": "@deep@"}
     code, err = _ingest(tmp_path, json.dumps(trace).replace('"@deep@"', DEEP), capsys)
     assert code == 2

@@ -9,7 +9,6 @@ float lost the trace."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -17,20 +16,9 @@ import duckdb
 import pytest
 
 from pipelines.cli import main
+from tests.hostile.simple_add import simple_add_trace
 
-SIMPLE_ADD = (
-    "kineto/HolisticTraceAnalysis/tests/data/critical_path/simple_add/"
-    "benchmark_result_493459_1694039959_trace.json.gz"
-)
 BASE = 1_767_225_600_000_000_000
-
-
-def _trace(real_dir: Path) -> dict:
-    source = real_dir / SIMPLE_ADD
-    if not source.is_file():
-        pytest.skip(f"{source} absent")
-    with gzip.open(source, "rt") as handle:
-        return json.load(handle)
 
 
 def _ingest(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -59,7 +47,7 @@ def _kernels(tmp_path: Path) -> tuple[int, int | None]:
 def test_a_member_of_the_wrong_type_costs_itself(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], member: str, value: object
 ) -> None:
-    trace = _trace(real_dir)
+    trace = simple_add_trace(real_dir)
     trace[member] = value
     code, err = _ingest(tmp_path, json.dumps(trace), capsys)
     assert code == 2
@@ -70,7 +58,7 @@ def test_a_member_of_the_wrong_type_costs_itself(
 def test_a_rank_past_integer_takes_the_file_name(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace = _trace(real_dir)
+    trace = simple_add_trace(real_dir)
     trace["distributedInfo"] = {"rank": 2**40}
     code, err = _ingest(tmp_path, json.dumps(trace), capsys)
     assert code == 0 and "read_error" not in err
@@ -82,7 +70,7 @@ def test_a_rank_past_integer_takes_the_file_name(
 def test_traceevents_given_twice_refuses_the_file(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace = _trace(real_dir)
+    trace = simple_add_trace(real_dir)
     events = trace.pop("traceEvents")
     half = len(events) // 2
     text = (
@@ -104,7 +92,7 @@ def test_traceevents_given_twice_refuses_the_file(
 def test_a_base_time_in_digits_or_a_whole_float_is_read(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], base: object
 ) -> None:
-    trace = _trace(real_dir)
+    trace = simple_add_trace(real_dir)
     device = ("kernel", "gpu_memcpy", "gpu_memset")
     first = min(e["ts"] for e in trace["traceEvents"] if e.get("cat") in device)
     trace["baseTimeNanoseconds"] = base
@@ -117,7 +105,7 @@ def test_a_base_time_in_digits_or_a_whole_float_is_read(
 def test_a_base_time_that_is_no_time_refuses_the_file(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], base: object
 ) -> None:
-    trace = _trace(real_dir)
+    trace = simple_add_trace(real_dir)
     trace["baseTimeNanoseconds"] = base
     code, err = _ingest(tmp_path, json.dumps(trace), capsys)
     assert code == 2 and "is no time base" in err
@@ -158,7 +146,7 @@ def test_steps_that_overlap_or_repeat_are_named(
     named: str,
 ) -> None:
     """On 373e096 both were read without a word (exit 0): a step ended where the next began."""
-    trace = _with_steps(_trace(real_dir), *windows)
+    trace = _with_steps(simple_add_trace(real_dir), *windows)
     code, err = _ingest(tmp_path, json.dumps(trace), capsys)
     assert code == 2 and f"repaired_rows: 1 entry repaired, the rest loaded as is: {named}" in err
     assert _kernels(tmp_path)[0] == 98
