@@ -12,6 +12,10 @@ from the child's rusage. Kinds:
                 database, default threads (the honest baseline: no file written)
   duckdb        DuckDB read_json(PATH, format='array', explicit columns) -> table in OUT
   duckdb_1t     the same with `set threads = 1`
+  floor         DuckDB read_json(PATH) of the complete (X) events into a table of the DuckDB file
+                OUT, default threads, with the file's sha256 on a thread beside it (what ours
+                hashes): the least an ingest that stores the events does; reports its interpreter
+                start and imports' CPU too (startup_cpu_s)
   msgspec       msgspec typed decode of PATH (args left raw), no table
   orjson        orjson.loads(PATH bytes), no table (when orjson is installed)
 """
@@ -126,6 +130,37 @@ def _duckdb(
     return work
 
 
+def _floor(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
+    """DuckDB's own read of the complete events into a file, the content hash beside it."""
+    import threading
+
+    import duckdb
+
+    from pipelines.ingest.assemble import file_sha256
+    from pipelines.store.duck import sql_string
+
+    startup = cpu_seconds()  # interpreter start and the imports up to here
+
+    def work() -> dict[str, Any]:
+        digest: list[str] = []
+        hasher = threading.Thread(target=lambda: digest.append(file_sha256(path)))
+        hasher.start()
+        con = duckdb.connect(str(out))
+        try:
+            con.execute(
+                "create table slices as select * from read_json("
+                f"{sql_string(path)}, format = 'array', columns = {DUCKDB_COLUMNS},"
+                " maximum_object_size = 1073741824) where ph = 'X'"
+            )
+            rows = con.execute("select count(*) from slices").fetchone()[0]
+        finally:
+            con.close()
+        hasher.join()
+        return {"rows": rows, "startup_cpu_s": startup, "sha256": digest[0]}
+
+    return work
+
+
 def _msgspec(path: Path, out: Path | None) -> Callable[[], dict[str, Any]]:
 
     from pipelines.ingest.readers.trace_view import TraceEvent
@@ -163,6 +198,7 @@ PROBES: dict[str, Callable[[Path, Any], Callable[[], dict[str, Any]]]] = {
     "duckdb_mem": lambda path, _out: _duckdb(path, None),
     "duckdb": _duckdb,
     "duckdb_1t": lambda path, out: _duckdb(path, out, threads=1),
+    "floor": _floor,
     "msgspec": _msgspec,
     "orjson": _orjson,
 }

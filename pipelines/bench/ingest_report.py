@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pipelines.bench.ingest_bench import IngestBenchReport, cpu_ratios
+import textwrap
+
+from pipelines.bench.ingest_bench import IngestBenchReport, cpu_ratios, floor_of
+
+WIDTH = 120  # the terminal's columns the report fits
 
 COLUMNS = (
     "path",
@@ -79,18 +83,35 @@ def format_report(report: IngestBenchReport) -> str:
         + ("-" if cpu["ours_vs_hta_cpu"] is None else f"{cpu['ours_vs_hta_cpu']:.2f}x")
         + "; informational)"
     )
+    floor = floor_of(report.measurements, report.setup.get("cores"))
+    if floor is not None:
+        versus = floor["vs_duckdb_mem"]
+        ours = floor["ours_cli_vs_floor"]
+        out.append(
+            f"  floor: {floor['cpu_s']:.2f} s CPU over {floor['cores']} cores ="
+            f" {floor['wall_s']:.2f} s"
+            + ("" if versus is None else f" = {versus:.2f}x DuckDB in memory")
+            + ("" if ours is None else f"; ours = {ours:.2f}x the floor")
+        )
+        out.append(
+            "    (DuckDB's own read of the complete events into a file + sha256 + interpreter"
+            " start,\n    perfectly parallel: no ingest that stores the events goes below it here)"
+        )
     paired = report.setup.get("paired_wall_ratios") or []
     if len(paired) > 1:
         out.append("  ours/DuckDB wall within each round: " + ", ".join(f"{r:.2f}" for r in paired))
     load = report.load
     repeat = report.setup.get("repeat", 1)
-    out += [
-        "",
+    legend = (
         "wall s = ours_cli: the whole `tracereplay ingest` process; the others: the probe's own"
         " work (imports excluded); cpu = all threads of the work; peak RSS = ru_maxrss of its"
         " process; load = 1-min load average when the probe started"
-        + (f"; median of {repeat} interleaved rounds (HTA: 1)" if repeat > 1 else ""),
-        f"load at start {load.get('load1_start')}, at end {load.get('load1_end')};"
-        f" uptime: {load.get('uptime', '')}",
+        + (f"; median of {repeat} interleaved rounds (HTA: 1)" if repeat > 1 else "")
+    )
+    out += [
+        "",
+        *textwrap.wrap(legend, WIDTH),
+        f"load at start {load.get('load1_start')}, at end {load.get('load1_end')};",
+        f"uptime: {load.get('uptime', '')}",
     ]
     return "\n".join(out)

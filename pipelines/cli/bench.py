@@ -48,6 +48,9 @@ interleaved rounds (A B A B):
               (chunk segmentation included); wall = the whole process
   duckdb_mem  DuckDB read_json(format='array', explicit columns) into an in-memory table,
               default threads: the baseline
+  floor       DuckDB's read of the complete events into a DuckDB file, the file's sha256 beside
+              it; its CPU with its interpreter start, over this machine's cores, is the least
+              wall any ingest that stores the events can take (printed as "floor")
   hta         Holistic Trace Analysis on the same events in Kineto form (.json.gz); HTA lives in
               its own venv, named by --hta-python or $TRACEREPLAY_HTA_PYTHON, e.g.
                 uv venv /tmp/hta-venv && uv pip install -p /tmp/hta-venv HolisticTraceAnalysis
@@ -137,8 +140,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument(
         "--paths",
         metavar="LIST",
-        help="comma-separated paths to measure (default ours_cli,duckdb_mem,hta; also ours,"
-        "ours_streamed,duckdb,duckdb_1t,msgspec,orjson)",
+        help="comma-separated paths to measure (default ours_cli,duckdb_mem,floor,hta; also"
+        " ours,ours_streamed,duckdb,duckdb_1t,msgspec,orjson)",
     )
     add_json_option(ingest)
     ingest.set_defaults(func=run_ingest)

@@ -107,11 +107,13 @@ def test_bench_ingest_smoke(tmp_path: Path, source: Path, capsys: pytest.Capture
         "ours_streamed",
         "duckdb",
         "duckdb_1t",
+        "floor",
         "msgspec",
         "orjson",
         "hta",
     }
     checked = ("ours_cli", "duckdb_mem", "ours", "ours_streamed", "duckdb", "duckdb_1t", "msgspec")
+    checked += ("floor",)
     for name in checked:
         m = by_path[name]
         assert m["status"] == "ok", m["note"]
@@ -128,6 +130,9 @@ def test_bench_ingest_smoke(tmp_path: Path, source: Path, capsys: pytest.Capture
     assert by_path["ours_streamed"]["note"] == ""
     assert by_path["duckdb"]["rows"] == by_path["msgspec"]["rows"] == trace["events"]
     assert by_path["duckdb_1t"]["rows"] == trace["events"]
+    assert by_path["floor"]["rows"] == trace["complete_events"]
+    assert by_path["floor"]["note"] == ""
+    assert report["floor"]["wall_s"] > 0 and report["floor"]["cores"] >= 1
     assert by_path["hta"]["status"] == "skipped"
     targets = {t["name"]: t for t in report["targets"]}
     assert list(targets) == [

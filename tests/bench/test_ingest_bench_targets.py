@@ -14,9 +14,13 @@ from pipelines.bench.harness import Measurement
 from pipelines.bench.ingest_bench import (
     DEFAULT_PATHS,
     SHAPES,
+    IngestBenchReport,
+    floor_of,
     paired_wall_ratio,
     targets_of,
 )
+from pipelines.bench.ingest_children import main as child_main
+from pipelines.bench.ingest_report import format_report
 from pipelines.cli import ExitCode, main
 
 GIB = 2**30
@@ -68,13 +72,50 @@ def test_a_failed_cli_run_meets_nothing() -> None:
 
 
 def test_defaults_compare_what_the_acceptance_names() -> None:
-    assert DEFAULT_PATHS == ("ours_cli", "duckdb_mem", "hta")
+    assert DEFAULT_PATHS == ("ours_cli", "duckdb_mem", "floor", "hta")
     assert SHAPES == {
         "generator": ("renumbered", False),
         "repeated-ids": ("repeated", False),
         "markers": ("renumbered", True),
         "markers-repeated-ids": ("repeated", True),
     }
+
+
+def test_the_floor_is_its_cpu_over_the_cores() -> None:
+    floor = Measurement("floor", mb=500.0, events=1, wall_s=3.8, cpu_s=4.2)
+    floor.extra["startup_cpu_s"] = 0.4
+    measured = [_m("ours_cli", 7.0), _m("duckdb_mem", 2.5), floor]
+    got = floor_of(measured, cpus=2)
+    assert got["cpu_s"] == pytest.approx(4.6) and got["wall_s"] == pytest.approx(2.3)
+    assert got["vs_duckdb_mem"] == pytest.approx(2.3 / 2.5)
+    assert got["ours_cli_vs_floor"] == pytest.approx(7.0 / 2.3)
+    assert floor_of(measured, cpus=4)["wall_s"] == pytest.approx(1.15)
+    floor.status = "failed"
+    assert floor_of(measured, cpus=2) is None
+    assert floor_of([_m("ours_cli", 7.0)], cpus=2) is None
+    trace = {"path": "t.json", "mb": 500.0, "events": 1, "complete_events": 1, "copies": 1}
+    floor.status = "ok"
+    report = IngestBenchReport(trace | {"source_events": 1}, measured, [], {"cores": 2})
+    text = format_report(report)
+    assert "floor: 4.60 s CPU over 2 cores = 2.30 s = 0.92x DuckDB in memory" in text
+    assert max(len(line) for line in text.splitlines()) <= 120
+    assert report.as_json()["floor"]["wall_s"] == pytest.approx(2.3)
+
+
+def test_the_floor_probe_stores_the_complete_events_and_hashes(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import hashlib
+
+    trace = real_dir / "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
+    path = trace / "ASCEND_PROFILER_OUTPUT/trace_view.json"
+    assert child_main(["floor", str(path), str(tmp_path / "f.duckdb")]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    result = json.loads(line.removeprefix("BENCH_RESULT "))
+    complete = sum(1 for e in json.loads(path.read_text()) if e.get("ph") == "X")
+    assert result["rows"] == complete > 0
+    assert result["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert result["startup_cpu_s"] > 0 and result["cpu_s"] > 0
 
 
 @pytest.mark.parametrize(
