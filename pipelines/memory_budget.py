@@ -69,6 +69,23 @@ def hold(size: int) -> None:
     _held += max(0, int(size))
 
 
+def hold_at_least(size: int) -> None:
+    """Count at least `size` bytes as held (the process's growth since the run's reads began,
+    `resident_bytes`): what the frames' own sizes miss (string buffers a filtered frame still
+    points into, allocator pages) is counted too."""
+    global _held
+    _held = max(_held, int(size))
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory now (Linux /proc/self/statm), None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def release_held() -> None:
     """A new run starts: the previous run's frames are written and gone."""
     global _held

@@ -281,7 +281,7 @@ class FileSession(Session):
     ) -> dict[str, int]:
         gone = [old for old in replaces if old != run_id]
         counts: dict[str, int] = {}
-        with self.transaction():
+        with self.transaction(), memory_limited(self.con):
             for old in [*gone, run_id]:
                 self._delete(old)
             for table in RUN_TABLES:

@@ -771,20 +771,32 @@ def _read_within(path: Path, budget: int) -> TraceView:
         f" would pass the ingest memory budget ({budget / 2**30:.1f} GiB): raise --max-memory /"
         " $TRACEREPLAY_MAX_MEMORY to read it",
     )
+    out_of_memory = False  # the last read ran out of DuckDB's share (no entry named too large)
     for limit in limits:
         if limit != limits[0] and big_entry_peak_bytes(path) > budget:
-            raise too_large  # the retry would not fit: refused before it reads
+            # the retry would not fit: refused before it reads
+            raise _out_of_memory(budget) if out_of_memory else too_large
         try:
             if streams(path, budget):
                 return _read_streamed(path, limit, budget)
             return _read_trace_view(path, limit)
         except QuarantineError as exc:
-            too_big = "maximum_object_size" in exc.detail or "Out of Memory" in exc.detail
-            if not too_big:
+            out_of_memory = "maximum_object_size" not in exc.detail
+            if out_of_memory and "Out of Memory" not in exc.detail:
                 raise
             if limit == limits[-1]:
-                raise too_large from exc
+                raise (_out_of_memory(budget) if out_of_memory else too_large) from exc
     raise AssertionError("unreachable")
+
+
+def _out_of_memory(budget: int) -> QuarantineError:
+    """DuckDB ran out of its share of the budget reading the trace (no entry was too large)."""
+    return QuarantineError(
+        "too_large",
+        f"reading the trace needed more than DuckDB's share of the ingest memory budget"
+        f" ({memory_budget.duckdb_limit_mib(budget)} MiB of {budget / 2**30:.2f} GiB): raise"
+        " --max-memory / $TRACEREPLAY_MAX_MEMORY to read it",
+    )
 
 
 def object_limits(budget: int) -> tuple[int, ...]:
@@ -976,15 +988,19 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
     target = spill / "trace_view.parquet"
     con = private_connection()
     _configure(con)
-    con.execute(f"set memory_limit = '{memory_budget.duckdb_limit_mib(budget)}MiB'")
+    share = memory_budget.duckdb_limit_mib(budget)
+    group_rows = spill_group_rows(share)
+    con.execute(f"set memory_limit = '{share}MiB'")
     con.execute(f"set temp_directory = {sql_string(spill)}")
-    con.execute("set preserve_insertion_order = false")
+    # file order, as the in-memory read (with false, the rows past ~600,000 of a 500 MB trace
+    # came in another order, so flows.bind numbered them otherwise); no cost in time or RSS
+    con.execute("set preserve_insertion_order = true")
     not_json: list[str] = []
     try:
         try:
             targets = _spill_in_halves(path, spill, max_object, budget) or [target]
             if targets == [target]:
-                _scan_to_spill(con, path, target, max_object)
+                _scan_to_spill(con, path, target, max_object, group_rows)
         except duckdb.Error as exc:
             if not _one_bad_entry(exc):
                 raise
@@ -996,7 +1012,7 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
             if not not_json:
                 raise
             target.unlink(missing_ok=True)
-            _scan_to_spill(con, copy, target, max_object)
+            _scan_to_spill(con, copy, target, max_object, group_rows)
             copy.unlink()
     except duckdb.Error as exc:
         raise QuarantineError("invalid_json", str(exc).splitlines()[0]) from exc
@@ -1042,7 +1058,7 @@ def _spill_in_halves(path: Path, spill: Path, max_object: int, budget: int) -> l
             con.execute(f"set memory_limit = '{share // 2}MiB'")
             con.execute(f"set temp_directory = {sql_string(spill / f'duckdb_half{i}')}")
             _half_read_json(con, half, max_object)
-            _copy_scan(con, target)
+            _copy_scan(con, target, group_rows=spill_group_rows(share // 2))
             return target
         finally:
             con.close()
@@ -1055,13 +1071,14 @@ def _spill_in_halves(path: Path, spill: Path, max_object: int, budget: int) -> l
 
 
 def _scan_to_spill(
-    con: duckdb.DuckDBPyConnection, path: Path, target: Path, max_object: int
+    con: duckdb.DuckDBPyConnection, path: Path, target: Path, max_object: int, group_rows: int
 ) -> None:
-    """The scan of the array `path` copied to the Parquet `target`; when DuckDB refuses one
-    record (no object, a key given twice) the array is read again entry by entry, checked."""
+    """The scan of the array `path` copied to the Parquet `target` in row groups of
+    `group_rows`; when DuckDB refuses one record (no object, a key given twice) the array is
+    read again entry by entry, checked."""
     con.register("raw", _raw_relation(con, path, max_object, whole_file=False))
     try:
-        _copy_scan(con, target)
+        _copy_scan(con, target, group_rows=group_rows)
     except duckdb.Error as exc:
         if not _one_bad_record(exc):
             raise
@@ -1070,11 +1087,11 @@ def _scan_to_spill(
         entries = target.parent / "entries.parquet"
         con.execute(
             f"copy ({_checked_entries(con, path, max_object).sql_query()})"
-            f" to {sql_string(entries)} (format parquet, row_group_size {_BATCH_ROWS})"
+            f" to {sql_string(entries)} (format parquet, row_group_size {group_rows})"
         )
         con.register("raw", con.read_parquet(str(entries)))
         target.unlink(missing_ok=True)
-        _copy_scan(con, target, checked=True)
+        _copy_scan(con, target, group_rows, checked=True)
         entries.unlink()
 
 
@@ -1120,10 +1137,27 @@ def _copy_without_entries_not_json(path: Path, target: Path, max_object: int) ->
     return lines if stream.finish() and stream.level == 1 else []
 
 
-def _copy_scan(con: duckdb.DuckDBPyConnection, target: Path, checked: bool = False) -> None:
+def spill_group_rows(share_mib: int) -> int:
+    """Rows of one row group of the spill under DuckDB's memory limit `share_mib`: as many as
+    take an eighth of it at _SPILL_ROW_BYTES a row, between 2,048 and _BATCH_ROWS. The Parquet
+    writer holds a row group until it is full: at 100,000 rows the copy needed ~76 MiB, so
+    under the 64 MiB floor (a budget under ~300 MB, or a late rank of a run that holds most of
+    it) a 60 MB trace ended in DuckDB's Out of Memory, reported as an entry past 16 MiB; at
+    12,700 it fits (docs/bench_ingest.md "A late rank's streamed read"). DuckDB's
+    row_group_size_bytes would say it directly but needs preserve_insertion_order off, which
+    reorders the rows."""
+    return max(2_048, min(_BATCH_ROWS, (share_mib << 20) // 8 // _SPILL_ROW_BYTES))
+
+
+_SPILL_ROW_BYTES = 660  # 3x a torch_npu trace_view.json's mean entry (bench trace: 221.7 bytes)
+
+
+def _copy_scan(
+    con: duckdb.DuckDBPyConnection, target: Path, group_rows: int, checked: bool = False
+) -> None:
     con.execute(
         f"copy ({_scan_sql(checked)}) to {sql_string(target)}"
-        f" (format parquet, row_group_size {_BATCH_ROWS})"
+        f" (format parquet, row_group_size {group_rows})"
     )
 
 
