@@ -147,12 +147,11 @@ def _floor(path: Path, out: Path) -> Callable[[], dict[str, Any]]:
         hasher.start()
         con = duckdb.connect(str(out))
         try:
-            con.execute(
-                "create table slices as select * from read_json("
+            (rows,) = con.execute(  # CREATE TABLE AS answers with its row count
+                "create table complete_events as select * from read_json("
                 f"{sql_string(path)}, format = 'array', columns = {DUCKDB_COLUMNS},"
                 " maximum_object_size = 1073741824) where ph = 'X'"
-            )
-            rows = con.execute("select count(*) from slices").fetchone()[0]
+            ).fetchone()
         finally:
             con.close()
         hasher.join()
