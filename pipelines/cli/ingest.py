@@ -49,6 +49,12 @@ Inputs that cannot be read are quarantined with a reason as they are met (listed
 the quarantine table); the other inputs still load. Rows with a bad value (a NaN duration, an
 event without a name) are dropped and counted per run and reason ("dropped"). The warehouse is
 locked only while a run is written; when another process holds it, ingest waits (--wait).
+
+Disk: a trace_view.json of 64 MB or more is copied, as two halves parsed side by side on two
+cores, into a spill folder ($TRACEREPLAY_SPILL_DIR, else the system temp folder), where a trace
+that streams under --max-memory keeps its rows too; both are removed once the run is written
+(where the copy cannot be written, the file is read whole on one core).
+
 Exit status: 0 all loaded, 2 something was quarantined, the warehouse could not be used or the
 arguments were bad."""
 
