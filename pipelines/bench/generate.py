@@ -178,7 +178,15 @@ def generate_rank(
     source_trace = source_rank_dir / TRACE_RELPATH
     infos = sorted(source_rank_dir.glob("profiler_info*.json"))
     if not source_trace.is_file() or not infos:
-        raise FileNotFoundError(f"{source_rank_dir} lacks {TRACE_RELPATH} or profiler_info*.json")
+        hint = (
+            ": the real traces are looked for at $TRACEREPLAY_REAL_TRACES, else beside the"
+            " repository (../shared/traces/real); set it to the folder that holds msinsight/"
+            if source_rank_dir == SOURCE_RANK_DIR
+            else ""
+        )
+        raise FileNotFoundError(
+            f"{source_rank_dir} lacks {TRACE_RELPATH} or profiler_info*.json{hint}"
+        )
     events = json.loads(source_trace.read_bytes())
     if not isinstance(events, list):
         raise ValueError(f"{source_trace} is not a bare event array")
