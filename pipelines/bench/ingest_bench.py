@@ -50,6 +50,7 @@ from pipelines.bench.generate import (
     to_kineto,
 )
 from pipelines.bench.harness import Measurement, measure, median_of
+from pipelines.machine import usable_cores
 from pipelines.memory_budget import DEFAULT_MAX_MEMORY, ENV_MAX_MEMORY, ENV_SPILL_DIR
 
 HTA_PYTHON_ENV = "TRACEREPLAY_HTA_PYTHON"
@@ -157,13 +158,6 @@ def _fastest_duckdb(rates: dict[str, float | None]) -> float | None:
     return max(known) if known else None
 
 
-def cores() -> int:
-    """CPUs this process may run on (the probes' children inherit it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def floor_of(measurements: list[Measurement], cpus: int | None = None) -> dict[str, Any] | None:
     """The least wall time of an ingest that stores the complete events in a DuckDB file, hashes
     the file and starts a Python interpreter, on this machine: the `floor` path's CPU (DuckDB's
@@ -175,7 +169,7 @@ def floor_of(measurements: list[Measurement], cpus: int | None = None) -> dict[s
     floor = by_path.get("floor")
     if floor is None or floor.cpu_s is None:
         return None
-    cpus = cpus or cores()
+    cpus = cpus or usable_cores()
     cpu = floor.cpu_s + float(floor.extra.get("startup_cpu_s") or 0.0)
     wall = cpu / cpus
     out: dict[str, Any] = {"cpu_s": cpu, "cores": cpus, "wall_s": wall}
@@ -438,7 +432,7 @@ def _run(
     say(f"  {trace.mb:.1f} MB, {trace.events:,} events, {trace.copies} copies")
     setup["repeat"] = repeat
     setup["max_memory_mb"] = max_memory / MB
-    setup["cores"] = cores()
+    setup["cores"] = usable_cores()
     order = [
         k for k in (*OURS_PATHS, "duckdb_mem", *DUCKDB_PATHS, "floor", "msgspec") if k in paths
     ]

@@ -25,7 +25,7 @@ REAL_TRACES = (
 def halves_used(monkeypatch) -> list[object]:
     """Every file size takes the two-halves path; the list collects what each half returned."""
     monkeypatch.setattr(tv, "HALVES_MIN_BYTES", 0)
-    monkeypatch.setattr(tv, "_cores", lambda: 2)
+    monkeypatch.setattr(tv.machine, "usable_cores", lambda: 2)
     seen: list[object] = []
     half = tv._half
 
@@ -87,7 +87,7 @@ def test_no_cut_without_a_leading_bracket(tmp_path: Path, prefix: bytes) -> None
     assert json_halves.cut_point(path) is None
 
 
-def _event(i: int, **extra: object) -> dict[str, object]:
+def _event(i: int) -> dict[str, object]:
     return {"ph": "X", "name": f"op{i}", "pid": 1, "tid": 1, "ts": f"{1000 + i}.000", "dur": 1.0}
 
 

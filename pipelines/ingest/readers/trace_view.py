@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import gzip
 import mmap
-import os
 import re
 import zlib
 from collections.abc import Callable
@@ -47,7 +46,7 @@ import duckdb
 import msgspec
 import polars as pl
 
-from pipelines import memory_budget
+from pipelines import machine, memory_budget
 from pipelines.ingest import dropped as drop
 from pipelines.ingest.errors import QuarantineError
 from pipelines.ingest.lookups import left_lookup
@@ -853,13 +852,6 @@ HALVES_MIN_BYTES = 64 << 20
 """A plain array file at least this large is parsed in two halves on two threads."""
 
 
-def _cores() -> int:
-    """CPUs this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def _in_halves(
     path: Path, work: Callable[[Path, int], Any], beside: Callable[[], bool] = lambda: False
 ) -> list[Any] | None:
@@ -871,7 +863,7 @@ def _in_halves(
     file whole, as before) for a smaller file, one core, a .gz, the object form, no boundary
     near the middle, or a half that does not parse: a cut inside a string or a nested value,
     or a bad entry, which the whole read then names as it always did."""
-    if path.suffix == ".gz" or _cores() < 2:
+    if path.suffix == ".gz" or machine.usable_cores() < 2:
         return None
     size = path.stat().st_size
     if size < HALVES_MIN_BYTES or _sniff(path)[0] != "array":
@@ -998,8 +990,9 @@ def _read_streamed(path: Path, max_object: int, budget: int) -> TraceView:
     not_json: list[str] = []
     try:
         try:
-            targets = _spill_in_halves(path, spill, max_object, budget) or [target]
-            if targets == [target]:
+            targets = _spill_in_halves(path, spill, max_object, budget)
+            if targets is None:
+                targets = [target]
                 _scan_to_spill(con, path, target, max_object, group_rows)
         except duckdb.Error as exc:
             if not _one_bad_entry(exc):
